@@ -1,0 +1,354 @@
+//! The control plane: a store and one watch cache per resource type, behind
+//! one lock, with the object rules of the apiserver (names, namespaces, uids,
+//! resourceVersions, optimistic concurrency).
+
+use crate::clock::Clock;
+use crate::object;
+use crate::resource::{self, ResourceType};
+use crate::store::{Revision, Store, StoreError, StoreEvent};
+use crate::watch_cache::{Delivery, WatchCache, WatchError};
+use serde_json::Value;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::mpsc;
+
+/// Events each watch cache keeps: the apiserver's default watch cache size
+/// (`--default-watch-cache-size=100`).
+pub const WATCH_CACHE_CAPACITY: usize = 100;
+
+/// Live events a watcher may have waiting before it is closed as too slow.
+/// The apiserver sizes a cacheWatcher's channel in the tens to hundreds; 100
+/// absorbs a burst of a scale-up while keeping a stuck watcher's cost small.
+pub const WATCHER_BUFFER: usize = 100;
+
+/// Why a request to the control plane failed; each maps to a Kubernetes Status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{kind} \"{name}\" not found")]
+    NotFound { kind: String, name: String },
+    #[error("{kind} \"{name}\" already exists")]
+    AlreadyExists { kind: String, name: String },
+    #[error(
+        "Operation cannot be fulfilled on {kind} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+    )]
+    Conflict { kind: String, name: String },
+    #[error("{0}")]
+    Gone(String),
+}
+
+struct State {
+    store: Store,
+    caches: Vec<WatchCache>,
+    next_uid: u64,
+}
+
+/// The embedded control plane. Cheap to clone: clones share one state.
+#[derive(Clone)]
+pub struct ControlPlane {
+    state: Arc<Mutex<State>>,
+    clock: Clock,
+}
+
+impl ControlPlane {
+    /// An empty control plane with the `default` namespace.
+    pub fn new(clock: Clock) -> Self {
+        let store = Store::new(clock.clone());
+        let caches = resource::ALL
+            .into_iter()
+            .map(|r| WatchCache::new(r, WATCH_CACHE_CAPACITY, [], store.revision(), clock.clone()))
+            .collect();
+        let cp = ControlPlane {
+            state: Arc::new(Mutex::new(State {
+                store,
+                caches,
+                next_uid: 1,
+            })),
+            clock,
+        };
+        cp.create(resource::NAMESPACES, serde_json::json!({"metadata": {"name": "default"}}))
+            .expect("a fresh store has no namespaces");
+        cp
+    }
+
+    /// The control plane's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// The store's latest revision.
+    pub fn revision(&self) -> Revision {
+        self.lock().store.revision()
+    }
+
+    /// Creates an object. Sets kind, apiVersion, namespace (`default` when
+    /// namespaced and unset), uid and creationTimestamp; the store sets the
+    /// resourceVersion.
+    pub fn create(&self, rt: ResourceType, mut obj: Value) -> Result<Arc<Value>, ApiError> {
+        let name = object::name(&obj).to_string();
+        if name.is_empty() {
+            return Err(ApiError::Invalid(format!(
+                "{}.{} is invalid: metadata.name: Required value: name is required",
+                rt.kind, rt.group
+            )));
+        }
+        let mut state = self.lock();
+        let uid = state.next_uid;
+        state.next_uid += 1;
+        let namespace = rt.namespaced.then(|| {
+            object::namespace(&obj)
+                .unwrap_or("default")
+                .to_string()
+        });
+        set_type_meta(&mut obj, rt);
+        let meta = object::metadata_mut(&mut obj);
+        match &namespace {
+            Some(ns) => meta.insert("namespace".into(), ns.clone().into()),
+            None => meta.remove("namespace"),
+        };
+        meta.insert("uid".into(), format!("00000000-0000-4000-8000-{uid:012}").into());
+        meta.insert(
+            "creationTimestamp".into(),
+            crate::time::rfc3339(self.clock.now()).into(),
+        );
+        let key = rt.key(namespace.as_deref(), &name);
+        let event = state.store.create(&key, obj).map_err(|e| api_error(rt, &name, e))?;
+        Ok(state.publish(rt, event))
+    }
+
+    /// Replaces an object. When the new object carries a resourceVersion, it
+    /// must be the current one (409 Conflict otherwise).
+    pub fn update(&self, rt: ResourceType, mut obj: Value) -> Result<Arc<Value>, ApiError> {
+        let name = object::name(&obj).to_string();
+        let namespace = rt
+            .namespaced
+            .then(|| object::namespace(&obj).unwrap_or("default").to_string());
+        let expected = match object::resource_version(&obj) {
+            None | Some("") => None,
+            Some(rv) => Some(rv.parse::<Revision>().map_err(|_| {
+                ApiError::Invalid(format!("metadata.resourceVersion: Invalid value: {rv:?}"))
+            })?),
+        };
+        let key = rt.key(namespace.as_deref(), &name);
+        let mut state = self.lock();
+        let current = state.store.get(&key).ok_or_else(|| ApiError::NotFound {
+            kind: rt.plural.into(),
+            name: name.clone(),
+        })?;
+        set_type_meta(&mut obj, rt);
+        // uid and creationTimestamp are the server's, whatever the client sent.
+        for field in ["uid", "creationTimestamp", "namespace"] {
+            if let Some(v) = current.pointer(&format!("/metadata/{field}")) {
+                object::metadata_mut(&mut obj).insert(field.into(), v.clone());
+            }
+        }
+        let event = state
+            .store
+            .update(&key, obj, expected)
+            .map_err(|e| api_error(rt, &name, e))?;
+        Ok(state.publish(rt, event))
+    }
+
+    /// Reads an object, changes it with `change`, and writes it back.
+    pub fn modify(
+        &self,
+        rt: ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> Result<Arc<Value>, ApiError> {
+        let mut obj = (*self.get(rt, namespace, name)?).clone();
+        change(&mut obj);
+        self.update(rt, obj)
+    }
+
+    /// Deletes an object; the DELETED event carries its last state.
+    pub fn delete(
+        &self,
+        rt: ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<Value>, ApiError> {
+        let key = rt.key(namespace, name);
+        let mut state = self.lock();
+        let event = state
+            .store
+            .delete(&key, None)
+            .map_err(|e| api_error(rt, name, e))?;
+        Ok(state.publish(rt, event))
+    }
+
+    /// Reads one object.
+    pub fn get(
+        &self,
+        rt: ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<Value>, ApiError> {
+        self.lock()
+            .store
+            .get(&rt.key(namespace, name))
+            .ok_or_else(|| ApiError::NotFound {
+                kind: rt.plural.into(),
+                name: name.into(),
+            })
+    }
+
+    /// Lists the current objects of a type (in one namespace, or all) and the
+    /// revision the list is consistent with.
+    pub fn list(&self, rt: ResourceType, namespace: Option<&str>) -> (Vec<Arc<Value>>, Revision) {
+        let state = self.lock();
+        let prefix = match namespace.filter(|_| rt.namespaced) {
+            Some(ns) => format!("{}{ns}/", rt.key_prefix()),
+            None => rt.key_prefix(),
+        };
+        (state.store.list(&prefix).collect(), state.store.revision())
+    }
+
+    /// Watches a type through its watch cache (see [`WatchCache::watch`]).
+    pub fn watch(
+        &self,
+        rt: ResourceType,
+        from: Option<Revision>,
+        namespace: Option<String>,
+    ) -> Result<mpsc::Receiver<Delivery>, ApiError> {
+        let mut state = self.lock();
+        state
+            .cache_mut(rt)
+            .watch(from, namespace, WATCHER_BUFFER)
+            .map_err(|e: WatchError| ApiError::Gone(e.to_string()))
+    }
+
+    /// Compacts the store's history up to its current revision.
+    pub fn compact(&self) -> Revision {
+        let mut state = self.lock();
+        let revision = state.store.revision();
+        state.store.compact(revision);
+        revision
+    }
+
+    /// Closes every watch of every type.
+    pub fn drop_watchers(&self) {
+        for cache in &mut self.lock().caches {
+            cache.drop_watchers();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the store half-written
+        // (each write is one commit), so a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl State {
+    /// Feeds a committed change to the caches: the one of its type takes the
+    /// event, the others only learn the new revision.
+    fn publish(&mut self, rt: ResourceType, event: StoreEvent) -> Arc<Value> {
+        for cache in &mut self.caches {
+            if cache.resource() == rt {
+                cache.apply(&event);
+            } else {
+                cache.advance(event.revision);
+            }
+        }
+        event.object
+    }
+
+    fn cache_mut(&mut self, rt: ResourceType) -> &mut WatchCache {
+        self.caches
+            .iter_mut()
+            .find(|c| c.resource() == rt)
+            .expect("a cache exists for every served type")
+    }
+}
+
+fn set_type_meta(obj: &mut Value, rt: ResourceType) {
+    object::metadata_mut(obj);
+    let map = obj.as_object_mut().expect("metadata_mut made an object");
+    map.insert("kind".into(), rt.kind.into());
+    map.insert("apiVersion".into(), rt.api_version().into());
+}
+
+fn api_error(rt: ResourceType, name: &str, e: StoreError) -> ApiError {
+    let (kind, name) = (rt.plural.to_string(), name.to_string());
+    match e {
+        StoreError::AlreadyExists { .. } => ApiError::AlreadyExists { kind, name },
+        StoreError::NotFound { .. } => ApiError::NotFound { kind, name },
+        StoreError::Conflict { .. } => ApiError::Conflict { kind, name },
+        StoreError::Compacted { .. } | StoreError::FutureRevision { .. } => {
+            ApiError::Gone(e.to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::{CONFIGMAPS, PODS};
+    use serde_json::json;
+    use watchlife_protocol::EventType;
+
+    fn cp() -> ControlPlane {
+        ControlPlane::new(Clock::new(|| 1_000_000))
+    }
+
+    #[test]
+    fn create_fills_server_fields() {
+        let cp = cp();
+        let pod = cp.create(PODS, json!({"metadata": {"name": "p"}})).unwrap();
+        assert_eq!(pod["kind"], "Pod");
+        assert_eq!(pod["apiVersion"], "v1");
+        assert_eq!(pod["metadata"]["namespace"], "default");
+        assert_eq!(pod["metadata"]["creationTimestamp"], "1970-01-01T00:00:01Z");
+        assert_eq!(
+            object::resource_version(&pod),
+            Some(cp.revision().to_string().as_str())
+        );
+        assert!(matches!(
+            cp.create(PODS, json!({"metadata": {}})),
+            Err(ApiError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn update_with_stale_resource_version_conflicts() {
+        let cp = cp();
+        let v1 = cp.create(CONFIGMAPS, json!({"metadata": {"name": "c"}})).unwrap();
+        cp.update(CONFIGMAPS, (*v1).clone()).unwrap();
+        assert!(matches!(
+            cp.update(CONFIGMAPS, (*v1).clone()),
+            Err(ApiError::Conflict { .. })
+        ));
+    }
+
+    #[test]
+    fn list_then_watch_from_its_revision_sees_exactly_later_changes() {
+        let cp = cp();
+        cp.create(PODS, json!({"metadata": {"name": "before"}})).unwrap();
+        let (items, rv) = cp.list(PODS, None);
+        assert_eq!(items.len(), 1);
+        let mut rx = cp.watch(PODS, Some(rv), None).unwrap();
+        cp.create(CONFIGMAPS, json!({"metadata": {"name": "other"}})).unwrap();
+        cp.modify(PODS, Some("default"), "before", |p| {
+            p["status"] = json!({"phase": "Running"})
+        })
+        .unwrap();
+        cp.delete(PODS, Some("default"), "before").unwrap();
+        let seen: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|d| d.event.event_type)
+            .collect();
+        assert_eq!(seen, vec![EventType::Modified, EventType::Deleted]);
+    }
+
+    #[test]
+    fn dropped_watchers_see_their_channel_close() {
+        let cp = cp();
+        let mut rx = cp.watch(PODS, None, None).unwrap();
+        cp.drop_watchers();
+        assert!(matches!(
+            rx.try_recv(),
+            Err(mpsc::error::TryRecvError::Disconnected)
+        ));
+    }
+}

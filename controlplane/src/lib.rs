@@ -1,0 +1,26 @@
+//! The embedded demo control plane's core: a small Kubernetes with no network IO.
+//!
+//! # Layout
+//! - [`store`]: an MVCC store modelled on etcd (one revision counter, history, compaction).
+//! - [`watch_cache`]: the apiserver's Cacher (a ring of recent events, a snapshot, many watchers).
+//! - [`control_plane`]: both behind one lock, with the apiserver's object rules.
+//! - [`story`]: the scripted workload that keeps the demo alive.
+//! - [`resource`], [`object`], [`clock`], [`time`]: the served types and small helpers.
+//!
+//! Nothing here opens a socket or reads the OS clock directly, so the same core
+//! runs behind the bridge's HTTP adapter and inside a browser page.
+
+pub mod clock;
+pub mod control_plane;
+pub mod object;
+pub mod resource;
+pub mod store;
+pub mod story;
+pub mod time;
+pub mod watch_cache;
+
+pub use clock::Clock;
+pub use control_plane::{ApiError, ControlPlane};
+pub use resource::ResourceType;
+pub use store::Revision;
+pub use watch_cache::{CachedEvent, Delivery};

@@ -1,0 +1,73 @@
+//! Reading and writing the `metadata` of objects held as JSON.
+//!
+//! The control plane stores objects as `serde_json::Value`: it serves eight
+//! types through one code path, and only `metadata` (plus a few spec fields the
+//! controllers read) is ever interpreted.
+
+use serde_json::{Map, Value};
+
+/// `metadata.name`, or "" when absent.
+pub fn name(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// `metadata.namespace`, when set.
+pub fn namespace(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/namespace").and_then(Value::as_str)
+}
+
+/// `metadata.resourceVersion`, when set.
+pub fn resource_version(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+}
+
+/// `metadata.labels` as pairs.
+pub fn labels(obj: &Value) -> impl Iterator<Item = (&str, &str)> {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.iter())
+        .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+}
+
+/// The `metadata` map, created when missing (and replacing a non-object).
+pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let map = obj.as_object_mut().expect("made an object above");
+    let meta = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    meta.as_object_mut().expect("made an object above")
+}
+
+/// Sets `metadata.<field>` to a string.
+pub fn set_meta(obj: &mut Value, field: &str, value: impl Into<String>) {
+    metadata_mut(obj).insert(field.to_string(), Value::String(value.into()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_and_writes_metadata() {
+        let mut obj = json!({"metadata": {"name": "a", "labels": {"app": "web", "n": 1}}});
+        assert_eq!(name(&obj), "a");
+        assert_eq!(namespace(&obj), None);
+        assert_eq!(labels(&obj).collect::<Vec<_>>(), vec![("app", "web")]);
+        set_meta(&mut obj, "resourceVersion", "12");
+        assert_eq!(resource_version(&obj), Some("12"));
+        let mut not_an_object = json!(3);
+        set_meta(&mut not_an_object, "name", "b");
+        assert_eq!(name(&not_an_object), "b");
+    }
+}

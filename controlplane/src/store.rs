@@ -1,0 +1,324 @@
+//! The store, modelled on etcd's MVCC.
+//!
+//! One global revision counter: every create, update and delete takes the next
+//! revision, and an object's `metadata.resourceVersion` is the revision that
+//! last modified it. Every change is kept in a history until compaction drops
+//! it, so a watch can start from any retained revision and replay what came
+//! after, in order, with no gap and no duplicate.
+
+use crate::clock::Clock;
+use crate::object;
+use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use watchlife_protocol::Micros;
+
+/// A store revision (etcd's `mod_revision`, Kubernetes' `resourceVersion`).
+pub type Revision = u64;
+
+/// What a change did to its key, as etcd reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The key was written; `created` when it did not exist before.
+    Put { created: bool },
+    /// The key was removed.
+    Delete,
+}
+
+/// One committed change.
+#[derive(Debug, Clone)]
+pub struct StoreEvent {
+    pub change: Change,
+    pub key: String,
+    pub revision: Revision,
+    /// The object after the change, its `resourceVersion` set to `revision`. For
+    /// a delete, the last value with `resourceVersion` set to the deletion's
+    /// revision, as the apiserver sends it in a DELETED event.
+    pub object: Arc<Value>,
+    /// The value before the change, if the key existed.
+    pub prev: Option<Arc<Value>>,
+    /// When the change was committed.
+    pub committed_at: Micros,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("{key} already exists")]
+    AlreadyExists { key: String },
+    #[error("{key} not found")]
+    NotFound { key: String },
+    #[error("{key} was modified at revision {current}, not {expected}")]
+    Conflict {
+        key: String,
+        expected: Revision,
+        current: Revision,
+    },
+    #[error("revision {requested} has been compacted (compacted up to {compacted})")]
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
+    #[error("revision {requested} is newer than the store's revision {current}")]
+    FutureRevision {
+        requested: Revision,
+        current: Revision,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    value: Arc<Value>,
+    mod_revision: Revision,
+}
+
+/// An MVCC key-value store of JSON objects.
+#[derive(Debug)]
+pub struct Store {
+    revision: Revision,
+    /// Changes with a revision at or below this are gone from the history.
+    compacted: Revision,
+    objects: BTreeMap<String, Entry>,
+    history: VecDeque<StoreEvent>,
+    clock: Clock,
+}
+
+impl Store {
+    /// An empty store at revision 1, as a fresh etcd is.
+    pub fn new(clock: Clock) -> Self {
+        Store {
+            revision: 1,
+            compacted: 0,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            clock,
+        }
+    }
+
+    /// The latest revision.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The highest revision whose change has been dropped from the history.
+    pub fn compacted(&self) -> Revision {
+        self.compacted
+    }
+
+    /// Changes kept in the history.
+    pub fn history_len(&self) -> usize {
+        self.history.len()
+    }
+
+    /// The current value under `key`.
+    pub fn get(&self, key: &str) -> Option<Arc<Value>> {
+        self.objects.get(key).map(|e| e.value.clone())
+    }
+
+    /// Current values whose key starts with `prefix`, in key order.
+    pub fn list<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = Arc<Value>> + 'a {
+        self.objects
+            .range(prefix.to_string()..)
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(_, e)| e.value.clone())
+    }
+
+    /// Writes a new key. Fails when the key exists.
+    pub fn create(&mut self, key: &str, value: Value) -> Result<StoreEvent, StoreError> {
+        if self.objects.contains_key(key) {
+            return Err(StoreError::AlreadyExists { key: key.into() });
+        }
+        Ok(self.commit(key, Change::Put { created: true }, value, None))
+    }
+
+    /// Replaces an existing key. With `expected`, fails with a conflict unless
+    /// the key was last modified at that revision (optimistic concurrency).
+    pub fn update(
+        &mut self,
+        key: &str,
+        value: Value,
+        expected: Option<Revision>,
+    ) -> Result<StoreEvent, StoreError> {
+        let prev = self.check(key, expected)?;
+        Ok(self.commit(key, Change::Put { created: false }, value, Some(prev)))
+    }
+
+    /// Removes a key, with the same optional precondition as [`Store::update`].
+    pub fn delete(
+        &mut self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<StoreEvent, StoreError> {
+        let prev = self.check(key, expected)?;
+        let last = (*prev).clone();
+        Ok(self.commit(key, Change::Delete, last, Some(prev)))
+    }
+
+    /// Every change after `after` under `prefix`, oldest first.
+    ///
+    /// Fails with [`StoreError::Compacted`] when changes after `after` are no
+    /// longer all in the history, so the caller cannot miss one silently.
+    pub fn changes_after(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> Result<Vec<StoreEvent>, StoreError> {
+        if after < self.compacted {
+            return Err(StoreError::Compacted {
+                requested: after,
+                compacted: self.compacted,
+            });
+        }
+        if after > self.revision {
+            return Err(StoreError::FutureRevision {
+                requested: after,
+                current: self.revision,
+            });
+        }
+        let start = self.history.partition_point(|e| e.revision <= after);
+        Ok(self
+            .history
+            .range(start..)
+            .filter(|e| e.key.starts_with(prefix))
+            .cloned()
+            .collect())
+    }
+
+    /// Drops every change at or below `revision` from the history (capped at the
+    /// current revision). Current values are kept.
+    pub fn compact(&mut self, revision: Revision) {
+        let revision = revision.min(self.revision);
+        while self.history.front().is_some_and(|e| e.revision <= revision) {
+            self.history.pop_front();
+        }
+        self.compacted = self.compacted.max(revision);
+    }
+
+    fn check(&self, key: &str, expected: Option<Revision>) -> Result<Arc<Value>, StoreError> {
+        let entry = self
+            .objects
+            .get(key)
+            .ok_or_else(|| StoreError::NotFound { key: key.into() })?;
+        match expected {
+            Some(expected) if expected != entry.mod_revision => Err(StoreError::Conflict {
+                key: key.into(),
+                expected,
+                current: entry.mod_revision,
+            }),
+            _ => Ok(entry.value.clone()),
+        }
+    }
+
+    fn commit(
+        &mut self,
+        key: &str,
+        change: Change,
+        mut value: Value,
+        prev: Option<Arc<Value>>,
+    ) -> StoreEvent {
+        self.revision += 1;
+        let revision = self.revision;
+        object::set_meta(&mut value, "resourceVersion", revision.to_string());
+        let value = Arc::new(value);
+        match change {
+            Change::Put { .. } => {
+                self.objects.insert(
+                    key.to_string(),
+                    Entry {
+                        value: value.clone(),
+                        mod_revision: revision,
+                    },
+                );
+            }
+            Change::Delete => {
+                self.objects.remove(key);
+            }
+        }
+        let event = StoreEvent {
+            change,
+            key: key.to_string(),
+            revision,
+            object: value,
+            prev,
+            committed_at: self.clock.now(),
+        };
+        self.history.push_back(event.clone());
+        event
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn store() -> Store {
+        Store::new(Clock::new(|| 0))
+    }
+
+    #[test]
+    fn every_change_takes_the_next_revision() {
+        let mut s = store();
+        let a = s.create("/registry/pods/default/a", json!({})).unwrap();
+        let b = s.update("/registry/pods/default/a", json!({}), None).unwrap();
+        let c = s.delete("/registry/pods/default/a", None).unwrap();
+        assert_eq!((a.revision, b.revision, c.revision), (2, 3, 4));
+        assert_eq!(object::resource_version(&b.object), Some("3"));
+        assert_eq!(object::resource_version(&c.object), Some("4"));
+        assert_eq!(a.change, Change::Put { created: true });
+        assert_eq!(c.change, Change::Delete);
+        assert!(s.get("/registry/pods/default/a").is_none());
+    }
+
+    #[test]
+    fn stale_revision_is_a_conflict() {
+        let mut s = store();
+        s.create("k", json!({})).unwrap();
+        s.update("k", json!({"v": 1}), Some(2)).unwrap();
+        let err = s.update("k", json!({"v": 2}), Some(2)).unwrap_err();
+        assert_eq!(
+            err,
+            StoreError::Conflict {
+                key: "k".into(),
+                expected: 2,
+                current: 3
+            }
+        );
+        assert!(matches!(
+            s.create("k", json!({})),
+            Err(StoreError::AlreadyExists { .. })
+        ));
+        assert!(matches!(
+            s.delete("missing", None),
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn changes_after_replays_in_order_and_refuses_compacted_revisions() {
+        let mut s = store();
+        for name in ["a", "b", "c"] {
+            s.create(&format!("/registry/pods/{name}"), json!({})).unwrap();
+            s.create(&format!("/registry/configmaps/{name}"), json!({}))
+                .unwrap();
+        }
+        let pods: Vec<_> = s
+            .changes_after("/registry/pods/", 3)
+            .unwrap()
+            .iter()
+            .map(|e| e.revision)
+            .collect();
+        assert_eq!(pods, vec![4, 6]);
+        s.compact(4);
+        assert!(matches!(
+            s.changes_after("/registry/pods/", 3),
+            Err(StoreError::Compacted { .. })
+        ));
+        assert_eq!(s.changes_after("/registry/pods/", 4).unwrap().len(), 1);
+        assert!(matches!(
+            s.changes_after("/registry/pods/", 99),
+            Err(StoreError::FutureRevision { .. })
+        ));
+        assert_eq!(s.list("/registry/pods/").count(), 3);
+    }
+}

@@ -1,0 +1,233 @@
+//! Frames from the bridge to a viewer: one JSON object per WebSocket text message.
+
+use crate::event::{ObjectRef, WatchEvent};
+use crate::reflector::ReflectorUpdate;
+use crate::stage::Stage;
+use crate::{Micros, client::DemoAction};
+use serde::{Deserialize, Serialize};
+
+/// A frame from the bridge.
+///
+/// `seq` orders the bridge's stream. *Stream* frames (`event`, `reflector`) are
+/// numbered 1, 2, 3… in the single order the bridge observed them, and a viewer
+/// that reconnects with the last `seq` it saw resumes after it. *Control* frames
+/// (`hello`, `heartbeat`, `resync`, `snapshot`, `error`, `action_result`) belong
+/// to one connection and carry the `seq` of the latest stream frame, the cursor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerFrame {
+    pub seq: u64,
+    #[serde(flatten)]
+    pub body: FrameBody,
+}
+
+/// What a frame says; its `type` field on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FrameBody {
+    /// First frame of every connection: what this bridge is watching and how.
+    Hello(Hello),
+    /// A watch event with its stage times.
+    Event(WatchEvent),
+    /// The Reflector of one resource changed state.
+    Reflector(ReflectorUpdate),
+    /// Sent on a period so both ends notice a dead connection.
+    Heartbeat(Heartbeat),
+    /// The viewer missed frames it cannot be given; a `snapshot` follows.
+    Resync(Resync),
+    /// Every current object, after `hello` or `resync`.
+    Snapshot(Snapshot),
+    /// A request from the viewer failed.
+    Error(ErrorFrame),
+    /// A demo action the viewer asked for was carried out.
+    ActionResult(ActionResult),
+}
+
+impl FrameBody {
+    /// Whether the frame is numbered in the bridge's stream (see [`ServerFrame`]).
+    pub fn is_stream(&self) -> bool {
+        matches!(self, FrameBody::Event(_) | FrameBody::Reflector(_))
+    }
+}
+
+/// Where the bridge's events come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Source {
+    /// The embedded demo control plane; `api` is its Kubernetes API address.
+    Demo { api: String },
+    /// A real cluster, by kubeconfig context and server URL.
+    Cluster { context: String, server: String },
+}
+
+/// Greeting sent first on every connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// [`crate::PROTOCOL_VERSION`] of the bridge.
+    pub protocol: u32,
+    /// Version of the `watchlife` binary.
+    pub server_version: String,
+    pub source: Source,
+    /// Resources being list-watched (`pods`, `deployments.apps`).
+    pub resources: Vec<String>,
+    /// Stages this source can measure; the others are drawn as not observed.
+    pub observed_stages: Vec<Stage>,
+    /// Whether demo actions are accepted (only with the demo source).
+    pub demo_actions: bool,
+    /// Heartbeat period: a viewer that hears nothing for a few periods is stalled.
+    pub heartbeat_ms: u64,
+}
+
+/// Liveness frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// Bridge time when sent.
+    pub at: Micros,
+}
+
+/// The viewer's cursor fell out of the bridge's window, or the viewer fell too
+/// far behind: frames were skipped, and a [`Snapshot`] follows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resync {
+    pub reason: String,
+}
+
+/// One current object in a snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotObject {
+    #[serde(flatten)]
+    pub target: ObjectRef,
+    pub resource_version: String,
+    pub object: serde_json::Value,
+}
+
+/// Every current object the bridge knows, as of the frame's `seq`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub objects: Vec<SnapshotObject>,
+}
+
+/// Why a viewer's request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Not valid JSON, or not a known message.
+    Malformed,
+    /// Larger than the bridge accepts.
+    TooLarge,
+    /// Too many messages too fast.
+    RateLimited,
+    /// Not allowed for this source (a demo action against a real cluster).
+    Forbidden,
+    /// Allowed, but it failed.
+    ActionFailed,
+}
+
+/// An error answer to a viewer's message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorFrame {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// The outcome of a demo action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionResult {
+    pub action: DemoAction,
+    /// What happened, in words for a caption.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventType, StageMark, StageTimes};
+
+    fn round_trip(frame: &ServerFrame) -> serde_json::Value {
+        let text = serde_json::to_string(frame).unwrap();
+        let back: ServerFrame = serde_json::from_str(&text).unwrap();
+        assert_eq!(&back, frame);
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn event_frame_is_flat_json_with_a_type() {
+        let mut stages = StageTimes::new();
+        stages.insert(Stage::Etcd, StageMark::at(1_000));
+        let frame = ServerFrame {
+            seq: 7,
+            body: FrameBody::Event(WatchEvent {
+                event_type: EventType::Added,
+                target: ObjectRef {
+                    resource: "pods".into(),
+                    kind: "Pod".into(),
+                    namespace: Some("default".into()),
+                    name: "pod1".into(),
+                },
+                resource_version: "519".into(),
+                object: serde_json::json!({"kind": "Pod"}),
+                stages,
+                coalesced: false,
+            }),
+        };
+        let json = round_trip(&frame);
+        assert_eq!(json["type"], "event");
+        assert_eq!(json["seq"], 7);
+        assert_eq!(json["event"], "ADDED");
+        assert_eq!(json["namespace"], "default");
+        assert_eq!(json["resource_version"], "519");
+        assert_eq!(json["stages"]["etcd"]["at"], 1_000);
+        assert!(json.get("coalesced").is_none());
+    }
+
+    #[test]
+    fn reflector_frame_names_its_state() {
+        let frame = ServerFrame {
+            seq: 3,
+            body: FrameBody::Reflector(ReflectorUpdate {
+                resource: "pods".into(),
+                state: crate::ReflectorState::WatchStarted {
+                    resource_version: "42".into(),
+                },
+            }),
+        };
+        let json = round_trip(&frame);
+        assert_eq!(json["type"], "reflector");
+        assert_eq!(json["state"], "watch_started");
+        assert_eq!(json["resource_version"], "42");
+        assert!(frame.body.is_stream());
+    }
+
+    #[test]
+    fn control_frames_round_trip() {
+        let hello = ServerFrame {
+            seq: 0,
+            body: FrameBody::Hello(Hello {
+                protocol: crate::PROTOCOL_VERSION,
+                server_version: "0.1.0".into(),
+                source: Source::Demo {
+                    api: "http://127.0.0.1:8081".into(),
+                },
+                resources: vec!["pods".into()],
+                observed_stages: Stage::ALL.to_vec(),
+                demo_actions: true,
+                heartbeat_ms: 5_000,
+            }),
+        };
+        let json = round_trip(&hello);
+        assert_eq!(json["source"]["kind"], "demo");
+        assert!(!hello.body.is_stream());
+        round_trip(&ServerFrame {
+            seq: 9,
+            body: FrameBody::Error(ErrorFrame {
+                code: ErrorCode::Malformed,
+                message: "expected value at line 1".into(),
+            }),
+        });
+    }
+
+    #[test]
+    fn unknown_frame_type_is_an_error_not_a_panic() {
+        let err = serde_json::from_str::<ServerFrame>(r#"{"seq":1,"type":"nope"}"#);
+        assert!(err.is_err());
+    }
+}

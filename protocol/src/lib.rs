@@ -1,0 +1,36 @@
+//! The wire protocol between the watchlife bridge and the browser app.
+//!
+//! # Layout
+//! - [`frame`]: what the bridge sends — one JSON text frame per WebSocket message.
+//! - [`client`]: what a viewer sends back (subscribe, resume, demo actions).
+//! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times.
+//! - [`reflector`]: the Reflector's own life (LIST, WATCH, BOOKMARK, 410, RELIST, backoff).
+//! - [`stage`]: the stages of an event's life, from etcd to reconcile.
+//!
+//! Every type here is plain data with serde derives: no IO, so the crate builds for
+//! the host and for `wasm32-unknown-unknown` alike. `docs/protocol.md` shows an
+//! example of every frame.
+
+pub mod client;
+pub mod event;
+pub mod frame;
+pub mod reflector;
+pub mod stage;
+
+pub use client::{ClientMessage, DemoAction, Filter};
+pub use event::{EventType, ObjectRef, WatchEvent};
+pub use frame::{
+    ActionResult, ErrorCode, ErrorFrame, FrameBody, Heartbeat, Hello, Resync, ServerFrame,
+    Snapshot, Source,
+};
+pub use reflector::{ReflectorState, ReflectorUpdate};
+pub use stage::{Stage, StageMark, StageTimes};
+
+/// Version of this protocol. A viewer refuses a `hello` with a larger major version.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Microseconds since the Unix epoch: the one time unit on the wire.
+///
+/// Microseconds because a stage can take less than a millisecond in-process; a
+/// `u64` of them stays exact in a JavaScript number until the year 2255.
+pub type Micros = u64;

@@ -1,0 +1,44 @@
+//! The Reflector's own life, reported as it happens.
+
+use serde::{Deserialize, Serialize};
+
+/// A change in the state of the Reflector that list-watches one resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReflectorUpdate {
+    /// Resource the Reflector watches (`pods`, `deployments.apps`).
+    pub resource: String,
+    #[serde(flatten)]
+    pub state: ReflectorState,
+}
+
+/// The states of the Reflector's ListAndWatch loop, as drawn on its node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ReflectorState {
+    /// A LIST request went out (`resource_version` as requested: "0", "" or exact).
+    ListStarted { resource_version: String },
+    /// The LIST (all its pages) came back.
+    ListFinished {
+        count: u64,
+        resource_version: String,
+    },
+    /// A WATCH request went out from this resourceVersion.
+    WatchStarted { resource_version: String },
+    /// A BOOKMARK moved the last synced resourceVersion on.
+    Bookmark { resource_version: String },
+    /// The watch ended normally (timeout or server close); it re-watches from
+    /// the last synced resourceVersion.
+    WatchEnded {
+        resource_version: String,
+        reason: String,
+    },
+    /// The server answered 410 Gone: the resourceVersion was compacted away.
+    Gone {
+        resource_version: String,
+        message: String,
+    },
+    /// The Reflector lists again from scratch (after 410 Gone or a lost watch).
+    Relist { reason: String },
+    /// A request failed; the next try waits `delay_ms`.
+    Backoff { delay_ms: u64, error: String },
+}

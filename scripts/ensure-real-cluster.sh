@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# ensure-real-cluster.sh: make a real etcd 3.4 and kube-apiserver v1.20.2
+# available for watchlife's integration tests, then print where they are.
+#
+# Nothing here downloads anything but Debian packages:
+#   * etcd comes from Debian's etcd-server / etcd-client packages;
+#   * kube-apiserver is compiled from Debian's *source* package `kubernetes`
+#     (upstream v1.20.2 with its vendor/ folder) with Debian's Go 1.19.
+#
+# The compiled binary lives outside the repository, in
+#   ${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}/kube-apiserver-v1.20.2/
+# together with the downloaded source files and Go's build cache, so the
+# expensive part happens once per machine. A later run that finds a working
+# binary returns at once.
+#
+# Output: progress goes to stderr, prefixed "[real-cluster]". On success stdout
+# carries exactly three NAME=PATH lines that a caller can parse (or `eval`):
+#   ETCD=/usr/bin/etcd
+#   ETCDCTL=/usr/bin/etcdctl
+#   KUBE_APISERVER=/root/.cache/watchlife/kube-apiserver-v1.20.2/kube-apiserver
+#
+# Environment knobs (all optional):
+#   WATCHLIFE_CACHE          cache root (default $HOME/.cache/watchlife)
+#   WATCHLIFE_DEBIAN_MIRROR  Debian archive URL for the deb-src line
+#                            (default http://deb.debian.org/debian)
+#   WATCHLIFE_GO             go binary to build with (default Debian's go)
+#
+# Safe to run many times and from several processes at once (a flock guards
+# the build). Facts behind the build recipe: shared/real-apiserver.md.
+
+set -euo pipefail
+
+readonly K8S_VERSION=v1.20.2
+readonly K8S_MAJOR=1
+readonly K8S_MINOR=20
+# Upstream commit of v1.20.2; the source tree records it in component-base.
+readonly K8S_COMMIT=faecb196815e248d3ecfb03c680a4507229c2a56
+readonly SRC_PACKAGE=kubernetes
+readonly SRC_VERSION=1.20.5+really1.20.2-1.1+deb12u1
+readonly SUITE=bookworm
+readonly MIRROR=${WATCHLIFE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+readonly KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+if [[ -z ${WATCHLIFE_CACHE:-} && -z ${HOME:-} ]]; then
+  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
+fi
+readonly CACHE=${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}
+readonly DEST=$CACHE/kube-apiserver-$K8S_VERSION
+readonly BIN=$DEST/kube-apiserver
+readonly GO_BUILD_CACHE=$CACHE/go-build
+
+# Debian packages this needs. dpkg-dev brings dpkg-source (and patch, xz-utils)
+# for unpacking the source package; the keyring verifies the deb-src index.
+readonly PACKAGES=(
+  etcd-server
+  etcd-client
+  golang-go
+  golang-github-modern-go-reflect2-dev
+  dpkg-dev
+  openssl
+  debian-archive-keyring
+)
+
+START=$SECONDS
+
+log() { printf '[real-cluster] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+elapsed() { printf '%ds' "$((SECONDS - START))"; }
+
+# Does the cached binary run and report the expected version?
+binary_ok() {
+  [[ -x $BIN ]] || return 1
+  local out
+  out=$("$BIN" --version 2>/dev/null) || return 1
+  [[ $out == *"$K8S_VERSION"* ]]
+}
+
+missing_packages() {
+  local line pkg status
+  local -A installed=()
+  # One dpkg-query for all of them; unknown packages make it exit non-zero.
+  while IFS=' ' read -r pkg status; do
+    [[ $status == installed ]] && installed[$pkg]=1
+  done < <(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)
+  for pkg in "${PACKAGES[@]}"; do
+    [[ -n ${installed[$pkg]:-} ]] || printf '%s\n' "$pkg"
+  done
+}
+
+print_paths() {
+  local etcd etcdctl
+  etcd=$(command -v etcd) || die "etcd is not on PATH although etcd-server is installed"
+  etcdctl=$(command -v etcdctl) || die "etcdctl is not on PATH although etcd-client is installed"
+  log "etcd:           $etcd"
+  log "etcdctl:        $etcdctl"
+  log "kube-apiserver: $BIN"
+  printf 'ETCD=%s\nETCDCTL=%s\nKUBE_APISERVER=%s\n' "$etcd" "$etcdctl" "$BIN"
+}
+
+# ---------------------------------------------------------------------------
+# Fast path: everything already there. No lock, no apt, no network.
+# ---------------------------------------------------------------------------
+command -v dpkg-query >/dev/null || die "this script expects a Debian (bookworm) system with dpkg"
+
+if [[ -z $(missing_packages) ]] && binary_ok; then
+  print_paths
+  exit 0
+fi
+
+# ---------------------------------------------------------------------------
+# Slow path, serialised between concurrent callers.
+# ---------------------------------------------------------------------------
+mkdir -p "$DEST"
+exec 9>"$DEST/.lock"
+if ! flock -n 9; then
+  log "another invocation is preparing the cluster binaries; waiting for it"
+  flock 9
+fi
+
+# --- Debian packages --------------------------------------------------------
+
+wait_for_apt() {
+  # apt itself waits for the dpkg lock (DPkg::Lock::Timeout below); this also
+  # covers the lists lock that `apt-get update` needs, and tells the user why
+  # nothing seems to happen.
+  command -v fuser >/dev/null || return 0
+  local waited=0
+  while fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock \
+      /var/lib/apt/lists/lock /var/cache/apt/archives/lock >/dev/null 2>&1; do
+    if ((waited == 0)); then
+      log "another apt/dpkg process is running; waiting for it to finish"
+    fi
+    if ((waited >= 1800)); then
+      log "still locked after ${waited}s; trying anyway"
+      return 0
+    fi
+    sleep 5
+    waited=$((waited + 5))
+  done
+}
+
+apt_get() {
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    wait_for_apt
+    if DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600 "$@" >&2; then
+      return 0
+    fi
+    log "apt-get $1 failed (attempt $attempt of 5); retrying in 15s"
+    sleep 15
+  done
+  return 1
+}
+
+mapfile -t MISSING < <(missing_packages)
+if ((${#MISSING[@]} > 0)); then
+  if ((EUID != 0)); then
+    die "missing Debian packages: ${MISSING[*]}
+    install them as root first:
+      apt-get update && apt-get install -y --no-install-recommends ${MISSING[*]}"
+  fi
+  log "installing Debian packages: ${MISSING[*]} (about a minute)"
+  apt_get update || die "apt-get update failed"
+  apt_get install -y --no-install-recommends "${MISSING[@]}" || die "apt-get install ${MISSING[*]} failed"
+  mapfile -t MISSING < <(missing_packages)
+  ((${#MISSING[@]} == 0)) || die "still not installed after apt-get: ${MISSING[*]}"
+  log "packages installed ($(elapsed))"
+fi
+
+if binary_ok; then
+  # Someone else built it while we waited for the lock, or only packages were missing.
+  print_paths
+  exit 0
+fi
+
+# --- kube-apiserver from Debian's source package ----------------------------
+
+GO=${WATCHLIFE_GO:-/usr/lib/go/bin/go}
+[[ -x $GO ]] || GO=$(command -v go) || die "no go binary found (golang-go should provide /usr/lib/go/bin/go)"
+readonly GO
+readonly REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
+[[ -f $REFLECT2_SRC/reflect2.go ]] || die "$REFLECT2_SRC is missing (golang-github-modern-go-reflect2-dev)"
+
+log "building kube-apiserver $K8S_VERSION from Debian's source package: about 5-10 minutes on 2 cores, once per machine"
+log "cache: $DEST (Go build cache: $GO_BUILD_CACHE, about 1.5 GB)"
+
+# Stage 1: the source package files (.dsc, orig tarball with vendor/, Debian
+# patches; ~34 MB). Kept for good: a rebuild then needs no network at all.
+SRC_DIR=$DEST/source
+find_dsc() { compgen -G "$SRC_DIR/${SRC_PACKAGE}_*really1.20.2*.dsc" | head -n1 || true; }
+
+if [[ -z $(find_dsc) ]]; then
+  log "fetching Debian source package $SRC_PACKAGE $SRC_VERSION (~34 MB)"
+  # A private apt configuration with just one deb-src line: the system's
+  # sources.list and package lists stay exactly as they are.
+  APT_DIR=$DEST/apt
+  rm -rf "$APT_DIR" "$SRC_DIR.partial"
+  mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/sources.list.d" "$SRC_DIR.partial"
+  printf 'deb-src [signed-by=%s] %s %s main\n' "$KEYRING" "$MIRROR" "$SUITE" >"$APT_DIR/sources.list"
+  APT_PRIVATE=(
+    -o "Dir::Etc::SourceList=$APT_DIR/sources.list"
+    -o "Dir::Etc::SourceParts=$APT_DIR/sources.list.d"
+    -o "Dir::State::Lists=$APT_DIR/lists"
+    -o "Dir::Cache::pkgcache="
+    -o "Dir::Cache::srcpkgcache="
+  )
+  # As root apt drops to the _apt user for downloads, which cannot write into
+  # our root-owned directories; it would only warn, so say it up front.
+  if ((EUID == 0)); then
+    APT_PRIVATE+=(-o "APT::Sandbox::User=root")
+  fi
+
+  apt-get -q "${APT_PRIVATE[@]}" update >&2 || die "apt-get update (private deb-src list) failed"
+  (
+    cd "$SRC_DIR.partial"
+    if ! apt-get -q "${APT_PRIVATE[@]}" source --download-only "$SRC_PACKAGE=$SRC_VERSION" >&2; then
+      # A later Debian point release may have replaced that exact revision;
+      # any revision of the same upstream 1.20.2 tree will do.
+      log "revision $SRC_VERSION not available; trying the archive's current $SRC_PACKAGE"
+      apt-get -q "${APT_PRIVATE[@]}" source --download-only "$SRC_PACKAGE" >&2
+    fi
+  ) || die "apt-get source $SRC_PACKAGE failed"
+  compgen -G "$SRC_DIR.partial/${SRC_PACKAGE}_*really1.20.2*.dsc" >/dev/null \
+    || die "the archive's $SRC_PACKAGE source is not the upstream 1.20.2 tree: $(ls "$SRC_DIR.partial")"
+  rm -rf "$SRC_DIR"
+  mv "$SRC_DIR.partial" "$SRC_DIR"
+  rm -rf "$APT_DIR"
+  log "source package downloaded ($(elapsed))"
+fi
+DSC=$(find_dsc)
+
+# Stage 2: unpack into a GOPATH. The path stays the same on every build so
+# Go's build cache (which keys on package directories) keeps hitting.
+BUILD_DIR=$DEST/build
+export GOPATH=$BUILD_DIR/gopath
+readonly KTREE=$GOPATH/src/k8s.io/kubernetes
+rm -rf "$BUILD_DIR"
+mkdir -p "$(dirname "$KTREE")"
+log "unpacking $(basename "$DSC") and applying Debian's patches"
+# apt checked the files against the signed archive index already.
+dpkg-source --no-check -x "$DSC" "$KTREE" >/dev/null \
+  || die "dpkg-source -x $DSC failed"
+
+# The vendored reflect2 v1.0.1 crashes at run time with Go >= 1.18; Debian
+# ships v1.0.2, which works, as source.
+rm -rf "$KTREE/vendor/github.com/modern-go/reflect2"
+cp -r "$REFLECT2_SRC" "$KTREE/vendor/github.com/modern-go/reflect2"
+
+# Go environment: GOPATH mode, as v1.20's own build scripts used (module mode
+# with -mod=vendor fails on this tree), nothing from the network, static binary.
+export GO111MODULE=off GOPROXY=off GOFLAGS= CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN=local
+export GOCACHE=$GO_BUILD_CACHE GOENV=off
+unset GOROOT GOBIN GOOS GOARCH GOTMPDIR
+mkdir -p "$GOCACHE"
+cd "$KTREE"
+
+# Stage 3: the one generated file the source package lacks.
+log "generating pkg/generated/openapi/zz_generated.openapi.go with the tree's openapi-gen (1-2 minutes)"
+"$GO" build -o "$BUILD_DIR/openapi-gen" k8s.io/kubernetes/vendor/k8s.io/kube-openapi/cmd/openapi-gen \
+  || die "building openapi-gen failed"
+
+# Same package set as the tree's Makefile.generated_files: Go files outside
+# vendor/ (staging/src/X counts as vendor/X) that carry "// +k8s:" tags and
+# mention +k8s:openapi-gen=, minus code-generator's and sample-apiserver's.
+OPENAPI_PKGS=$(
+  find -H . \( -path ./_\* -o -path ./.\* -o -path ./vendor -o -path ./debian \) -prune \
+    -o -type f -name '*.go' -print0 \
+    | xargs -0 grep -lZ --color=never '^// *+k8s:' \
+    | xargs -0 grep -l --color=never '+k8s:openapi-gen=' \
+    | sed -e 's|/[^/]*$||' -e 's|^\./||' -e 's|^staging/src/|vendor/|' \
+    | grep -v -e '^vendor/k8s.io/code-generator/' -e '^vendor/k8s.io/sample-apiserver/' \
+    | LC_ALL=C sort -u \
+    | sed 's|^|k8s.io/kubernetes/|' \
+    | paste -sd, - \
+    || true # grep exits 1 for a batch of files without a match; emptiness is checked below
+)
+[[ -n $OPENAPI_PKGS ]] || die "found no packages tagged +k8s:openapi-gen="
+log "openapi-gen over $(tr ',' '\n' <<<"$OPENAPI_PKGS" | wc -l) packages"
+"$BUILD_DIR/openapi-gen" \
+  --logtostderr \
+  -i "$OPENAPI_PKGS" \
+  -p k8s.io/kubernetes/pkg/generated/openapi \
+  -O zz_generated.openapi \
+  -h vendor/k8s.io/code-generator/hack/boilerplate.go.txt \
+  -r "$BUILD_DIR/openapi-violations.list" \
+  2>"$BUILD_DIR/openapi-gen.log" \
+  || { tail -n 30 "$BUILD_DIR/openapi-gen.log" >&2; die "openapi-gen failed (log: $BUILD_DIR/openapi-gen.log)"; }
+[[ -s pkg/generated/openapi/zz_generated.openapi.go ]] || die "openapi-gen wrote no zz_generated.openapi.go"
+# Upstream keeps the known API-rule violations in a list; matching it is a
+# good sign the package set above is the one upstream used.
+if ! cmp -s "$BUILD_DIR/openapi-violations.list" api/api-rules/violation_exceptions.list; then
+  log "note: openapi-gen's API-rule report differs from api/api-rules/violation_exceptions.list (harmless for tests)"
+fi
+log "openapi generated ($(elapsed))"
+
+# Stage 4: kube-apiserver itself.
+log "compiling kube-apiserver (the long part; about 5 minutes cold on 2 cores, seconds with a warm Go cache)"
+VERSION_LDFLAGS=()
+for pkg in k8s.io/kubernetes/vendor/k8s.io/component-base/version \
+           k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do
+  VERSION_LDFLAGS+=(
+    "-X $pkg.gitVersion=$K8S_VERSION"
+    "-X $pkg.gitMajor=$K8S_MAJOR"
+    "-X $pkg.gitMinor=$K8S_MINOR"
+    "-X $pkg.gitCommit=$K8S_COMMIT"
+    "-X $pkg.gitTreeState=dirty"
+    "-X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  )
+done
+"$GO" build -tags selinux,notest -ldflags "${VERSION_LDFLAGS[*]}" \
+  -o "$BUILD_DIR/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
+  || die "go build kube-apiserver failed"
+
+version=$("$BUILD_DIR/kube-apiserver" --version 2>&1) || die "the new kube-apiserver does not run: $version"
+[[ $version == *"$K8S_VERSION"* ]] || die "the new kube-apiserver reports '$version', expected $K8S_VERSION"
+
+# Same directory, so this rename is atomic: readers see the old binary or the
+# complete new one, never a partial file.
+mv -f "$BUILD_DIR/kube-apiserver" "$BIN"
+log "built $version ($(elapsed))"
+
+# The unpacked tree (~300 MB) is only needed while building: the source files
+# in $SRC_DIR and the Go build cache make a rebuild fast without it. Remove it
+# when it is that large; keeping it would do no harm either.
+cd "$DEST"
+tree_mb=$(du -sm "$BUILD_DIR" | cut -f1)
+if ((tree_mb > 200)); then
+  rm -rf "$BUILD_DIR"
+  log "removed the unpacked source tree (${tree_mb} MB); kept $SRC_DIR and $GO_BUILD_CACHE"
+fi
+
+binary_ok || die "$BIN does not run after the build"
+print_paths
