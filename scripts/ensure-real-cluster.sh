@@ -11,9 +11,9 @@
 #
 # The compiled binary lives outside the repository, in
 #   ${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}/kube-apiserver-v1.20.2/
-# together with the downloaded source files and Go's build cache, so the
-# expensive part happens once per machine. A later run that finds a working
-# binary returns at once.
+# together with the downloaded source package, the prepared source tree and
+# Go's build cache (about 1.6 GB in all), so the expensive part happens once
+# per machine. A later run that finds a working binary returns at once.
 #
 # Output: progress goes to stderr, prefixed "[real-cluster]". On success stdout
 # carries exactly three NAME=PATH lines that a caller can parse (or `eval`):
@@ -28,7 +28,10 @@
 #   WATCHLIFE_GO             go binary to build with (default Debian's go)
 #
 # Safe to run many times and from several processes at once (a flock guards
-# the build). Facts behind the build recipe: shared/real-apiserver.md.
+# the build). An interrupted run never leaves a partial binary behind; the next
+# run carries on (if only this script was killed, its `go build` child may go
+# on to the end and hold the lock until then). Facts behind the build recipe:
+# shared/real-apiserver.md.
 
 set -euo pipefail
 
@@ -51,17 +54,12 @@ readonly DEST=$CACHE/kube-apiserver-$K8S_VERSION
 readonly BIN=$DEST/kube-apiserver
 readonly GO_BUILD_CACHE=$CACHE/go-build
 
-# Debian packages this needs. dpkg-dev brings dpkg-source (and patch, xz-utils)
-# for unpacking the source package; the keyring verifies the deb-src index.
-readonly PACKAGES=(
-  etcd-server
-  etcd-client
-  golang-go
-  golang-github-modern-go-reflect2-dev
-  dpkg-dev
-  openssl
-  debian-archive-keyring
-)
+# Debian packages. The tests need etcd at run time (and openssl for
+# real-cluster-pki.sh); the rest is only needed to build kube-apiserver.
+# dpkg-dev brings dpkg-source (with patch and xz-utils) for unpacking the
+# source package; the keyring verifies the deb-src index.
+readonly RUNTIME_PACKAGES=(etcd-server etcd-client openssl)
+readonly BUILD_PACKAGES=(golang-go golang-github-modern-go-reflect2-dev dpkg-dev debian-archive-keyring)
 
 START=$SECONDS
 
@@ -77,14 +75,16 @@ binary_ok() {
   [[ $out == *"$K8S_VERSION"* ]]
 }
 
+# Prints those of the given packages that are not fully installed (a package
+# that is only unpacked, say by an apt still running elsewhere, counts as missing).
 missing_packages() {
-  local line pkg status
+  local pkg status
   local -A installed=()
   # One dpkg-query for all of them; unknown packages make it exit non-zero.
   while IFS=' ' read -r pkg status; do
-    [[ $status == installed ]] && installed[$pkg]=1
-  done < <(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)
-  for pkg in "${PACKAGES[@]}"; do
+    if [[ $status == installed ]]; then installed[$pkg]=1; fi
+  done < <(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "$@" 2>/dev/null || true)
+  for pkg in "$@"; do
     [[ -n ${installed[$pkg]:-} ]] || printf '%s\n' "$pkg"
   done
 }
@@ -104,7 +104,7 @@ print_paths() {
 # ---------------------------------------------------------------------------
 command -v dpkg-query >/dev/null || die "this script expects a Debian (bookworm) system with dpkg"
 
-if [[ -z $(missing_packages) ]] && binary_ok; then
+if [[ -z $(missing_packages "${RUNTIME_PACKAGES[@]}") ]] && binary_ok; then
   print_paths
   exit 0
 fi
@@ -154,7 +154,11 @@ apt_get() {
   return 1
 }
 
-mapfile -t MISSING < <(missing_packages)
+NEEDED=("${RUNTIME_PACKAGES[@]}")
+if ! binary_ok; then
+  NEEDED+=("${BUILD_PACKAGES[@]}")
+fi
+mapfile -t MISSING < <(missing_packages "${NEEDED[@]}")
 if ((${#MISSING[@]} > 0)); then
   if ((EUID != 0)); then
     die "missing Debian packages: ${MISSING[*]}
@@ -164,13 +168,13 @@ if ((${#MISSING[@]} > 0)); then
   log "installing Debian packages: ${MISSING[*]} (about a minute)"
   apt_get update || die "apt-get update failed"
   apt_get install -y --no-install-recommends "${MISSING[@]}" || die "apt-get install ${MISSING[*]} failed"
-  mapfile -t MISSING < <(missing_packages)
+  mapfile -t MISSING < <(missing_packages "${NEEDED[@]}")
   ((${#MISSING[@]} == 0)) || die "still not installed after apt-get: ${MISSING[*]}"
   log "packages installed ($(elapsed))"
 fi
 
 if binary_ok; then
-  # Someone else built it while we waited for the lock, or only packages were missing.
+  # Someone else built it while we waited for the lock, or only runtime packages were missing.
   print_paths
   exit 0
 fi
@@ -184,7 +188,7 @@ readonly REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
 [[ -f $REFLECT2_SRC/reflect2.go ]] || die "$REFLECT2_SRC is missing (golang-github-modern-go-reflect2-dev)"
 
 log "building kube-apiserver $K8S_VERSION from Debian's source package: about 5-10 minutes on 2 cores, once per machine"
-log "cache: $DEST (Go build cache: $GO_BUILD_CACHE, about 1.5 GB)"
+log "cache: $DEST (Go build cache: $GO_BUILD_CACHE, 1-1.5 GB)"
 
 # Stage 1: the source package files (.dsc, orig tarball with vendor/, Debian
 # patches; ~34 MB). Kept for good: a rebuild then needs no network at all.
@@ -206,8 +210,8 @@ if [[ -z $(find_dsc) ]]; then
     -o "Dir::Cache::pkgcache="
     -o "Dir::Cache::srcpkgcache="
   )
-  # As root apt drops to the _apt user for downloads, which cannot write into
-  # our root-owned directories; it would only warn, so say it up front.
+  # As root, apt downloads as the _apt user, who cannot write into these
+  # root-owned directories (apt would fall back to root with a warning).
   if ((EUID == 0)); then
     APT_PRIVATE+=(-o "APT::Sandbox::User=root")
   fi
@@ -233,20 +237,18 @@ DSC=$(find_dsc)
 
 # Stage 2: unpack into a GOPATH. The path stays the same on every build so
 # Go's build cache (which keys on package directories) keeps hitting.
+#
+# The prepared tree (~330 MB) is kept after a successful build, on purpose:
+# deleting its ~28,000 files took 30-80 s on these disks, more than unpacking
+# it again costs, and a kept tree lets a rebuild (say, after the binary was
+# removed) skip straight to the compile. A marker file records that the tree
+# was completely prepared from this source package with this recipe; without
+# it (an interrupted run) the tree is thrown away and made again.
 BUILD_DIR=$DEST/build
 export GOPATH=$BUILD_DIR/gopath
 readonly KTREE=$GOPATH/src/k8s.io/kubernetes
-rm -rf "$BUILD_DIR"
-mkdir -p "$(dirname "$KTREE")"
-log "unpacking $(basename "$DSC") and applying Debian's patches"
-# apt checked the files against the signed archive index already.
-dpkg-source --no-check -x "$DSC" "$KTREE" >/dev/null \
-  || die "dpkg-source -x $DSC failed"
-
-# The vendored reflect2 v1.0.1 crashes at run time with Go >= 1.18; Debian
-# ships v1.0.2, which works, as source.
-rm -rf "$KTREE/vendor/github.com/modern-go/reflect2"
-cp -r "$REFLECT2_SRC" "$KTREE/vendor/github.com/modern-go/reflect2"
+readonly PREPARED=$BUILD_DIR/.prepared
+readonly RECIPE="$(basename "$DSC") reflect2-from-debian openapi-gen v1"
 
 # Go environment: GOPATH mode, as v1.20's own build scripts used (module mode
 # with -mod=vendor fails on this tree), nothing from the network, static binary.
@@ -254,46 +256,70 @@ export GO111MODULE=off GOPROXY=off GOFLAGS= CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN
 export GOCACHE=$GO_BUILD_CACHE GOENV=off
 unset GOROOT GOBIN GOOS GOARCH GOTMPDIR
 mkdir -p "$GOCACHE"
-cd "$KTREE"
 
-# Stage 3: the one generated file the source package lacks.
-log "generating pkg/generated/openapi/zz_generated.openapi.go with the tree's openapi-gen (1-2 minutes)"
-"$GO" build -o "$BUILD_DIR/openapi-gen" k8s.io/kubernetes/vendor/k8s.io/kube-openapi/cmd/openapi-gen \
-  || die "building openapi-gen failed"
+prepare_tree() {
+  rm -rf "$BUILD_DIR"
+  mkdir -p "$(dirname "$KTREE")"
+  log "unpacking $(basename "$DSC") and applying Debian's patches"
+  # apt checked the files against the signed archive index already.
+  dpkg-source --no-check -x "$DSC" "$KTREE" >/dev/null \
+    || die "dpkg-source -x $DSC failed"
 
-# Same package set as the tree's Makefile.generated_files: Go files outside
-# vendor/ (staging/src/X counts as vendor/X) that carry "// +k8s:" tags and
-# mention +k8s:openapi-gen=, minus code-generator's and sample-apiserver's.
-OPENAPI_PKGS=$(
-  find -H . \( -path ./_\* -o -path ./.\* -o -path ./vendor -o -path ./debian \) -prune \
-    -o -type f -name '*.go' -print0 \
-    | xargs -0 grep -lZ --color=never '^// *+k8s:' \
-    | xargs -0 grep -l --color=never '+k8s:openapi-gen=' \
-    | sed -e 's|/[^/]*$||' -e 's|^\./||' -e 's|^staging/src/|vendor/|' \
-    | grep -v -e '^vendor/k8s.io/code-generator/' -e '^vendor/k8s.io/sample-apiserver/' \
-    | LC_ALL=C sort -u \
-    | sed 's|^|k8s.io/kubernetes/|' \
-    | paste -sd, - \
-    || true # grep exits 1 for a batch of files without a match; emptiness is checked below
-)
-[[ -n $OPENAPI_PKGS ]] || die "found no packages tagged +k8s:openapi-gen="
-log "openapi-gen over $(tr ',' '\n' <<<"$OPENAPI_PKGS" | wc -l) packages"
-"$BUILD_DIR/openapi-gen" \
-  --logtostderr \
-  -i "$OPENAPI_PKGS" \
-  -p k8s.io/kubernetes/pkg/generated/openapi \
-  -O zz_generated.openapi \
-  -h vendor/k8s.io/code-generator/hack/boilerplate.go.txt \
-  -r "$BUILD_DIR/openapi-violations.list" \
-  2>"$BUILD_DIR/openapi-gen.log" \
-  || { tail -n 30 "$BUILD_DIR/openapi-gen.log" >&2; die "openapi-gen failed (log: $BUILD_DIR/openapi-gen.log)"; }
-[[ -s pkg/generated/openapi/zz_generated.openapi.go ]] || die "openapi-gen wrote no zz_generated.openapi.go"
-# Upstream keeps the known API-rule violations in a list; matching it is a
-# good sign the package set above is the one upstream used.
-if ! cmp -s "$BUILD_DIR/openapi-violations.list" api/api-rules/violation_exceptions.list; then
-  log "note: openapi-gen's API-rule report differs from api/api-rules/violation_exceptions.list (harmless for tests)"
+  # The vendored reflect2 v1.0.1 crashes at run time with Go >= 1.18; Debian
+  # ships v1.0.2, which works, as source.
+  rm -rf "$KTREE/vendor/github.com/modern-go/reflect2"
+  cp -r "$REFLECT2_SRC" "$KTREE/vendor/github.com/modern-go/reflect2"
+
+  cd "$KTREE"
+
+  # Stage 3: the one generated file the source package lacks.
+  log "generating pkg/generated/openapi/zz_generated.openapi.go with the tree's openapi-gen (1-2 minutes)"
+  "$GO" build -o "$BUILD_DIR/openapi-gen" k8s.io/kubernetes/vendor/k8s.io/kube-openapi/cmd/openapi-gen \
+    || die "building openapi-gen failed"
+
+  # Same package set as the tree's Makefile.generated_files: Go files outside
+  # vendor/ (staging/src/X counts as vendor/X) that carry "// +k8s:" tags and
+  # mention +k8s:openapi-gen=, minus code-generator's and sample-apiserver's.
+  OPENAPI_PKGS=$(
+    find -H . \( -path ./_\* -o -path ./.\* -o -path ./vendor -o -path ./debian \) -prune \
+      -o -type f -name '*.go' -print0 \
+      | xargs -0 grep -lZ --color=never '^// *+k8s:' \
+      | xargs -0 grep -l --color=never '+k8s:openapi-gen=' \
+      | sed -e 's|/[^/]*$||' -e 's|^\./||' -e 's|^staging/src/|vendor/|' \
+      | grep -v -e '^vendor/k8s.io/code-generator/' -e '^vendor/k8s.io/sample-apiserver/' \
+      | LC_ALL=C sort -u \
+      | sed 's|^|k8s.io/kubernetes/|' \
+      | paste -sd, - \
+      || true # grep exits 1 for a batch of files without a match; emptiness is checked below
+  )
+  [[ -n $OPENAPI_PKGS ]] || die "found no packages tagged +k8s:openapi-gen="
+  log "openapi-gen over $(tr ',' '\n' <<<"$OPENAPI_PKGS" | wc -l) packages"
+  "$BUILD_DIR/openapi-gen" \
+    --logtostderr \
+    -i "$OPENAPI_PKGS" \
+    -p k8s.io/kubernetes/pkg/generated/openapi \
+    -O zz_generated.openapi \
+    -h vendor/k8s.io/code-generator/hack/boilerplate.go.txt \
+    -r "$BUILD_DIR/openapi-violations.list" \
+    2>"$BUILD_DIR/openapi-gen.log" \
+    || { tail -n 30 "$BUILD_DIR/openapi-gen.log" >&2; die "openapi-gen failed (log: $BUILD_DIR/openapi-gen.log)"; }
+  [[ -s pkg/generated/openapi/zz_generated.openapi.go ]] || die "openapi-gen wrote no zz_generated.openapi.go"
+  # Upstream keeps the known API-rule violations in a list; matching it is a
+  # good sign the package set above is the one upstream used.
+  if ! cmp -s "$BUILD_DIR/openapi-violations.list" api/api-rules/violation_exceptions.list; then
+    log "note: openapi-gen's API-rule report differs from api/api-rules/violation_exceptions.list (harmless for tests)"
+  fi
+  log "openapi generated ($(elapsed))"
+
+  printf '%s\n' "$RECIPE" >"$PREPARED"
+}
+
+if [[ -f $PREPARED && $(<"$PREPARED") == "$RECIPE" ]]; then
+  log "reusing the prepared source tree in $KTREE"
+else
+  prepare_tree
 fi
-log "openapi generated ($(elapsed))"
+cd "$KTREE"
 
 # Stage 4: kube-apiserver itself.
 log "compiling kube-apiserver (the long part; about 5 minutes cold on 2 cores, seconds with a warm Go cache)"
@@ -316,20 +342,10 @@ done
 version=$("$BUILD_DIR/kube-apiserver" --version 2>&1) || die "the new kube-apiserver does not run: $version"
 [[ $version == *"$K8S_VERSION"* ]] || die "the new kube-apiserver reports '$version', expected $K8S_VERSION"
 
-# Same directory, so this rename is atomic: readers see the old binary or the
+# Same file system, so this rename is atomic: readers see no binary or the
 # complete new one, never a partial file.
 mv -f "$BUILD_DIR/kube-apiserver" "$BIN"
 log "built $version ($(elapsed))"
-
-# The unpacked tree (~300 MB) is only needed while building: the source files
-# in $SRC_DIR and the Go build cache make a rebuild fast without it. Remove it
-# when it is that large; keeping it would do no harm either.
-cd "$DEST"
-tree_mb=$(du -sm "$BUILD_DIR" | cut -f1)
-if ((tree_mb > 200)); then
-  rm -rf "$BUILD_DIR"
-  log "removed the unpacked source tree (${tree_mb} MB); kept $SRC_DIR and $GO_BUILD_CACHE"
-fi
 
 binary_ok || die "$BIN does not run after the build"
 print_paths

@@ -66,8 +66,11 @@ impl ControlPlane {
             })),
             clock,
         };
-        cp.create(resource::NAMESPACES, serde_json::json!({"metadata": {"name": "default"}}))
-            .expect("a fresh store has no namespaces");
+        cp.create(
+            resource::NAMESPACES,
+            serde_json::json!({"metadata": {"name": "default"}}),
+        )
+        .expect("a fresh store has no namespaces");
         cp
     }
 
@@ -95,24 +98,28 @@ impl ControlPlane {
         let mut state = self.lock();
         let uid = state.next_uid;
         state.next_uid += 1;
-        let namespace = rt.namespaced.then(|| {
-            object::namespace(&obj)
-                .unwrap_or("default")
-                .to_string()
-        });
+        let namespace = rt
+            .namespaced
+            .then(|| object::namespace(&obj).unwrap_or("default").to_string());
         set_type_meta(&mut obj, rt);
         let meta = object::metadata_mut(&mut obj);
         match &namespace {
             Some(ns) => meta.insert("namespace".into(), ns.clone().into()),
             None => meta.remove("namespace"),
         };
-        meta.insert("uid".into(), format!("00000000-0000-4000-8000-{uid:012}").into());
+        meta.insert(
+            "uid".into(),
+            format!("00000000-0000-4000-8000-{uid:012}").into(),
+        );
         meta.insert(
             "creationTimestamp".into(),
             crate::time::rfc3339(self.clock.now()).into(),
         );
         let key = rt.key(namespace.as_deref(), &name);
-        let event = state.store.create(&key, obj).map_err(|e| api_error(rt, &name, e))?;
+        let event = state
+            .store
+            .create(&key, obj)
+            .map_err(|e| api_error(rt, &name, e))?;
         Ok(state.publish(rt, event))
     }
 
@@ -314,7 +321,9 @@ mod tests {
     #[test]
     fn update_with_stale_resource_version_conflicts() {
         let cp = cp();
-        let v1 = cp.create(CONFIGMAPS, json!({"metadata": {"name": "c"}})).unwrap();
+        let v1 = cp
+            .create(CONFIGMAPS, json!({"metadata": {"name": "c"}}))
+            .unwrap();
         cp.update(CONFIGMAPS, (*v1).clone()).unwrap();
         assert!(matches!(
             cp.update(CONFIGMAPS, (*v1).clone()),
@@ -325,11 +334,13 @@ mod tests {
     #[test]
     fn list_then_watch_from_its_revision_sees_exactly_later_changes() {
         let cp = cp();
-        cp.create(PODS, json!({"metadata": {"name": "before"}})).unwrap();
+        cp.create(PODS, json!({"metadata": {"name": "before"}}))
+            .unwrap();
         let (items, rv) = cp.list(PODS, None);
         assert_eq!(items.len(), 1);
         let mut rx = cp.watch(PODS, Some(rv), None).unwrap();
-        cp.create(CONFIGMAPS, json!({"metadata": {"name": "other"}})).unwrap();
+        cp.create(CONFIGMAPS, json!({"metadata": {"name": "other"}}))
+            .unwrap();
         cp.modify(PODS, Some("default"), "before", |p| {
             p["status"] = json!({"phase": "Running"})
         })

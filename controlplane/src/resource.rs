@@ -92,8 +92,14 @@ mod tests {
 
     #[test]
     fn keys_follow_the_apiserver_layout() {
-        assert_eq!(PODS.key(Some("default"), "web-1"), "/registry/pods/default/web-1");
-        assert_eq!(NODES.key(Some("ignored"), "node-a"), "/registry/nodes/node-a");
+        assert_eq!(
+            PODS.key(Some("default"), "web-1"),
+            "/registry/pods/default/web-1"
+        );
+        assert_eq!(
+            NODES.key(Some("ignored"), "node-a"),
+            "/registry/nodes/node-a"
+        );
         assert_eq!(DEPLOYMENTS.api_version(), "apps/v1");
         assert_eq!(find("deployments.apps"), Some(DEPLOYMENTS));
         assert_eq!(find("Pod"), Some(PODS));

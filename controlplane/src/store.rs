@@ -260,7 +260,9 @@ mod tests {
     fn every_change_takes_the_next_revision() {
         let mut s = store();
         let a = s.create("/registry/pods/default/a", json!({})).unwrap();
-        let b = s.update("/registry/pods/default/a", json!({}), None).unwrap();
+        let b = s
+            .update("/registry/pods/default/a", json!({}), None)
+            .unwrap();
         let c = s.delete("/registry/pods/default/a", None).unwrap();
         assert_eq!((a.revision, b.revision, c.revision), (2, 3, 4));
         assert_eq!(object::resource_version(&b.object), Some("3"));
@@ -298,7 +300,8 @@ mod tests {
     fn changes_after_replays_in_order_and_refuses_compacted_revisions() {
         let mut s = store();
         for name in ["a", "b", "c"] {
-            s.create(&format!("/registry/pods/{name}"), json!({})).unwrap();
+            s.create(&format!("/registry/pods/{name}"), json!({}))
+                .unwrap();
             s.create(&format!("/registry/configmaps/{name}"), json!({}))
                 .unwrap();
         }

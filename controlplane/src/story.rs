@@ -75,10 +75,13 @@ fn play(cp: &ControlPlane, beat: Beat) -> Result<(), ApiError> {
     let ns = Some(NAMESPACE);
     match beat {
         Beat::CreateConfig => cp
-            .create(CONFIGMAPS, json!({
-                "metadata": {"name": "web-config", "namespace": NAMESPACE},
-                "data": {"greeting": "hello"}
-            }))
+            .create(
+                CONFIGMAPS,
+                json!({
+                    "metadata": {"name": "web-config", "namespace": NAMESPACE},
+                    "data": {"greeting": "hello"}
+                }),
+            )
             .map(drop),
         Beat::CreatePod(name) => cp.create(PODS, pod(name)).map(drop),
         Beat::PodRunning(name) => cp

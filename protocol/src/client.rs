@@ -6,13 +6,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientMessage {
-    /// Choose what to receive. Sent once after `hello`; sending it again
-    /// replaces the filter. With `resume_from`, the bridge first sends the stream
-    /// frames after that `seq` (or `resync` and a `snapshot` when it no longer
-    /// has them).
+    /// Choose which stream frames to receive; replaces the previous filter.
+    /// (Where to resume is chosen when connecting: `/ws?stream=ID&since=SEQ`.)
     Subscribe {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        resume_from: Option<u64>,
         #[serde(default)]
         filter: Filter,
     },
@@ -75,7 +71,6 @@ mod tests {
         assert_eq!(
             msg,
             ClientMessage::Subscribe {
-                resume_from: None,
                 filter: Filter::default()
             }
         );

@@ -70,6 +70,11 @@ pub struct WatchEvent {
     pub object: serde_json::Value,
     /// When the event reached each observed stage.
     pub stages: StageTimes,
+    /// True when the event comes from a LIST (the initial list or a relist)
+    /// rather than from the watch stream: the Reflector turns each listed
+    /// object into an ADDED (or, on relist, a sync) delta.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub initial: bool,
     /// True when the event's key was already waiting in the workqueue, so this
     /// event merged into the queued item instead of adding one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -66,6 +66,9 @@ pub struct Hello {
     pub protocol: u32,
     /// Version of the `watchlife` binary.
     pub server_version: String,
+    /// Names this run of the bridge: `seq` numbers are only comparable within
+    /// one stream. A viewer resumes with `/ws?stream=ID&since=SEQ`.
+    pub stream: String,
     pub source: Source,
     /// Resources being list-watched (`pods`, `deployments.apps`).
     pub resources: Vec<String>,
@@ -100,10 +103,13 @@ pub struct SnapshotObject {
     pub object: serde_json::Value,
 }
 
-/// Every current object the bridge knows, as of the frame's `seq`.
+/// Every current object the bridge knows, and the state of every Reflector,
+/// as of the frame's `seq`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub objects: Vec<SnapshotObject>,
+    #[serde(default)]
+    pub reflectors: Vec<ReflectorUpdate>,
 }
 
 /// Why a viewer's request failed.
@@ -166,6 +172,7 @@ mod tests {
                 resource_version: "519".into(),
                 object: serde_json::json!({"kind": "Pod"}),
                 stages,
+                initial: false,
                 coalesced: false,
             }),
         };
@@ -204,6 +211,7 @@ mod tests {
             body: FrameBody::Hello(Hello {
                 protocol: crate::PROTOCOL_VERSION,
                 server_version: "0.1.0".into(),
+                stream: "3f2a".into(),
                 source: Source::Demo {
                     api: "http://127.0.0.1:8081".into(),
                 },

@@ -111,7 +111,10 @@ mod tests {
             },
         );
         let json = serde_json::to_string(&times).unwrap();
-        assert_eq!(json, r#"{"watch_cache":{"at":5},"fifo":{"at":7,"depth":2}}"#);
+        assert_eq!(
+            json,
+            r#"{"watch_cache":{"at":5},"fifo":{"at":7,"depth":2}}"#
+        );
         let back: StageTimes = serde_json::from_str(&json).unwrap();
         assert_eq!(back, times);
     }

@@ -1,0 +1,46 @@
+//! The top bar: name, source, and the state of the link.
+
+use crate::model::{Link, Model};
+use leptos::prelude::*;
+use watchlife_protocol::Source;
+
+/// Title, source and connection status.
+#[component]
+pub fn Header() -> impl IntoView {
+    let model = expect_context::<Model>();
+    let source = move || {
+        model.hello.with(|h| match h.as_ref().map(|h| &h.source) {
+            Some(Source::Demo { .. }) => "embedded demo control plane".to_string(),
+            Some(Source::Cluster { context, .. }) => format!("cluster {context}"),
+            None => "—".to_string(),
+        })
+    };
+    let resources = move || {
+        model.hello.with(|h| {
+            h.as_ref()
+                .map(|h| h.resources.join(", "))
+                .unwrap_or_default()
+        })
+    };
+    let link = move || model.link.get();
+    let detail = move || match model.link.get() {
+        Link::Reconnecting { retry_ms } => format!(
+            "the bridge is gone; retrying in {:.1} s",
+            retry_ms as f64 / 1000.0
+        ),
+        Link::Stalled => "no word from the bridge for several heartbeats".into(),
+        _ => String::new(),
+    };
+    view! {
+        <header class="topbar">
+            <h1>"watchlife"</h1>
+            <span class="tagline">"the life of a Kubernetes watch event"</span>
+            <span class="source" id="source">{source}</span>
+            <span class="resources" id="resources">{resources}</span>
+            <span id="link" class="link" data-link=move || link().label() role="status" aria-live="polite">
+                {move || link().label()}
+            </span>
+            <span class="link-detail">{detail}</span>
+        </header>
+    }
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs what building the browser app needs, once per machine, and says so:
+#   - the wasm32-unknown-unknown target (rustup),
+#   - Trunk 0.21.14 (the newest that builds with Rust 1.95),
+#   - wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock,
+#   - wasm-opt from npm's binaryen package (Debian's wasm-opt 108 silently breaks
+#     the wasm: the page stays blank), kept in the tool cache below.
+# Every step is skipped when its tool is already there, so a second run takes
+# well under a second. Tools live outside the repository (cargo's bin folder and
+# $WATCHLIFE_CACHE), so a fresh clone on the same machine reuses them.
+set -euo pipefail
+
+TRUNK_VERSION=0.21.14
+BINARYEN_VERSION=132.0.0
+CACHE="${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
+export PATH="$CARGO_BIN:$PATH"
+
+say() { echo "[setup] $*"; }
+
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    say "adding the wasm32-unknown-unknown target (a few seconds)"
+    rustup target add wasm32-unknown-unknown
+fi
+
+if [ "$(trunk --version 2>/dev/null || true)" != "trunk $TRUNK_VERSION" ]; then
+    say "installing Trunk $TRUNK_VERSION with cargo (once per machine: about 12 minutes on 2 cores)"
+    cargo install trunk --version "$TRUNK_VERSION" --locked
+fi
+
+bindgen_version="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' "$ROOT/Cargo.lock")"
+if [ -z "$bindgen_version" ]; then
+    say "Cargo.lock names no wasm-bindgen version: run 'cargo fetch' in $ROOT first" >&2
+    exit 1
+fi
+if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $bindgen_version" ]; then
+    # Not --locked: its lock file pins a webpki-roots the registry here lacks.
+    say "installing wasm-bindgen-cli $bindgen_version, the version in Cargo.lock (once: about 6 minutes)"
+    cargo install wasm-bindgen-cli --version "$bindgen_version" --force
+fi
+
+WASM_OPT_DIR="$CACHE/binaryen-$BINARYEN_VERSION"
+if [ ! -x "$WASM_OPT_DIR/node_modules/.bin/wasm-opt" ]; then
+    command -v npm >/dev/null || { say "npm is needed for wasm-opt (binaryen from npm): install Node.js" >&2; exit 1; }
+    say "installing wasm-opt from npm's binaryen@$BINARYEN_VERSION into $WASM_OPT_DIR (a few seconds)"
+    mkdir -p "$WASM_OPT_DIR"
+    npm install --silent --no-audit --no-fund --prefix "$WASM_OPT_DIR" "binaryen@$BINARYEN_VERSION"
+fi
+# Trunk looks for wasm-opt on PATH (and checks its version against Trunk.toml).
+ln -sf "$WASM_OPT_DIR/node_modules/.bin/wasm-opt" "$CARGO_BIN/wasm-opt"
+
+# Offline Trunk builds with `cargo build --offline`: fetch the crates now.
+cargo fetch --manifest-path "$ROOT/Cargo.toml" --quiet

@@ -1,0 +1,92 @@
+//! The real `watchlife` binary, run as a child process.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a starting bridge may take to answer `/healthz`.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `watchlife` binary under test: `$WATCHLIFE_BIN`, or the release build.
+pub fn binary() -> PathBuf {
+    let path = std::env::var_os("WATCHLIFE_BIN")
+        .map(PathBuf::from)
+        .map(|p| crate::workspace().join(p))
+        .unwrap_or_else(|| crate::workspace().join("target/release/watchlife"));
+    assert!(
+        path.is_file(),
+        "{} does not exist: build it with `make build` (or set WATCHLIFE_BIN)",
+        path.display()
+    );
+    path
+}
+
+/// A running bridge, killed on drop.
+pub struct Bridge {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Bridge {
+    /// Starts `watchlife --listen 127.0.0.1:<free port> <args>` and waits until it serves.
+    pub async fn start(args: &[&str]) -> Bridge {
+        Bridge::start_in(&crate::workspace(), args).await
+    }
+
+    /// Like [`Bridge::start`], from another working directory.
+    pub async fn start_in(dir: &Path, args: &[&str]) -> Bridge {
+        let addr: SocketAddr = format!("127.0.0.1:{}", crate::free_port()).parse().unwrap();
+        Bridge::launch(dir, addr, args).await
+    }
+
+    /// Like [`Bridge::start`], on a chosen address (to restart on the same one).
+    pub async fn start_at(addr: SocketAddr, args: &[&str]) -> Bridge {
+        Bridge::launch(&crate::workspace(), addr, args).await
+    }
+
+    async fn launch(dir: &Path, addr: SocketAddr, args: &[&str]) -> Bridge {
+        let child = Command::new(binary())
+            .current_dir(dir)
+            .arg("--listen")
+            .arg(addr.to_string())
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the watchlife binary starts");
+        let bridge = Bridge { child, addr };
+        let deadline = Instant::now() + START_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(r) = crate::http::get(addr, "/healthz").await
+                && r.status == 200
+            {
+                return bridge;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("watchlife did not answer /healthz on {addr} within {START_TIMEOUT:?}");
+    }
+
+    /// `http://addr`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `ws://addr/ws`.
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/ws", self.addr)
+    }
+
+    /// Stops the process (SIGKILL) and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,37 @@
+//! Shared harness of the integration and browser tests.
+//!
+//! # Layout
+//! - [`bridge`]: starts the real `watchlife` binary on a free loopback port and stops it on drop.
+//! - [`browser`]: headless Chromium through chromedriver (fantoccini), stopped on drop.
+//! - [`ws`]: a real WebSocket client that reads protocol frames.
+//! - [`http`]: a minimal HTTP/1.1 GET, enough for `/healthz` and the app.
+
+pub mod bridge;
+pub mod browser;
+pub mod http;
+pub mod ws;
+
+use std::path::PathBuf;
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_path_buf()
+}
+
+/// Where tests leave screenshots and logs worth keeping.
+pub fn artifacts() -> PathBuf {
+    let dir = workspace().join("tests/artifacts");
+    std::fs::create_dir_all(&dir).expect("tests/artifacts is writable");
+    dir
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("loopback is available")
+        .port()
+}

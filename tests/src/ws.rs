@@ -1,0 +1,76 @@
+//! A real WebSocket client (tokio-tungstenite) speaking the watchlife protocol.
+
+use futures_util::{SinkExt, StreamExt};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+use watchlife_protocol::{ClientMessage, ServerFrame};
+
+/// A viewer connected to a bridge.
+pub struct Viewer {
+    socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+impl Viewer {
+    /// Connects to `url` (`ws://host:port/ws?...`).
+    pub async fn connect(url: &str) -> Viewer {
+        let (socket, _) = connect_async(url)
+            .await
+            .unwrap_or_else(|e| panic!("WebSocket connect to {url}: {e}"));
+        Viewer { socket }
+    }
+
+    /// The next text message, as raw text, within `timeout`.
+    pub async fn next_text(&mut self, timeout: Duration) -> String {
+        loop {
+            let message = tokio::time::timeout(timeout, self.socket.next())
+                .await
+                .unwrap_or_else(|_| panic!("no frame within {timeout:?}"))
+                .expect("the bridge closed the stream")
+                .expect("a WebSocket error");
+            match message {
+                Message::Text(text) => return text.to_string(),
+                Message::Ping(_) | Message::Pong(_) => continue,
+                other => panic!("expected a text frame, got {other:?}"),
+            }
+        }
+    }
+
+    /// The next frame, parsed as the protocol says; panics when it does not parse.
+    pub async fn next_frame(&mut self, timeout: Duration) -> ServerFrame {
+        let text = self.next_text(timeout).await;
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("frame does not parse as the protocol says ({e}): {text}"))
+    }
+
+    /// Reads frames until `pick` returns something, within `timeout` in all.
+    pub async fn until<T>(
+        &mut self,
+        timeout: Duration,
+        mut pick: impl FnMut(&ServerFrame) -> Option<T>,
+    ) -> T {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let frame = self.next_frame(left).await;
+            if let Some(found) = pick(&frame) {
+                return found;
+            }
+        }
+    }
+
+    /// Sends a message.
+    pub async fn send(&mut self, message: &ClientMessage) {
+        self.send_text(&serde_json::to_string(message).unwrap())
+            .await;
+    }
+
+    /// Sends raw text (for malformed-input tests).
+    pub async fn send_text(&mut self, text: &str) {
+        self.socket
+            .send(Message::text(text))
+            .await
+            .expect("send to the bridge");
+    }
+}

@@ -1,0 +1,97 @@
+//! Headless Chromium loads the app from a running bridge and shows live events.
+
+use watchlife_tests::bridge::Bridge;
+use watchlife_tests::browser::Browser;
+
+#[tokio::test]
+async fn the_page_shows_live_watch_events() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
+    let browser = Browser::start(1280, 800).await;
+    browser
+        .client
+        .goto(&bridge.url())
+        .await
+        .expect("open the app");
+
+    browser
+        .wait_until(
+            "the link is connected",
+            "document.querySelector('#link[data-link=connected]')",
+        )
+        .await;
+    assert_eq!(browser.text("#source").await, "embedded demo control plane");
+    // Live watch events (not the initial list) arrive and are drawn.
+    browser
+        .wait_until(
+            "three live events are listed",
+            "document.querySelectorAll('tr.event-row[data-initial=false]').length >= 3",
+        )
+        .await;
+    let row = browser.wait_for("tr.event-row[data-initial=false]").await;
+    let kind = row
+        .find(fantoccini::Locator::Css(".kind"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(["Pod", "ConfigMap"].contains(&kind.as_str()), "kind {kind}");
+    let name = row
+        .find(fantoccini::Locator::Css(".name"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(name.starts_with("default/web-"), "namespace/name {name}");
+    let rv = row.attr("data-rv").await.unwrap().unwrap();
+    assert!(rv.parse::<u64>().unwrap() > 1, "resourceVersion {rv}");
+    let event_type = row.attr("data-type").await.unwrap().unwrap();
+    assert!(["ADDED", "MODIFIED", "DELETED"].contains(&event_type.as_str()));
+    // The Reflector's state is drawn.
+    browser
+        .wait_until(
+            "the pods Reflector is watching",
+            "[...document.querySelectorAll('.reflector[data-resource=pods] .reflector-state')].some(e => e.textContent.startsWith('WATCH from RV'))",
+        )
+        .await;
+
+    browser
+        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/live.png"))
+        .await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn the_page_reconnects_when_the_bridge_comes_back() {
+    let mut bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
+    let browser = Browser::start(1024, 700).await;
+    browser
+        .client
+        .goto(&bridge.url())
+        .await
+        .expect("open the app");
+    browser
+        .wait_until(
+            "connected",
+            "document.querySelector('#link[data-link=connected]')",
+        )
+        .await;
+    let addr = bridge.addr;
+    bridge.kill();
+    browser
+        .wait_until(
+            "reconnecting is shown",
+            "document.querySelector('#link[data-link=reconnecting]')",
+        )
+        .await;
+    // A new bridge on the same address: the page finds it by itself.
+    let _again = Bridge::start_at(addr, &["--demo", "--demo-rate", "4"]).await;
+    browser
+        .wait_until(
+            "connected again",
+            "document.querySelector('#link[data-link=connected]')",
+        )
+        .await;
+    browser.close().await;
+}

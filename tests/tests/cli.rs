@@ -1,0 +1,46 @@
+//! The command line: help, health, and a clear refusal when the port is taken.
+
+use std::process::Command;
+use watchlife_tests::bridge::{Bridge, binary};
+
+#[test]
+fn help_explains_every_flag() {
+    let out = Command::new(binary()).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for flag in ["--listen", "--demo", "--demo-rate", "--demo-idle"] {
+        assert!(help.contains(flag), "--help mentions {flag}:\n{help}");
+    }
+}
+
+#[tokio::test]
+async fn a_port_in_use_is_a_one_line_error_naming_it() {
+    let bridge = Bridge::start(&["--demo", "--demo-idle"]).await;
+    let out = Command::new(binary())
+        .args(["--demo", "--listen", &bridge.addr.to_string()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(
+        lines[0].contains(&bridge.addr.port().to_string()),
+        "{stderr}"
+    );
+    assert!(lines[0].contains("in use"), "{stderr}");
+}
+
+#[tokio::test]
+async fn healthz_and_version_answer() {
+    let bridge = Bridge::start(&["--demo", "--demo-idle"]).await;
+    let health = watchlife_tests::http::get(bridge.addr, "/healthz")
+        .await
+        .unwrap();
+    assert_eq!((health.status, health.text().as_str()), (200, "ok"));
+    let version = watchlife_tests::http::get(bridge.addr, "/version")
+        .await
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&version.body).unwrap();
+    assert_eq!(json["source"]["kind"], "demo");
+}
