@@ -34,6 +34,11 @@ if [ -z "$bindgen_version" ]; then
     say "Cargo.lock names no wasm-bindgen version: run 'cargo fetch' in $ROOT first" >&2
     exit 1
 fi
+pinned="$(sed -n 's/^wasm_bindgen = "\(.*\)"/\1/p' "$ROOT/Trunk.toml")"
+if [ "$pinned" != "$bindgen_version" ]; then
+    say "Trunk.toml pins wasm-bindgen $pinned but Cargo.lock has $bindgen_version: set [tools] wasm_bindgen = \"$bindgen_version\" in Trunk.toml" >&2
+    exit 1
+fi
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $bindgen_version" ]; then
     # Not --locked: its lock file pins a webpki-roots the registry here lacks.
     say "installing wasm-bindgen-cli $bindgen_version, the version in Cargo.lock (once: about 6 minutes)"

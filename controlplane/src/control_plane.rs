@@ -2,7 +2,15 @@
 //! one lock, with the object rules of the apiserver (names, namespaces, uids,
 //! resourceVersions, optimistic concurrency).
 
+mod deletion;
+mod stages;
+mod watchers;
+
+pub use deletion::{DEFAULT_GRACE_PERIOD_SECONDS, Deletion};
+pub use watchers::{SLOW_WATCHER_BUFFER, SLOW_WATCHER_NAME};
+
 use crate::clock::Clock;
+use crate::ledger::StageLedger;
 use crate::object;
 use crate::resource::{self, ResourceType};
 use crate::store::{Revision, Store, StoreError, StoreEvent};
@@ -41,6 +49,12 @@ struct State {
     store: Store,
     caches: Vec<WatchCache>,
     next_uid: u64,
+    /// Stage times of recent changes, by revision.
+    ledger: StageLedger,
+    /// Announces each new revision to whoever waits for changes.
+    revisions: tokio::sync::watch::Sender<Revision>,
+    /// Receivers of watchers made slow on purpose: kept, never read.
+    stalled: Vec<mpsc::Receiver<Delivery>>,
 }
 
 /// The embedded control plane. Cheap to clone: clones share one state.
@@ -60,9 +74,12 @@ impl ControlPlane {
             .collect();
         let cp = ControlPlane {
             state: Arc::new(Mutex::new(State {
+                revisions: tokio::sync::watch::Sender::new(store.revision()),
                 store,
                 caches,
                 next_uid: 1,
+                ledger: StageLedger::default(),
+                stalled: Vec::new(),
             })),
             clock,
         };
@@ -226,6 +243,23 @@ impl ControlPlane {
             .map_err(|e: WatchError| ApiError::Gone(e.to_string()))
     }
 
+    /// [`ControlPlane::watch`] for a named watcher (`scheduler`, `bridge`): the
+    /// name is how [`ControlPlane::watchers`] lists it.
+    pub fn watch_named(
+        &self,
+        name: &str,
+        rt: ResourceType,
+        from: Option<Revision>,
+        namespace: Option<String>,
+    ) -> Result<mpsc::Receiver<Delivery>, ApiError> {
+        let mut state = self.lock();
+        state
+            .cache_mut(rt)
+            .watch_named(name, from, namespace, WATCHER_BUFFER)
+            .map(|(_, rx)| rx)
+            .map_err(|e: WatchError| ApiError::Gone(e.to_string()))
+    }
+
     /// Compacts the store's history up to its current revision.
     pub fn compact(&self) -> Revision {
         let mut state = self.lock();
@@ -254,11 +288,13 @@ impl State {
     fn publish(&mut self, rt: ResourceType, event: StoreEvent) -> Arc<Value> {
         for cache in &mut self.caches {
             if cache.resource() == rt {
-                cache.apply(&event);
+                let dispatched = cache.apply(&event);
+                self.ledger.record(rt, &dispatched);
             } else {
                 cache.advance(event.revision);
             }
         }
+        self.revisions.send_replace(event.revision);
         event.object
     }
 

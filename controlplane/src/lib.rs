@@ -4,7 +4,10 @@
 //! - [`store`]: an MVCC store modelled on etcd (one revision counter, history, compaction).
 //! - [`watch_cache`]: the apiserver's Cacher (a ring of recent events, a snapshot, many watchers).
 //! - [`control_plane`]: both behind one lock, with the apiserver's object rules.
+//! - [`controllers`]: informers, workqueues and the demo's controllers (deployment,
+//!   replicaset, scheduler, kubelet, garbage collector), run by [`controllers::Demo`].
 //! - [`story`]: the scripted workload that keeps the demo alive.
+//! - [`ledger`]: when each recent change was committed, cached and dispatched.
 //! - [`resource`], [`object`], [`clock`], [`time`]: the served types and small helpers.
 //!
 //! Nothing here opens a socket or reads the OS clock directly, so the same core
@@ -12,6 +15,8 @@
 
 pub mod clock;
 pub mod control_plane;
+pub mod controllers;
+pub mod ledger;
 pub mod object;
 pub mod resource;
 pub mod store;

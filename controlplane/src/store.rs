@@ -123,6 +123,64 @@ impl Store {
             .map(|(_, e)| e.value.clone())
     }
 
+    /// Current `(key, value)` pairs whose key starts with `prefix`, in key order.
+    pub fn entries<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, Arc<Value>)> + 'a {
+        self.objects
+            .range(prefix.to_string()..)
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(k, e)| (k.as_str(), e.value.clone()))
+    }
+
+    /// The `(key, value)` pairs under `prefix` as they were at `revision`, in
+    /// key order: etcd's range read at a past revision.
+    ///
+    /// Rebuilt from the current values by undoing the history after
+    /// `revision`, so it fails with [`StoreError::Compacted`] once that
+    /// history is gone, and with [`StoreError::FutureRevision`] for a revision
+    /// not reached yet.
+    pub fn entries_at(
+        &self,
+        prefix: &str,
+        revision: Revision,
+    ) -> Result<BTreeMap<String, Arc<Value>>, StoreError> {
+        if revision < self.compacted {
+            return Err(StoreError::Compacted {
+                requested: revision,
+                compacted: self.compacted,
+            });
+        }
+        if revision > self.revision {
+            return Err(StoreError::FutureRevision {
+                requested: revision,
+                current: self.revision,
+            });
+        }
+        let mut at: BTreeMap<String, Arc<Value>> = self
+            .entries(prefix)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        for event in self.history.iter().rev() {
+            if event.revision <= revision {
+                break;
+            }
+            if !event.key.starts_with(prefix) {
+                continue;
+            }
+            match (&event.change, &event.prev) {
+                (Change::Put { created: true }, _) | (_, None) => {
+                    at.remove(&event.key);
+                }
+                (_, Some(prev)) => {
+                    at.insert(event.key.clone(), prev.clone());
+                }
+            }
+        }
+        Ok(at)
+    }
+
     /// Writes a new key. Fails when the key exists.
     pub fn create(&mut self, key: &str, value: Value) -> Result<StoreEvent, StoreError> {
         if self.objects.contains_key(key) {
@@ -293,6 +351,38 @@ mod tests {
         assert!(matches!(
             s.delete("missing", None),
             Err(StoreError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn entries_at_a_past_revision_undo_later_changes() {
+        let mut s = store();
+        s.create("/registry/pods/a", json!({"v": 1})).unwrap();
+        s.create("/registry/pods/b", json!({"v": 1})).unwrap();
+        let before = s.revision();
+        s.update("/registry/pods/a", json!({"v": 2}), None).unwrap();
+        s.delete("/registry/pods/b", None).unwrap();
+        s.create("/registry/pods/c", json!({"v": 1})).unwrap();
+        s.create("/registry/configmaps/x", json!({})).unwrap();
+        let at = s.entries_at("/registry/pods/", before).unwrap();
+        let seen: Vec<_> = at
+            .iter()
+            .map(|(k, v)| (k.as_str(), v["v"].as_i64().unwrap()))
+            .collect();
+        assert_eq!(seen, vec![("/registry/pods/a", 1), ("/registry/pods/b", 1)]);
+        assert_eq!(
+            object::resource_version(&at["/registry/pods/a"]),
+            Some("2")
+        );
+        assert_eq!(s.entries_at("/registry/pods/", s.revision()).unwrap().len(), 2);
+        s.compact(before + 1);
+        assert!(matches!(
+            s.entries_at("/registry/pods/", before),
+            Err(StoreError::Compacted { .. })
+        ));
+        assert!(matches!(
+            s.entries_at("/registry/pods/", 99),
+            Err(StoreError::FutureRevision { .. })
         ));
     }
 

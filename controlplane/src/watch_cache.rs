@@ -49,9 +49,62 @@ pub enum WatchError {
     },
 }
 
+/// Identifies one watcher of one cache, for as long as the process runs.
+pub type WatcherId = u64;
+
+/// Closed watchers a cache remembers, so a viewer that looks a little later
+/// still sees which watcher fell behind.
+pub const CLOSED_WATCHERS_KEPT: usize = 16;
+
 struct Watcher {
+    id: WatcherId,
+    /// Who watches (`scheduler`, `kubelet/node-a`, `bridge`); empty when the
+    /// client gave no name.
+    name: String,
     tx: mpsc::Sender<Delivery>,
     namespace: Option<String>,
+}
+
+/// One attached watcher, as the UI draws its lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatcherInfo {
+    pub id: WatcherId,
+    pub name: String,
+    /// Events waiting in its buffer: sent by the cache, not yet read.
+    pub buffered: usize,
+    /// Events its buffer holds before the cache closes it.
+    pub capacity: usize,
+}
+
+/// A watcher the cache closed because its buffer was full.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClosedWatcher {
+    pub id: WatcherId,
+    pub name: String,
+    /// The revision of the event it could not take.
+    pub revision: Revision,
+    pub closed_at: Micros,
+}
+
+/// The watchers of one cache: its fan-out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchersInfo {
+    pub resource: ResourceType,
+    pub watchers: Vec<WatcherInfo>,
+    /// Watchers closed for being too slow since the cache started.
+    pub closed_slow: u64,
+    /// The last [`CLOSED_WATCHERS_KEPT`] of them, oldest first.
+    pub recently_closed: Vec<ClosedWatcher>,
+}
+
+/// What [`WatchCache::apply`] did with one change.
+#[derive(Debug, Clone)]
+pub struct Dispatched {
+    pub event: Arc<CachedEvent>,
+    /// When the event was put in the watchers' buffers (one time for all).
+    pub dispatched_at: Micros,
+    /// Watchers that took it.
+    pub delivered: usize,
 }
 
 /// The Cacher of one resource type.
@@ -65,6 +118,9 @@ pub struct WatchCache {
     revision: Revision,
     objects: BTreeMap<String, Arc<Value>>,
     watchers: Vec<Watcher>,
+    next_watcher_id: WatcherId,
+    closed_slow: u64,
+    recently_closed: VecDeque<ClosedWatcher>,
     clock: Clock,
 }
 
@@ -85,6 +141,9 @@ impl WatchCache {
             revision,
             objects: objects.into_iter().collect(),
             watchers: Vec::new(),
+            next_watcher_id: 1,
+            closed_slow: 0,
+            recently_closed: VecDeque::new(),
             clock,
         }
     }
@@ -103,9 +162,30 @@ impl WatchCache {
         self.watchers.len()
     }
 
+    /// The attached watchers and the ones recently closed for being slow.
+    /// A watcher whose client has gone away is no longer listed.
+    pub fn watchers_info(&self) -> WatchersInfo {
+        WatchersInfo {
+            resource: self.resource,
+            watchers: self
+                .watchers
+                .iter()
+                .filter(|w| !w.tx.is_closed())
+                .map(|w| WatcherInfo {
+                    id: w.id,
+                    name: w.name.clone(),
+                    buffered: w.tx.max_capacity() - w.tx.capacity(),
+                    capacity: w.tx.max_capacity(),
+                })
+                .collect(),
+            closed_slow: self.closed_slow,
+            recently_closed: self.recently_closed.iter().cloned().collect(),
+        }
+    }
+
     /// Takes one change from the store's watch: updates the snapshot, appends to
     /// the ring (evicting the oldest when full) and dispatches to every watcher.
-    pub fn apply(&mut self, change: &StoreEvent) {
+    pub fn apply(&mut self, change: &StoreEvent) -> Dispatched {
         self.revision = self.revision.max(change.revision);
         let event_type = match change.change {
             Change::Put { created: true } => EventType::Added,
@@ -132,7 +212,7 @@ impl WatchCache {
             self.window_start = evicted.revision;
         }
         self.ring.push_back(event.clone());
-        self.dispatch(&event);
+        self.dispatch(event)
     }
 
     /// Notes that the store moved on without touching this type, so a later
@@ -158,6 +238,19 @@ impl WatchCache {
         namespace: Option<String>,
         buffer: usize,
     ) -> Result<mpsc::Receiver<Delivery>, WatchError> {
+        self.watch_named("", from, namespace, buffer)
+            .map(|(_, rx)| rx)
+    }
+
+    /// [`WatchCache::watch`] for a named watcher; also returns its id, the one
+    /// [`WatchCache::watchers_info`] lists it under.
+    pub fn watch_named(
+        &mut self,
+        name: &str,
+        from: Option<Revision>,
+        namespace: Option<String>,
+        buffer: usize,
+    ) -> Result<(WatcherId, mpsc::Receiver<Delivery>), WatchError> {
         let backlog: Vec<Arc<CachedEvent>> = match from.filter(|&r| r > 0) {
             None => self
                 .objects
@@ -189,7 +282,14 @@ impl WatchCache {
                 .collect(),
         };
         let (tx, rx) = mpsc::channel(backlog.len() + buffer.max(1));
-        let watcher = Watcher { tx, namespace };
+        let id = self.next_watcher_id;
+        self.next_watcher_id += 1;
+        let watcher = Watcher {
+            id,
+            name: name.to_string(),
+            tx,
+            namespace,
+        };
         for event in backlog {
             if watcher.wants(&event) {
                 let _ = watcher.tx.try_send(Delivery {
@@ -199,7 +299,7 @@ impl WatchCache {
             }
         }
         self.watchers.push(watcher);
-        Ok(rx)
+        Ok((id, rx))
     }
 
     /// Closes every watch; clients re-watch from their last resourceVersion.
@@ -207,18 +307,49 @@ impl WatchCache {
         self.watchers.clear();
     }
 
-    fn dispatch(&mut self, event: &Arc<CachedEvent>) {
+    fn dispatch(&mut self, event: Arc<CachedEvent>) -> Dispatched {
         let now = self.clock.now();
+        let mut delivered = 0;
+        let mut slow = Vec::new();
         // A watcher that cannot take the event is closed, never waited for.
         self.watchers.retain(|w| {
-            !w.wants(event)
-                || w.tx
-                    .try_send(Delivery {
-                        event: event.clone(),
-                        dispatched_at: now,
-                    })
-                    .is_ok()
+            if !w.wants(&event) {
+                return true;
+            }
+            let delivery = Delivery {
+                event: event.clone(),
+                dispatched_at: now,
+            };
+            match w.tx.try_send(delivery) {
+                Ok(()) => {
+                    delivered += 1;
+                    true
+                }
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    slow.push(ClosedWatcher {
+                        id: w.id,
+                        name: w.name.clone(),
+                        revision: event.revision,
+                        closed_at: now,
+                    });
+                    false
+                }
+                // The client stopped watching: nothing to report.
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
         });
+        for closed in slow {
+            self.closed_slow += 1;
+            if self.recently_closed.len() == CLOSED_WATCHERS_KEPT {
+                self.recently_closed.pop_front();
+            }
+            self.recently_closed.push_back(closed);
+        }
+        Dispatched {
+            event,
+            dispatched_at: now,
+            delivered,
+        }
     }
 }
 
