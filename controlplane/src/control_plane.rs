@@ -3,10 +3,12 @@
 //! resourceVersions, optimistic concurrency).
 
 mod deletion;
+mod requests;
 mod stages;
 mod watchers;
 
 pub use deletion::{DEFAULT_GRACE_PERIOD_SECONDS, Deletion};
+pub use requests::{COMPACTION_INTERVAL_MICROS, WATCH_CACHE_MAX_CAPACITY};
 pub use watchers::{SLOW_WATCHER_BUFFER, SLOW_WATCHER_NAME};
 
 use crate::clock::Clock;
@@ -14,13 +16,14 @@ use crate::ledger::StageLedger;
 use crate::object;
 use crate::resource::{self, ResourceType};
 use crate::store::{Revision, Store, StoreError, StoreEvent};
-use crate::watch_cache::{Delivery, WatchCache, WatchError};
+use crate::watch_cache::{Delivery, WatchCache, WatchError, WindowBounds};
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 
-/// Events each watch cache keeps: the apiserver's default watch cache size
-/// (`--default-watch-cache-size=100`).
+/// Events each watch cache keeps at least: the apiserver's default watch cache
+/// size (`--default-watch-cache-size=100`), the lower bound of its window
+/// (which grows up to [`WATCH_CACHE_MAX_CAPACITY`] under bursts).
 pub const WATCH_CACHE_CAPACITY: usize = 100;
 
 /// Live events a watcher may have waiting before it is closed as too slow.
@@ -41,8 +44,21 @@ pub enum ApiError {
         "Operation cannot be fulfilled on {kind} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
     )]
     Conflict { kind: String, name: String },
+    /// 410: a resourceVersion or continue token older than what is kept.
     #[error("{0}")]
     Gone(String),
+    /// 400: the request cannot be understood (a bad parameter or token).
+    #[error("{0}")]
+    BadRequest(String),
+    /// 403: the request is understood and refused.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 504: a resourceVersion the store has not reached.
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion {
+        requested: Revision,
+        current: Revision,
+    },
 }
 
 struct State {
@@ -55,6 +71,8 @@ struct State {
     revisions: tokio::sync::watch::Sender<Revision>,
     /// Receivers of watchers made slow on purpose: kept, never read.
     stalled: Vec<mpsc::Receiver<Delivery>>,
+    /// When the next periodic compaction is due.
+    compactor: requests::Compactor,
 }
 
 /// The embedded control plane. Cheap to clone: clones share one state.
@@ -70,8 +88,18 @@ impl ControlPlane {
         let store = Store::new(clock.clone());
         let caches = resource::ALL
             .into_iter()
-            .map(|r| WatchCache::new(r, WATCH_CACHE_CAPACITY, [], store.revision(), clock.clone()))
+            .map(|r| {
+                let bounds = WindowBounds {
+                    min: WATCH_CACHE_CAPACITY,
+                    max: WATCH_CACHE_MAX_CAPACITY,
+                };
+                WatchCache::with_window(r, bounds, [], store.revision(), clock.clone())
+            })
             .collect();
+        let compactor = requests::Compactor {
+            last_at: clock.now(),
+            pending: store.revision(),
+        };
         let cp = ControlPlane {
             state: Arc::new(Mutex::new(State {
                 revisions: tokio::sync::watch::Sender::new(store.revision()),
@@ -80,6 +108,7 @@ impl ControlPlane {
                 next_uid: 1,
                 ledger: StageLedger::default(),
                 stalled: Vec::new(),
+                compactor,
             })),
             clock,
         };
@@ -261,10 +290,15 @@ impl ControlPlane {
     }
 
     /// Compacts the store's history up to its current revision.
+    ///
+    /// The watch caches' windows are trimmed to the same revision, so that a
+    /// watch from a compacted resourceVersion is refused (410) at once. (The
+    /// apiserver's Cacher keeps its own window whatever etcd compacts; the
+    /// demo ties the two so that a compaction is visible to every client.)
     pub fn compact(&self) -> Revision {
         let mut state = self.lock();
         let revision = state.store.revision();
-        state.store.compact(revision);
+        state.compact_all(revision);
         revision
     }
 

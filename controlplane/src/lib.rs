@@ -6,6 +6,8 @@
 //! - [`control_plane`]: both behind one lock, with the apiserver's object rules.
 //! - [`controllers`]: informers, workqueues and the demo's controllers (deployment,
 //!   replicaset, scheduler, kubelet, garbage collector), run by [`controllers::Demo`].
+//! - [`list`]: where a LIST is served from and how it is paged; [`selector`]:
+//!   label and field selectors; [`status`]: failures as Kubernetes `Status`.
 //! - [`story`]: the scripted workload that keeps the demo alive.
 //! - [`ledger`]: when each recent change was committed, cached and dispatched.
 //! - [`resource`], [`object`], [`clock`], [`time`]: the served types and small helpers.
@@ -17,8 +19,11 @@ pub mod clock;
 pub mod control_plane;
 pub mod controllers;
 pub mod ledger;
+pub mod list;
 pub mod object;
 pub mod resource;
+pub mod selector;
+pub mod status;
 pub mod store;
 pub mod story;
 pub mod time;
@@ -28,4 +33,4 @@ pub use clock::Clock;
 pub use control_plane::{ApiError, ControlPlane};
 pub use resource::ResourceType;
 pub use store::Revision;
-pub use watch_cache::{CachedEvent, Delivery};
+pub use watch_cache::{CachedEvent, Delivery, WatchFilter};

@@ -6,15 +6,49 @@
 //! clients watch. Each watcher has a bounded buffer; a watcher whose buffer is
 //! full is closed rather than allowed to hold up the others, and its client
 //! re-watches from the last resourceVersion it saw.
+//!
+//! The window grows and shrinks as the Cacher's does: when it is full and its
+//! oldest event is younger than [`EVENT_FRESH_MICROS`], events are falling out
+//! too fast for a client to re-watch from them, so the capacity doubles (up to
+//! the upper bound); when even the newest quarter of the window is older than
+//! that, the cache is idle and the capacity halves (down to the lower bound).
+//!
+//! Each event is serialized at most once, on first use, for every watcher it is
+//! sent to ([`CachedEvent::line`]).
 
 use crate::clock::Clock;
 use crate::resource::ResourceType;
+use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{Change, Revision, StoreEvent};
+use bytes::Bytes;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::sync::mpsc;
 use watchlife_protocol::{EventType, Micros};
+
+/// How young the oldest event of a full window may be before the window
+/// doubles: the apiserver's `eventFreshDuration` (75 s), long enough for a
+/// client whose watch just ended to re-watch from where it was.
+pub const EVENT_FRESH_MICROS: Micros = 75_000_000;
+
+/// The smallest and largest window a growing cache may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowBounds {
+    pub min: usize,
+    pub max: usize,
+}
+
+impl WindowBounds {
+    /// A window that never resizes.
+    pub fn fixed(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        WindowBounds {
+            min: capacity,
+            max: capacity,
+        }
+    }
+}
 
 /// An event as the cache holds it, shared by every watcher it is sent to.
 #[derive(Debug)]
@@ -24,10 +58,67 @@ pub struct CachedEvent {
     pub key: String,
     pub revision: Revision,
     pub object: Arc<Value>,
+    /// The object before the change, when it existed; lets a watcher with a
+    /// selector see an object leave its selection as DELETED.
+    pub prev: Option<Arc<Value>>,
     /// When the store committed the change.
     pub committed_at: Micros,
     /// When the change entered the cache.
     pub cached_at: Micros,
+    line: OnceLock<Bytes>,
+}
+
+impl CachedEvent {
+    /// An event; its wire form is made on first use of [`CachedEvent::line`].
+    pub fn new(
+        event_type: EventType,
+        key: String,
+        revision: Revision,
+        object: Arc<Value>,
+        prev: Option<Arc<Value>>,
+        committed_at: Micros,
+        cached_at: Micros,
+    ) -> Self {
+        CachedEvent {
+            event_type,
+            key,
+            revision,
+            object,
+            prev,
+            committed_at,
+            cached_at,
+            line: OnceLock::new(),
+        }
+    }
+
+    /// The event as one line of a Kubernetes watch stream,
+    /// `{"type":"ADDED","object":{..}}` and a newline, serialized once and
+    /// shared by every watcher (cloning [`Bytes`] does not copy).
+    pub fn line(&self) -> Bytes {
+        self.line
+            .get_or_init(|| {
+                let object = serde_json::to_string(&*self.object)
+                    .expect("a JSON value always serializes");
+                Bytes::from(format!(
+                    "{{\"type\":\"{}\",\"object\":{object}}}\n",
+                    self.event_type.as_str()
+                ))
+            })
+            .clone()
+    }
+
+    /// The same change seen as another type by a watcher with a selector.
+    fn retyped(&self, event_type: EventType, object: Arc<Value>) -> Self {
+        CachedEvent::new(
+            event_type,
+            self.key.clone(),
+            self.revision,
+            object,
+            self.prev.clone(),
+            self.committed_at,
+            self.cached_at,
+        )
+    }
 }
 
 /// One event handed to one watcher.
@@ -42,11 +133,71 @@ pub struct Delivery {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WatchError {
     /// The requested revision is older than the cache's window (410 Gone).
-    #[error("too old resource version: {requested} (oldest available: {oldest})")]
+    /// The message is the apiserver's.
+    #[error("too old resource version: {requested} ({oldest})")]
     TooOld {
         requested: Revision,
         oldest: Revision,
     },
+}
+
+/// Which events a watcher wants: the apiserver's namespace scope and
+/// selection predicate.
+#[derive(Debug, Clone, Default)]
+pub struct WatchFilter {
+    pub namespace: Option<String>,
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl WatchFilter {
+    /// A filter on the namespace only.
+    pub fn namespace(namespace: Option<String>) -> Self {
+        WatchFilter {
+            namespace,
+            ..WatchFilter::default()
+        }
+    }
+
+    /// Whether `obj` is in the watcher's selection.
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| crate::object::namespace(obj) == Some(ns))
+            && self.labels.matches(obj)
+            && self.fields.matches(obj)
+    }
+
+    /// How `event` looks to this watcher, as the Cacher's
+    /// `convertToWatchEvent` decides: a change that brings an object into the
+    /// selection is ADDED, one that takes it out is DELETED (carrying its
+    /// previous state at the event's revision), and an object outside the
+    /// selection before and after is not sent.
+    fn view(&self, event: &Arc<CachedEvent>) -> Option<Arc<CachedEvent>> {
+        let now = self.matches(&event.object);
+        match event.event_type {
+            EventType::Modified => {
+                let before = event.prev.as_deref().is_some_and(|p| self.matches(p));
+                match (before, now) {
+                    (true, true) => Some(event.clone()),
+                    (false, true) => Some(Arc::new(
+                        event.retyped(EventType::Added, event.object.clone()),
+                    )),
+                    (true, false) => {
+                        let mut last = (**event.prev.as_ref()?).clone();
+                        crate::object::set_meta(
+                            &mut last,
+                            "resourceVersion",
+                            event.revision.to_string(),
+                        );
+                        Some(Arc::new(event.retyped(EventType::Deleted, Arc::new(last))))
+                    }
+                    (false, false) => None,
+                }
+            }
+            _ => now.then(|| event.clone()),
+        }
+    }
 }
 
 /// Identifies one watcher of one cache, for as long as the process runs.
@@ -62,7 +213,10 @@ struct Watcher {
     /// client gave no name.
     name: String,
     tx: mpsc::Sender<Delivery>,
-    namespace: Option<String>,
+    filter: WatchFilter,
+    /// Events at or below this revision are not sent (a watch from a
+    /// revision the cache has not reached yet waits for it).
+    after: Revision,
 }
 
 /// One attached watcher, as the UI draws its lane.
@@ -112,6 +266,7 @@ pub struct WatchCache {
     resource: ResourceType,
     ring: VecDeque<Arc<CachedEvent>>,
     capacity: usize,
+    bounds: WindowBounds,
     /// The ring holds every change after this revision.
     window_start: Revision,
     /// Latest store revision the cache has seen.
@@ -125,7 +280,8 @@ pub struct WatchCache {
 }
 
 impl WatchCache {
-    /// A cache primed with the store's current objects at `revision`.
+    /// A cache primed with the store's current objects at `revision`, whose
+    /// window holds `capacity` events and never resizes.
     pub fn new(
         resource: ResourceType,
         capacity: usize,
@@ -133,10 +289,34 @@ impl WatchCache {
         revision: Revision,
         clock: Clock,
     ) -> Self {
+        Self::with_window(
+            resource,
+            WindowBounds::fixed(capacity),
+            objects,
+            revision,
+            clock,
+        )
+    }
+
+    /// A cache whose window starts at `bounds.min` events and resizes within
+    /// `bounds` (see the module doc).
+    pub fn with_window(
+        resource: ResourceType,
+        bounds: WindowBounds,
+        objects: impl IntoIterator<Item = (String, Arc<Value>)>,
+        revision: Revision,
+        clock: Clock,
+    ) -> Self {
+        let min = bounds.min.max(1);
+        let bounds = WindowBounds {
+            min,
+            max: bounds.max.max(min),
+        };
         WatchCache {
             resource,
-            ring: VecDeque::with_capacity(capacity),
-            capacity: capacity.max(1),
+            ring: VecDeque::with_capacity(min),
+            capacity: min,
+            bounds,
             window_start: revision,
             revision,
             objects: objects.into_iter().collect(),
@@ -155,6 +335,27 @@ impl WatchCache {
     /// Latest store revision seen.
     pub fn revision(&self) -> Revision {
         self.revision
+    }
+
+    /// The window holds every change after this revision; a watch from an
+    /// older one is too old.
+    pub fn window_start(&self) -> Revision {
+        self.window_start
+    }
+
+    /// Events the window holds at most, now.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Events in the window.
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// Whether the window is empty.
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
     }
 
     /// Watchers currently attached.
@@ -184,7 +385,8 @@ impl WatchCache {
     }
 
     /// Takes one change from the store's watch: updates the snapshot, appends to
-    /// the ring (evicting the oldest when full) and dispatches to every watcher.
+    /// the ring (resizing it, or evicting the oldest when full) and dispatches
+    /// to every watcher.
     pub fn apply(&mut self, change: &StoreEvent) -> Dispatched {
         self.revision = self.revision.max(change.revision);
         let event_type = match change.change {
@@ -198,18 +400,19 @@ impl WatchCache {
                 .objects
                 .insert(change.key.clone(), change.object.clone()),
         };
-        let event = Arc::new(CachedEvent {
+        let now = self.clock.now();
+        let event = Arc::new(CachedEvent::new(
             event_type,
-            key: change.key.clone(),
-            revision: change.revision,
-            object: change.object.clone(),
-            committed_at: change.committed_at,
-            cached_at: self.clock.now(),
-        });
-        if self.ring.len() == self.capacity
-            && let Some(evicted) = self.ring.pop_front()
-        {
-            self.window_start = evicted.revision;
+            change.key.clone(),
+            change.revision,
+            change.object.clone(),
+            change.prev.clone(),
+            change.committed_at,
+            now,
+        ));
+        self.resize(now);
+        while self.ring.len() >= self.capacity {
+            self.evict_oldest();
         }
         self.ring.push_back(event.clone());
         self.dispatch(event)
@@ -219,6 +422,15 @@ impl WatchCache {
     /// watch from that revision is served from the window.
     pub fn advance(&mut self, revision: Revision) {
         self.revision = self.revision.max(revision);
+    }
+
+    /// Drops the window's events at or below `revision`, so that no watch is
+    /// served from a revision the store has compacted.
+    pub fn compact(&mut self, revision: Revision) {
+        while self.ring.front().is_some_and(|e| e.revision <= revision) {
+            self.evict_oldest();
+        }
+        self.window_start = self.window_start.max(revision.min(self.revision));
     }
 
     /// The current objects and the revision they are consistent with.
@@ -251,54 +463,74 @@ impl WatchCache {
         namespace: Option<String>,
         buffer: usize,
     ) -> Result<(WatcherId, mpsc::Receiver<Delivery>), WatchError> {
-        let backlog: Vec<Arc<CachedEvent>> = match from.filter(|&r| r > 0) {
-            None => self
-                .objects
-                .iter()
-                .map(|(key, object)| {
-                    Arc::new(CachedEvent {
-                        event_type: EventType::Added,
-                        key: key.clone(),
-                        revision: crate::object::resource_version(object)
-                            .and_then(|rv| rv.parse().ok())
-                            .unwrap_or(self.revision),
-                        object: object.clone(),
-                        committed_at: self.clock.now(),
-                        cached_at: self.clock.now(),
+        self.watch_filtered(name, from, WatchFilter::namespace(namespace), buffer)
+    }
+
+    /// [`WatchCache::watch_named`] with a selection: the watcher is sent only
+    /// the events of objects in `filter`, retyped as the filter sees them (see
+    /// [`WatchFilter`]). A revision newer than the cache's is waited for: the
+    /// watcher gets the events after it, none before.
+    pub fn watch_filtered(
+        &mut self,
+        name: &str,
+        from: Option<Revision>,
+        filter: WatchFilter,
+        buffer: usize,
+    ) -> Result<(WatcherId, mpsc::Receiver<Delivery>), WatchError> {
+        let (backlog, after): (Vec<Arc<CachedEvent>>, Revision) = match from.filter(|&r| r > 0)
+        {
+            None => (
+                self.objects
+                    .iter()
+                    .filter(|(_, object)| filter.matches(object))
+                    .map(|(key, object)| {
+                        Arc::new(CachedEvent::new(
+                            EventType::Added,
+                            key.clone(),
+                            crate::object::resource_version(object)
+                                .and_then(|rv| rv.parse().ok())
+                                .unwrap_or(self.revision),
+                            object.clone(),
+                            None,
+                            self.clock.now(),
+                            self.clock.now(),
+                        ))
                     })
-                })
-                .collect(),
+                    .collect(),
+                self.revision,
+            ),
             Some(from) if from < self.window_start => {
                 return Err(WatchError::TooOld {
                     requested: from,
                     oldest: self.window_start,
                 });
             }
-            Some(from) => self
-                .ring
-                .iter()
-                .filter(|e| e.revision > from)
-                .cloned()
-                .collect(),
+            Some(from) => (
+                self.ring
+                    .iter()
+                    .filter(|e| e.revision > from)
+                    .filter_map(|e| filter.view(e))
+                    .collect(),
+                from,
+            ),
         };
         let (tx, rx) = mpsc::channel(backlog.len() + buffer.max(1));
+        let now = self.clock.now();
+        for event in backlog {
+            let _ = tx.try_send(Delivery {
+                event,
+                dispatched_at: now,
+            });
+        }
         let id = self.next_watcher_id;
         self.next_watcher_id += 1;
-        let watcher = Watcher {
+        self.watchers.push(Watcher {
             id,
             name: name.to_string(),
             tx,
-            namespace,
-        };
-        for event in backlog {
-            if watcher.wants(&event) {
-                let _ = watcher.tx.try_send(Delivery {
-                    event,
-                    dispatched_at: self.clock.now(),
-                });
-            }
-        }
-        self.watchers.push(watcher);
+            filter,
+            after,
+        });
         Ok((id, rx))
     }
 
@@ -307,17 +539,48 @@ impl WatchCache {
         self.watchers.clear();
     }
 
+    /// Resizes a full window before an event is added (see the module doc).
+    fn resize(&mut self, now: Micros) {
+        if self.ring.len() < self.capacity {
+            return;
+        }
+        let age = |e: &Arc<CachedEvent>| now.saturating_sub(e.cached_at);
+        if self.ring.front().is_some_and(|e| age(e) < EVENT_FRESH_MICROS) {
+            self.capacity = (self.capacity * 2).min(self.bounds.max);
+            return;
+        }
+        let recent_quarter = self.ring.len() - (self.capacity / 4).max(1);
+        if self
+            .ring
+            .get(recent_quarter)
+            .is_some_and(|e| age(e) > EVENT_FRESH_MICROS)
+        {
+            self.capacity = (self.capacity / 2).max(self.bounds.min);
+        }
+    }
+
+    fn evict_oldest(&mut self) {
+        if let Some(evicted) = self.ring.pop_front() {
+            self.window_start = self.window_start.max(evicted.revision);
+        }
+    }
+
     fn dispatch(&mut self, event: Arc<CachedEvent>) -> Dispatched {
         let now = self.clock.now();
         let mut delivered = 0;
         let mut slow = Vec::new();
         // A watcher that cannot take the event is closed, never waited for.
         self.watchers.retain(|w| {
-            if !w.wants(&event) {
-                return true;
-            }
+            let view = if event.revision <= w.after {
+                None
+            } else {
+                w.filter.view(&event)
+            };
+            let Some(view) = view else {
+                return !w.tx.is_closed();
+            };
             let delivery = Delivery {
-                event: event.clone(),
+                event: view,
                 dispatched_at: now,
             };
             match w.tx.try_send(delivery) {
@@ -349,15 +612,6 @@ impl WatchCache {
             event,
             dispatched_at: now,
             delivered,
-        }
-    }
-}
-
-impl Watcher {
-    fn wants(&self, event: &CachedEvent) -> bool {
-        match &self.namespace {
-            None => true,
-            Some(ns) => crate::object::namespace(&event.object) == Some(ns.as_str()),
         }
     }
 }
@@ -422,6 +676,10 @@ mod tests {
                 oldest: 2
             }
         );
+        assert_eq!(
+            cache.watch(Some(1), None, 1).unwrap_err().to_string(),
+            "too old resource version: 1 (2)"
+        );
         assert!(cache.watch(Some(2), None, 1).is_ok());
     }
 
@@ -452,5 +710,102 @@ mod tests {
             .map(|d| d.event.key.clone())
             .collect();
         assert_eq!(got, vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn a_selector_turns_entering_and_leaving_into_added_and_deleted() {
+        let (mut store, mut cache) = setup(10);
+        let filter = WatchFilter {
+            labels: LabelSelector::parse("app=web").unwrap(),
+            ..WatchFilter::default()
+        };
+        let (_, mut rx) = cache.watch_filtered("", Some(1), filter, 10).unwrap();
+        let labelled = |app: &str| json!({"metadata": {"namespace": "d", "name": "a", "labels": {"app": app}}});
+        cache.apply(&store.create("a", labelled("db")).unwrap());
+        cache.apply(&store.update("a", labelled("web"), None).unwrap());
+        cache.apply(&store.update("a", labelled("web"), None).unwrap());
+        cache.apply(&store.update("a", labelled("db"), None).unwrap());
+        let seen: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|d| {
+                let e = &d.event;
+                (e.event_type, e.revision, e.object["metadata"]["labels"]["app"].clone())
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (EventType::Added, 3, json!("web")),
+                (EventType::Modified, 4, json!("web")),
+                // The last state in the selection, at the revision that took it out.
+                (EventType::Deleted, 5, json!("web")),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_window_doubles_under_a_burst_and_halves_when_idle() {
+        let now = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let clock = {
+            let now = now.clone();
+            Clock::new(move || now.load(std::sync::atomic::Ordering::Relaxed))
+        };
+        let mut store = Store::new(clock.clone());
+        let bounds = WindowBounds { min: 4, max: 16 };
+        let mut cache = WatchCache::with_window(PODS, bounds, [], store.revision(), clock);
+        for i in 0..20 {
+            let name = format!("p{i}");
+            cache.apply(&store.create(&name, pod("d", &name)).unwrap());
+        }
+        // A burst (every event fresh): 4 -> 8 -> 16, then capped.
+        assert_eq!((cache.capacity(), cache.len()), (16, 16));
+        assert_eq!(cache.window_start(), 5);
+        now.store(EVENT_FRESH_MICROS * 2, std::sync::atomic::Ordering::Relaxed);
+        cache.apply(&store.create("late", pod("d", "late")).unwrap());
+        // Idle: even the newest quarter was stale, so the window halved.
+        assert_eq!((cache.capacity(), cache.len()), (8, 8));
+        assert!(matches!(cache.watch(Some(5), None, 1), Err(WatchError::TooOld { .. })));
+    }
+
+    #[test]
+    fn compaction_trims_the_window() {
+        let (mut store, mut cache) = setup(10);
+        for name in ["a", "b", "c"] {
+            cache.apply(&store.create(name, pod("default", name)).unwrap());
+        }
+        cache.compact(3);
+        assert_eq!(cache.len(), 1);
+        assert_eq!(
+            cache.watch(Some(2), None, 1).unwrap_err(),
+            WatchError::TooOld { requested: 2, oldest: 3 }
+        );
+        assert!(cache.watch(Some(3), None, 1).is_ok());
+    }
+
+    #[test]
+    fn a_future_revision_is_waited_for() {
+        let (mut store, mut cache) = setup(10);
+        let mut rx = cache.watch(Some(3), None, 10).unwrap();
+        for name in ["a", "b", "c"] {
+            cache.apply(&store.create(name, pod("default", name)).unwrap());
+        }
+        let revisions: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|d| d.event.revision)
+            .collect();
+        assert_eq!(revisions, vec![4]);
+    }
+
+    #[test]
+    fn an_event_is_serialized_once_as_a_watch_line() {
+        let (mut store, mut cache) = setup(10);
+        let mut rx1 = cache.watch(Some(1), None, 10).unwrap();
+        let mut rx2 = cache.watch(Some(1), None, 10).unwrap();
+        cache.apply(&store.create("a", pod("default", "a")).unwrap());
+        let (a, b) = (rx1.try_recv().unwrap(), rx2.try_recv().unwrap());
+        let line = a.event.line();
+        assert_eq!(line.as_ptr(), b.event.line().as_ptr());
+        let parsed: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(parsed["type"], "ADDED");
+        assert_eq!(parsed["object"]["metadata"]["resourceVersion"], "2");
+        assert!(line.ends_with(b"\n"));
     }
 }

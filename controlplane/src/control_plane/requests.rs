@@ -1,0 +1,280 @@
+//! The apiserver's read paths and housekeeping: LIST with its parameters,
+//! WATCH with a selection, the watch cache's window, and periodic compaction.
+
+use super::{ApiError, ControlPlane, State, WATCHER_BUFFER};
+use crate::list::{self, ListOptions, ListPlan, ObjectList};
+use crate::object;
+use crate::resource::ResourceType;
+use crate::store::{Revision, StoreError};
+use crate::watch_cache::{Delivery, WatchError, WatchFilter};
+use tokio::sync::mpsc;
+use watchlife_protocol::Micros;
+
+/// Events a watch cache's window may grow to under a burst of writes: the
+/// apiserver's upper bound (100 × 1024); its lower bound is
+/// [`super::WATCH_CACHE_CAPACITY`].
+pub const WATCH_CACHE_MAX_CAPACITY: usize = 100 * 1024;
+
+/// How often [`ControlPlane::tick`] compacts the store: the apiserver's
+/// default `--etcd-compaction-interval` (5 minutes). Each compaction drops the
+/// history older than the revision seen at the previous one, so between five
+/// and ten minutes of history are kept, as etcd behind an apiserver keeps.
+pub const COMPACTION_INTERVAL_MICROS: Micros = 5 * 60 * 1_000_000;
+
+/// When the next periodic compaction happens and to which revision.
+pub(super) struct Compactor {
+    pub(super) last_at: Micros,
+    /// The revision seen at the last compaction; the next compacts up to it.
+    pub(super) pending: Revision,
+}
+
+impl State {
+    /// Compacts the store and trims every watch cache's window to the same
+    /// revision.
+    pub(super) fn compact_all(&mut self, revision: Revision) {
+        self.store.compact(revision);
+        let compacted = self.store.compacted();
+        for cache in &mut self.caches {
+            cache.compact(compacted);
+        }
+    }
+}
+
+impl ControlPlane {
+    /// Runs the periodic compaction when it is due; IO-free, so the caller
+    /// calls it every few seconds from whatever timer it has. Every
+    /// [`COMPACTION_INTERVAL_MICROS`] it compacts up to the revision the store
+    /// had one interval earlier. Returns the revision compacted to, if any.
+    pub fn tick(&self) -> Option<Revision> {
+        let now = self.clock.now();
+        let mut state = self.lock();
+        if now.saturating_sub(state.compactor.last_at) < COMPACTION_INTERVAL_MICROS {
+            return None;
+        }
+        let target = state.compactor.pending;
+        state.compactor = Compactor {
+            last_at: now,
+            pending: state.store.revision(),
+        };
+        (target > state.store.compacted()).then(|| {
+            state.compact_all(target);
+            target
+        })
+    }
+
+    /// The revision up to which the store's history has been compacted.
+    pub fn compacted(&self) -> Revision {
+        self.lock().store.compacted()
+    }
+
+    /// A LIST with the apiserver's parameters: where it is served from and how
+    /// it is paged is decided by [`list::plan`] (see [`crate::list`]).
+    pub fn list_with(
+        &self,
+        rt: ResourceType,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ObjectList, ApiError> {
+        let plan = list::plan(opts)?;
+        let namespace = namespace.filter(|_| rt.namespaced);
+        let mut state = self.lock();
+        let current = state.store.revision();
+        let too_large = |requested| ApiError::TooLargeResourceVersion { requested, current };
+        match plan {
+            ListPlan::Cache { min_revision } => {
+                let cache = state.cache_mut(rt);
+                if min_revision > cache.revision() {
+                    return Err(too_large(min_revision));
+                }
+                let (items, revision) = cache.list();
+                drop(state);
+                let entries = items
+                    .into_iter()
+                    .filter(|o| namespace.is_none_or(|ns| object::namespace(o) == Some(ns)))
+                    .map(|o| (String::new(), o));
+                Ok(list::page(entries, opts, revision, None, None))
+            }
+            ListPlan::Store {
+                revision,
+                after,
+                limit,
+                continued,
+                min_revision,
+            } => {
+                if min_revision > current {
+                    return Err(too_large(min_revision));
+                }
+                let prefix = match namespace {
+                    Some(ns) => format!("{}{ns}/", rt.key_prefix()),
+                    None => rt.key_prefix(),
+                };
+                let (entries, revision): (Vec<_>, Revision) = match revision {
+                    None => (
+                        state
+                            .store
+                            .entries(&prefix)
+                            .map(|(k, v)| (k.to_string(), v))
+                            .collect(),
+                        current,
+                    ),
+                    Some(at) => match state.store.entries_at(&prefix, at) {
+                        Ok(entries) => (entries.into_iter().collect(), at),
+                        Err(StoreError::FutureRevision { .. }) => return Err(too_large(at)),
+                        Err(_) => {
+                            let message = if continued {
+                                list::CONTINUE_EXPIRED
+                            } else {
+                                list::LIST_EXPIRED
+                            };
+                            return Err(ApiError::Gone(message.into()));
+                        }
+                    },
+                };
+                drop(state);
+                Ok(list::page(
+                    entries.into_iter(),
+                    opts,
+                    revision,
+                    after.as_deref(),
+                    limit,
+                ))
+            }
+        }
+    }
+
+    /// Watches a type through its watch cache with a selection (see
+    /// [`crate::watch_cache::WatchCache::watch_filtered`]), as a watcher named
+    /// `name`. A revision older than the cache's window fails with
+    /// [`ApiError::Gone`], worded as the apiserver words it.
+    pub fn watch_with(
+        &self,
+        name: &str,
+        rt: ResourceType,
+        from: Option<Revision>,
+        filter: WatchFilter,
+    ) -> Result<mpsc::Receiver<Delivery>, ApiError> {
+        self.lock()
+            .cache_mut(rt)
+            .watch_filtered(name, from, filter, WATCHER_BUFFER)
+            .map(|(_, rx)| rx)
+            .map_err(|e: WatchError| ApiError::Gone(e.to_string()))
+    }
+
+    /// The latest revision the watch cache of `rt` has seen. Every event of
+    /// that type at or below it has already been put in its watchers' buffers,
+    /// so it is what a BOOKMARK may report once a watcher's buffer is drained.
+    pub fn watch_cache_revision(&self, rt: ResourceType) -> Revision {
+        self.lock().cache_mut(rt).revision()
+    }
+
+    /// The watch cache window of `rt`: (events held, capacity, the revision
+    /// after which it holds every change).
+    pub fn watch_cache_window(&self, rt: ResourceType) -> (usize, usize, Revision) {
+        let mut state = self.lock();
+        let cache = state.cache_mut(rt);
+        (cache.len(), cache.capacity(), cache.window_start())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::resource::{CONFIGMAPS, PODS};
+    use crate::selector::LabelSelector;
+    use serde_json::json;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    fn names(list: &ObjectList) -> Vec<String> {
+        list.items
+            .iter()
+            .map(|o| object::name(o).to_string())
+            .collect()
+    }
+
+    fn opts(rv: Option<&str>, rv_match: Option<&str>, limit: Option<u64>) -> ListOptions {
+        ListOptions {
+            resource_version: rv.map(Into::into),
+            resource_version_match: rv_match.map(Into::into),
+            limit,
+            ..ListOptions::default()
+        }
+    }
+
+    #[test]
+    fn paged_lists_are_one_snapshot_until_compacted() {
+        let cp = ControlPlane::new(Clock::new(|| 0));
+        for name in ["a", "b", "c"] {
+            cp.create(CONFIGMAPS, json!({"metadata": {"name": name}}))
+                .unwrap();
+        }
+        let first = cp.list_with(CONFIGMAPS, None, &opts(None, None, Some(2))).unwrap();
+        assert_eq!(names(&first), ["a", "b"]);
+        cp.create(CONFIGMAPS, json!({"metadata": {"name": "aa"}}))
+            .unwrap();
+        cp.delete(CONFIGMAPS, Some("default"), "c").unwrap();
+        let mut next = opts(None, None, Some(2));
+        next.continue_token = first.continue_token.clone();
+        let second = cp.list_with(CONFIGMAPS, None, &next).unwrap();
+        assert_eq!(names(&second), ["c"], "read at the first page's revision");
+        assert_eq!(second.resource_version, first.resource_version);
+        cp.compact();
+        assert_eq!(
+            cp.list_with(CONFIGMAPS, None, &next).unwrap_err(),
+            ApiError::Gone(list::CONTINUE_EXPIRED.into())
+        );
+        let exact = opts(Some(&first.resource_version.to_string()), Some("Exact"), None);
+        assert_eq!(
+            cp.list_with(CONFIGMAPS, None, &exact).unwrap_err(),
+            ApiError::Gone(list::LIST_EXPIRED.into())
+        );
+    }
+
+    #[test]
+    fn cached_and_consistent_lists_and_a_future_revision() {
+        let cp = ControlPlane::new(Clock::new(|| 0));
+        let mut o = opts(Some("0"), None, Some(1));
+        o.labels = LabelSelector::parse("app=web").unwrap();
+        cp.create(PODS, json!({"metadata": {"name": "w", "labels": {"app": "web"}}}))
+            .unwrap();
+        cp.create(PODS, json!({"metadata": {"name": "x"}})).unwrap();
+        cp.create(PODS, json!({"metadata": {"name": "y", "labels": {"app": "web"}}}))
+            .unwrap();
+        let cached = cp.list_with(PODS, Some("default"), &o).unwrap();
+        assert_eq!(names(&cached), ["w", "y"], "RV 0 ignores the limit");
+        assert_eq!(cached.continue_token, None);
+        assert_eq!(cached.resource_version, cp.revision());
+        let future = opts(Some(&(cp.revision() + 5).to_string()), None, None);
+        assert!(matches!(
+            cp.list_with(PODS, None, &future),
+            Err(ApiError::TooLargeResourceVersion { .. })
+        ));
+        assert_eq!(cp.list_with(PODS, Some("other"), &opts(None, None, None)).unwrap().items.len(), 0);
+    }
+
+    #[test]
+    fn tick_compacts_to_the_revision_of_the_previous_interval() {
+        let now = Arc::new(AtomicU64::new(0));
+        let clock = {
+            let now = now.clone();
+            Clock::new(move || now.load(Ordering::Relaxed))
+        };
+        let cp = ControlPlane::new(clock);
+        cp.create(PODS, json!({"metadata": {"name": "a"}})).unwrap();
+        assert_eq!(cp.tick(), None, "not due yet");
+        now.store(COMPACTION_INTERVAL_MICROS, Ordering::Relaxed);
+        let seen = cp.revision();
+        // The first interval compacts up to the revision at start (nothing new).
+        assert_eq!(cp.tick(), Some(1));
+        cp.create(PODS, json!({"metadata": {"name": "b"}})).unwrap();
+        now.store(2 * COMPACTION_INTERVAL_MICROS, Ordering::Relaxed);
+        assert_eq!(cp.tick(), Some(seen));
+        assert_eq!(cp.compacted(), seen);
+        assert!(matches!(
+            cp.watch_with("t", PODS, Some(seen - 1), WatchFilter::default()),
+            Err(ApiError::Gone(_))
+        ));
+        assert!(cp.watch_with("t", PODS, Some(seen), WatchFilter::default()).is_ok());
+    }
+}
