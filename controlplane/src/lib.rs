@@ -10,11 +10,13 @@
 //!   label and field selectors; [`status`]: failures as Kubernetes `Status`.
 //! - [`story`]: the scripted workload that keeps the demo alive.
 //! - [`ledger`]: when each recent change was committed, cached and dispatched.
+//! - [`actions`]: what a user does with kubectl (scale, label, set image, delete a pod).
 //! - [`resource`], [`object`], [`clock`], [`time`]: the served types and small helpers.
 //!
 //! Nothing here opens a socket or reads the OS clock directly, so the same core
 //! runs behind the bridge's HTTP adapter and inside a browser page.
 
+pub mod actions;
 pub mod clock;
 pub mod control_plane;
 pub mod controllers;

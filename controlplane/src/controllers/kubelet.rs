@@ -1,0 +1,208 @@
+//! The mini kubelet: one per node.
+//!
+//! It registers its Node, watches the pods bound to it (the real kubelet's
+//! `spec.nodeName=<node>` field selector), starts them (Pending → Running,
+//! Ready), and finishes their deletion: a pod marked with a
+//! `deletionTimestamp` is stopped and then deleted for good, which is the
+//! DELETED event every watcher sees.
+
+use super::informer::{Informer, split_key};
+use super::workqueue::WorkQueue;
+use super::{Activity, update_if_changed};
+use crate::control_plane::{ApiError, ControlPlane};
+use crate::resource::{NODES, PODS};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use watchlife_protocol::Micros;
+
+/// Time from a pod landing on the node to its containers running: a real
+/// kubelet takes a second or more to pull and start; half a second keeps the
+/// demo brisk while leaving Pending visible.
+pub const START_MICROS: Micros = 500_000;
+
+/// Time from a pod being marked for deletion to the kubelet deleting it: its
+/// containers stopping (nginx stops at once; the grace period is only the
+/// upper bound).
+pub const STOP_MICROS: Micros = 800_000;
+
+/// How soon a kubelet that could not register its node tries again.
+pub const REGISTER_RETRY_MICROS: Micros = 1_000_000;
+
+/// What the kubelet is doing to a pod, and when it will be done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    Starting(Micros),
+    Stopping(Micros),
+}
+
+/// The kubelet of one node.
+#[derive(Debug)]
+pub struct Kubelet {
+    node: String,
+    /// The node's number, for its addresses.
+    index: u8,
+    pods: Informer,
+    queue: WorkQueue,
+    work: HashMap<String, Work>,
+    registered: bool,
+    started: u64,
+}
+
+impl Kubelet {
+    /// The kubelet of node `node`; `index` (0, 1, ...) numbers its addresses.
+    pub fn new(node: &str, index: u8) -> Self {
+        let mine = node.to_string();
+        Kubelet {
+            node: node.to_string(),
+            index,
+            pods: Informer::new(PODS, format!("kubelet/{node}"))
+                .with_selector(move |pod| pod["spec"]["nodeName"].as_str() == Some(&mine)),
+            queue: WorkQueue::new(),
+            work: HashMap::new(),
+            registered: false,
+            started: 0,
+        }
+    }
+
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Registers the node if needed, drains the informer, and moves the pods
+    /// whose time has come; returns when it next wants to run (see [`Activity`]).
+    pub fn step(&mut self, cp: &ControlPlane, now: Micros) -> Activity {
+        let mut activity = Activity::default();
+        if !self.registered {
+            self.registered = self.register(cp).is_ok();
+            activity.synced += 1;
+        }
+        for n in self.pods.poll(cp) {
+            activity.noticed += 1;
+            self.queue.add(n.key());
+        }
+        for _ in 0..self.queue.ready(now) {
+            let Some(key) = self.queue.pop(now) else {
+                break;
+            };
+            activity.synced += 1;
+            match self.sync(cp, &key, now) {
+                Ok(()) => self.queue.forget(&key),
+                Err(_) => self.queue.add_rate_limited(key, now),
+            }
+        }
+        activity.next = self.queue.next_due(now);
+        if !self.registered {
+            activity.next = Some(now + REGISTER_RETRY_MICROS);
+        }
+        activity
+    }
+
+    /// Creates this node's Node object, as a kubelet does when it starts.
+    fn register(&self, cp: &ControlPlane) -> Result<(), ApiError> {
+        let node = json!({
+            "metadata": {
+                "name": self.node,
+                "labels": {
+                    "kubernetes.io/hostname": self.node,
+                    "kubernetes.io/os": "linux",
+                },
+            },
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "addresses": [{"type": "InternalIP", "address": format!("10.0.0.{}", 10 + u32::from(self.index))}],
+                "capacity": {"pods": "110"},
+                "allocatable": {"pods": "110"},
+            },
+        });
+        match cp.create(NODES, node) {
+            Ok(_) | Err(ApiError::AlreadyExists { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn sync(&mut self, cp: &ControlPlane, key: &str, now: Micros) -> Result<(), ApiError> {
+        let Some(pod) = self.pods.get(key).cloned() else {
+            self.work.remove(key);
+            return Ok(());
+        };
+        let wanted = if pod.pointer("/metadata/deletionTimestamp").is_some() {
+            Work::Stopping(now + STOP_MICROS)
+        } else if pod["status"]["phase"] != "Running" {
+            Work::Starting(now + START_MICROS)
+        } else {
+            self.work.remove(key);
+            return Ok(());
+        };
+        // Keep the work under way if it is the same kind; start it otherwise.
+        let work = match (self.work.get(key), wanted) {
+            (Some(w @ Work::Starting(_)), Work::Starting(_))
+            | (Some(w @ Work::Stopping(_)), Work::Stopping(_)) => *w,
+            _ => wanted,
+        };
+        self.work.insert(key.to_string(), work);
+        let (Work::Starting(done) | Work::Stopping(done)) = work;
+        if now < done {
+            self.queue.add_after(key, done);
+            return Ok(());
+        }
+        self.work.remove(key);
+        let (ns, name) = split_key(key);
+        match work {
+            Work::Starting(_) => self.run(cp, ns, name, now),
+            Work::Stopping(_) => match cp.delete_gracefully(PODS, ns, name, Some(0)) {
+                Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// Reports the pod's containers running and ready.
+    fn run(
+        &mut self,
+        cp: &ControlPlane,
+        ns: Option<&str>,
+        name: &str,
+        now: Micros,
+    ) -> Result<(), ApiError> {
+        self.started += 1;
+        let at = crate::time::rfc3339(now);
+        let host_ip = format!("10.0.0.{}", 10 + u32::from(self.index));
+        let pod_ip = format!("10.244.{}.{}", self.index, 2 + self.started % 250);
+        update_if_changed(cp, PODS, ns, name, |pod| {
+            if pod.pointer("/metadata/deletionTimestamp").is_some() {
+                return;
+            }
+            let containers: Vec<Value> = pod["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    json!({
+                        "name": c["name"],
+                        "image": c["image"],
+                        "ready": true,
+                        "started": true,
+                        "restartCount": 0,
+                        "state": {"running": {"startedAt": at}},
+                    })
+                })
+                .collect();
+            let condition =
+                |kind: &str| json!({"type": kind, "status": "True", "lastTransitionTime": at});
+            pod["status"] = json!({
+                "phase": "Running",
+                "hostIP": host_ip,
+                "podIP": pod_ip,
+                "startTime": at,
+                "conditions": [
+                    condition("Initialized"),
+                    condition("Ready"),
+                    condition("ContainersReady"),
+                    condition("PodScheduled"),
+                ],
+                "containerStatuses": containers,
+            });
+        })
+        .map(drop)
+    }
+}

@@ -1,0 +1,65 @@
+//! Owner references: how a ReplicaSet knows its Deployment and a pod its
+//! ReplicaSet, and how the garbage collector finds orphans.
+
+use crate::resource::ResourceType;
+use serde_json::{Value, json};
+
+/// One entry of `metadata.ownerReferences`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRef {
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    /// Whether this owner is the object's managing controller.
+    pub controller: bool,
+}
+
+/// `metadata.uid`, or "".
+pub fn uid(obj: &Value) -> &str {
+    obj.pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Every owner reference of `obj`.
+pub fn owners(obj: &Value) -> Vec<OwnerRef> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            Some(OwnerRef {
+                kind: r["kind"].as_str()?.to_string(),
+                name: r["name"].as_str()?.to_string(),
+                uid: r["uid"].as_str()?.to_string(),
+                controller: r["controller"].as_bool().unwrap_or(false),
+            })
+        })
+        .collect()
+}
+
+/// The owner that manages `obj`, when it is of `kind`.
+pub fn controller_of(obj: &Value, kind: &str) -> Option<OwnerRef> {
+    owners(obj)
+        .into_iter()
+        .find(|o| o.controller && o.kind == kind)
+}
+
+/// Whether `obj` is managed by the object with uid `owner_uid`.
+pub fn is_controlled_by(obj: &Value, owner_uid: &str) -> bool {
+    owners(obj)
+        .iter()
+        .any(|o| o.controller && o.uid == owner_uid)
+}
+
+/// The reference a controller puts on what it creates.
+pub fn controller_reference(owner: &Value, rt: ResourceType) -> Value {
+    json!({
+        "apiVersion": rt.api_version(),
+        "kind": rt.kind,
+        "name": crate::object::name(owner),
+        "uid": uid(owner),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}

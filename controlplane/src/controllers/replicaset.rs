@@ -1,0 +1,223 @@
+//! The replicaset controller: ReplicaSet → Pods.
+//!
+//! Keeps `spec.replicas` pods alive for each ReplicaSet, creating pods from
+//! its template (`web-5d9c8bf7b4-x2kqn`, owned by the ReplicaSet) and deleting
+//! the least useful ones when there are too many, and reports how many exist
+//! and are ready in `status`.
+
+use super::informer::{Informer, Notification};
+use super::owner::{controller_of, controller_reference, is_controlled_by, uid};
+use super::workqueue::WorkQueue;
+use super::{Activity, names, update_if_changed};
+use crate::control_plane::{ApiError, ControlPlane};
+use crate::object;
+use crate::resource::{PODS, REPLICASETS};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use watchlife_protocol::Micros;
+
+/// Name of the controller, and of its watches.
+pub const NAME: &str = "replicaset-controller";
+
+/// Pods one sync creates or deletes at most (the real controller's
+/// `burstReplicas` is 500). Kept below a watcher's buffer so that one sync
+/// never overflows the informers that watch pods; a larger scale-up simply
+/// takes a few syncs.
+pub const BURST_REPLICAS: usize = 25;
+
+/// Watches ReplicaSets and Pods; syncs one ReplicaSet per key.
+///
+/// It needs no "expectations" (the real controller's guard against acting on
+/// a cache that has not yet seen its own writes): its informers are drained
+/// right before its queue is worked, and every write commits before it
+/// returns, so the cache already holds the pods the previous sync created.
+#[derive(Debug)]
+pub struct ReplicaSetController {
+    replicasets: Informer,
+    pods: Informer,
+    queue: WorkQueue,
+    /// Counts the pods created, to derive their names.
+    created: u64,
+}
+
+impl Default for ReplicaSetController {
+    fn default() -> Self {
+        ReplicaSetController::new()
+    }
+}
+
+impl ReplicaSetController {
+    pub fn new() -> Self {
+        ReplicaSetController {
+            replicasets: Informer::new(REPLICASETS, NAME),
+            pods: Informer::new(PODS, NAME),
+            queue: WorkQueue::new(),
+            created: 0,
+        }
+    }
+
+    /// Drains both informers, then syncs the ReplicaSets queued; returns when
+    /// it next wants to run (see [`Activity`]).
+    pub fn step(&mut self, cp: &ControlPlane, now: Micros) -> Activity {
+        let mut activity = Activity::default();
+        for n in self.replicasets.poll(cp) {
+            activity.noticed += 1;
+            self.queue.add(n.key());
+        }
+        for n in self.pods.poll(cp) {
+            activity.noticed += 1;
+            self.enqueue_owner(&n);
+        }
+        if !self.replicasets.has_synced() || !self.pods.has_synced() {
+            return activity;
+        }
+        for _ in 0..self.queue.ready(now) {
+            let Some(key) = self.queue.pop(now) else {
+                break;
+            };
+            activity.synced += 1;
+            match self.sync(cp, &key) {
+                Ok(()) => self.queue.forget(&key),
+                Err(_) => self.queue.add_rate_limited(key, now),
+            }
+        }
+        activity.next = self.queue.next_due(now);
+        activity
+    }
+
+    fn enqueue_owner(&mut self, n: &Notification) {
+        let mut objects = vec![n.object().clone()];
+        if let Notification::Updated { old, .. } = n {
+            objects.push(old.clone());
+        }
+        for obj in objects {
+            if let (Some(owner), Some(ns)) = (
+                controller_of(&obj, REPLICASETS.kind),
+                object::namespace(&obj),
+            ) {
+                self.queue.add(format!("{ns}/{}", owner.name));
+            }
+        }
+    }
+
+    fn sync(&mut self, cp: &ControlPlane, key: &str) -> Result<(), ApiError> {
+        let Some(rs) = self.replicasets.get(key).cloned() else {
+            // Deleted: its pods are the garbage collector's.
+            return Ok(());
+        };
+        let owner_uid = uid(&rs).to_string();
+        let mut active: Vec<Arc<Value>> = self
+            .pods
+            .list()
+            .filter(|p| is_controlled_by(p, &owner_uid) && is_active(p))
+            .cloned()
+            .collect();
+        let desired = rs["spec"]["replicas"].as_u64().unwrap_or(1) as usize;
+        let mut result = Ok(());
+        if rs.pointer("/metadata/deletionTimestamp").is_none() {
+            if active.len() < desired {
+                for _ in 0..(desired - active.len()).min(BURST_REPLICAS) {
+                    if let Err(e) = self.create_pod(cp, &rs) {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            } else if active.len() > desired {
+                active.sort_by_key(deletion_rank);
+                for pod in active
+                    .iter()
+                    .take((active.len() - desired).min(BURST_REPLICAS))
+                {
+                    let (ns, name) = (object::namespace(pod), object::name(pod));
+                    match cp.delete_gracefully(PODS, ns, name, None) {
+                        Ok(_) | Err(ApiError::NotFound { .. }) => {}
+                        Err(e) => result = Err(e),
+                    }
+                }
+            }
+        }
+        // Status reports the pods as this sync found them; the next sync,
+        // woken by the pods' own events, reports the change it made.
+        let ready = active.iter().filter(|p| is_ready(p)).count();
+        let status = json!({
+            "replicas": active.len(),
+            "fullyLabeledReplicas": active.len(),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+        });
+        let (ns, name) = (object::namespace(&rs), object::name(&rs));
+        update_if_changed(cp, REPLICASETS, ns, name, |rs| rs["status"] = status)?;
+        result
+    }
+
+    fn create_pod(&mut self, cp: &ControlPlane, rs: &Value) -> Result<(), ApiError> {
+        let template = &rs["spec"]["template"];
+        loop {
+            self.created += 1;
+            let name = format!(
+                "{}-{}",
+                object::name(rs),
+                names::pod_suffix(object::name(rs), self.created)
+            );
+            let pod = json!({
+                "metadata": {
+                    "name": name,
+                    "namespace": object::namespace(rs),
+                    "labels": template["metadata"]["labels"],
+                    "ownerReferences": [controller_reference(rs, REPLICASETS)],
+                },
+                "spec": template["spec"],
+                // What the apiserver sets on every new pod.
+                "status": {"phase": "Pending"},
+            });
+            match cp.create(PODS, pod) {
+                // A name already taken (rare): draw the next one.
+                Err(ApiError::AlreadyExists { .. }) => continue,
+                other => return other.map(drop),
+            }
+        }
+    }
+}
+
+/// A pod that counts towards its ReplicaSet: not finished, not being deleted.
+pub fn is_active(pod: &Value) -> bool {
+    pod.pointer("/metadata/deletionTimestamp").is_none()
+        && !matches!(
+            pod["status"]["phase"].as_str(),
+            Some("Succeeded" | "Failed")
+        )
+}
+
+/// Whether the pod's Ready condition is True.
+pub fn is_ready(pod: &Value) -> bool {
+    pod["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+}
+
+/// Which pods go first when there are too many, as the real controller ranks
+/// them: unscheduled before scheduled, pending before running, not ready
+/// before ready, then the newest first.
+fn deletion_rank(pod: &Arc<Value>) -> (bool, u8, bool, std::cmp::Reverse<(String, String)>) {
+    let scheduled = pod["spec"]["nodeName"]
+        .as_str()
+        .is_some_and(|n| !n.is_empty());
+    let phase = match pod["status"]["phase"].as_str() {
+        Some("Pending") | None => 0,
+        Some("Running") => 2,
+        _ => 1,
+    };
+    let created = pod["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    (
+        scheduled,
+        phase,
+        is_ready(pod),
+        // uids are handed out in creation order: the tie-breaker within a second.
+        std::cmp::Reverse((created, uid(pod).to_string())),
+    )
+}

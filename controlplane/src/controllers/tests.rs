@@ -1,0 +1,341 @@
+//! The controllers together, on a control plane with a clock the tests move.
+
+use super::*;
+use crate::actions;
+use crate::control_plane::Deletion;
+use crate::resource::{DEPLOYMENTS, NODES, PODS, REPLICASETS};
+use crate::story::{DEPLOYMENT, FIRST_IMAGE, NAMESPACE, SECOND_IMAGE};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use watchlife_protocol::EventType;
+
+/// A demo with no story, and the handle of its clock.
+fn demo() -> (Demo, Arc<AtomicU64>) {
+    let now = Arc::new(AtomicU64::new(1_000_000_000));
+    let clock_now = now.clone();
+    let cp = ControlPlane::new(crate::Clock::new(move || clock_now.load(Ordering::SeqCst)));
+    (Demo::new(cp, None), now)
+}
+
+/// Steps the demo, moving the clock as it asks, for `micros` of demo time;
+/// `each` sees the control plane after every step.
+fn run_for(
+    demo: &mut Demo,
+    clock: &AtomicU64,
+    micros: Micros,
+    mut each: impl FnMut(&ControlPlane),
+) {
+    let end = clock.load(Ordering::SeqCst) + micros;
+    for _ in 0..100_000 {
+        let now = clock.load(Ordering::SeqCst);
+        if now >= end {
+            return;
+        }
+        let wait = demo.step(now);
+        each(demo.control_plane());
+        clock.fetch_add(wait.as_micros() as u64, Ordering::SeqCst);
+    }
+    panic!("the demo never settled");
+}
+
+fn settle(demo: &mut Demo, clock: &AtomicU64) {
+    run_for(demo, clock, 5_000_000, |_| {});
+}
+
+fn deployment(replicas: u64) -> serde_json::Value {
+    json!({
+        "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": DEPLOYMENT}},
+            "template": {
+                "metadata": {"labels": {"app": DEPLOYMENT}},
+                "spec": {"containers": [{"name": DEPLOYMENT, "image": FIRST_IMAGE}]}
+            }
+        }
+    })
+}
+
+fn pods(cp: &ControlPlane) -> Vec<Arc<Value>> {
+    cp.list(PODS, None).0
+}
+
+fn names(pods: &[Arc<Value>]) -> BTreeSet<String> {
+    pods.iter()
+        .map(|p| crate::object::name(p).to_string())
+        .collect()
+}
+
+fn active(cp: &ControlPlane) -> Vec<Arc<Value>> {
+    pods(cp)
+        .into_iter()
+        .filter(|p| replicaset::is_active(p))
+        .collect()
+}
+
+#[test]
+fn nodes_register_and_a_deployment_gets_running_pods_on_both() {
+    let (mut demo, clock) = demo();
+    let cp = demo.control_plane().clone();
+    settle(&mut demo, &clock);
+    assert_eq!(
+        names(&cp.list(NODES, None).0),
+        BTreeSet::from(["node-a".into(), "node-b".into()])
+    );
+    cp.create(DEPLOYMENTS, deployment(2)).unwrap();
+    settle(&mut demo, &clock);
+    let (replicasets, _) = cp.list(REPLICASETS, None);
+    assert_eq!(replicasets.len(), 1);
+    let rs = &replicasets[0];
+    let rs_name = crate::object::name(rs);
+    assert!(rs_name.starts_with("web-"));
+    assert_eq!(rs["status"]["readyReplicas"], 2);
+    let pods = pods(&cp);
+    assert_eq!(pods.len(), 2);
+    for pod in &pods {
+        assert!(crate::object::name(pod).starts_with(&format!("{rs_name}-")));
+        assert_eq!(pod["status"]["phase"], "Running");
+        assert!(replicaset::is_ready(pod));
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["name"], rs_name);
+    }
+    let nodes: BTreeSet<_> = pods
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 2, "least-loaded spreads the pods: {nodes:?}");
+    let d = cp.get(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap();
+    assert_eq!(d["status"]["availableReplicas"], 2);
+    assert_eq!(d["status"]["updatedReplicas"], 2);
+}
+
+#[test]
+fn scaling_creates_and_deletes_exactly_the_difference() {
+    let (mut demo, clock) = demo();
+    let cp = demo.control_plane().clone();
+    cp.create(DEPLOYMENTS, deployment(2)).unwrap();
+    settle(&mut demo, &clock);
+    let two = names(&pods(&cp));
+    let mut watch = cp.watch(PODS, Some(cp.revision()), None).unwrap();
+    actions::scale(&cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 4).unwrap();
+    settle(&mut demo, &clock);
+    let four = names(&pods(&cp));
+    assert_eq!(four.len(), 4);
+    assert!(two.is_subset(&four), "scaling up keeps the pods that run");
+    actions::scale(&cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 2).unwrap();
+    settle(&mut demo, &clock);
+    let after = names(&pods(&cp));
+    assert_eq!(after.len(), 2);
+    assert!(after.is_subset(&four));
+    let events: Vec<_> = std::iter::from_fn(|| watch.try_recv().ok()).collect();
+    let count = |t: EventType| events.iter().filter(|d| d.event.event_type == t).count();
+    assert_eq!((count(EventType::Added), count(EventType::Deleted)), (2, 2));
+    assert!(
+        active(&cp)
+            .iter()
+            .all(|p| p["status"]["phase"] == "Running")
+    );
+}
+
+#[test]
+fn a_deleted_pod_is_marked_then_deleted_and_replaced() {
+    let (mut demo, clock) = demo();
+    let cp = demo.control_plane().clone();
+    cp.create(DEPLOYMENTS, deployment(2)).unwrap();
+    settle(&mut demo, &clock);
+    let before = names(&pods(&cp));
+    let victim = before.first().unwrap().clone();
+    let mut watch = cp.watch(PODS, Some(cp.revision()), None).unwrap();
+    let deletion = actions::delete_pod(&cp, NAMESPACE, &victim).unwrap();
+    assert!(
+        matches!(deletion, Deletion::Pending(_)),
+        "a running pod is marked first"
+    );
+    settle(&mut demo, &clock);
+    let mine: Vec<_> = std::iter::from_fn(|| watch.try_recv().ok())
+        .filter(|d| crate::object::name(&d.event.object) == victim)
+        .map(|d| d.event.clone())
+        .collect();
+    assert_eq!(mine[0].event_type, EventType::Modified);
+    assert!(
+        mine[0]
+            .object
+            .pointer("/metadata/deletionTimestamp")
+            .is_some()
+    );
+    assert_eq!(mine.last().unwrap().event_type, EventType::Deleted);
+    let after = names(&pods(&cp));
+    assert_eq!(after.len(), 2);
+    assert!(!after.contains(&victim));
+    assert_eq!(after.intersection(&before).count(), 1, "one replacement");
+}
+
+#[test]
+fn an_image_change_rolls_out_a_new_replicaset_within_the_surge() {
+    let (mut demo, clock) = demo();
+    let cp = demo.control_plane().clone();
+    cp.create(DEPLOYMENTS, deployment(2)).unwrap();
+    settle(&mut demo, &clock);
+    let old_rs = crate::object::name(&cp.list(REPLICASETS, None).0[0]).to_string();
+    actions::set_image(&cp, NAMESPACE, DEPLOYMENT, None, SECOND_IMAGE).unwrap();
+    let (mut most, mut fewest_ready) = (0, usize::MAX);
+    run_for(&mut demo, &clock, 10_000_000, |cp| {
+        let active = active(cp);
+        most = most.max(active.len());
+        fewest_ready = fewest_ready.min(active.iter().filter(|p| replicaset::is_ready(p)).count());
+    });
+    assert_eq!(most, 3, "two desired plus a surge of one");
+    assert_eq!(fewest_ready, 2, "no unavailability allowed at two replicas");
+    let (replicasets, _) = cp.list(REPLICASETS, None);
+    assert_eq!(replicasets.len(), 2);
+    for rs in &replicasets {
+        let expected = if crate::object::name(rs) == old_rs {
+            0
+        } else {
+            2
+        };
+        assert_eq!(rs["spec"]["replicas"], expected);
+    }
+    let new_rs = replicasets
+        .iter()
+        .find(|rs| crate::object::name(rs) != old_rs)
+        .unwrap();
+    assert_eq!(
+        new_rs["spec"]["template"]["spec"]["containers"][0]["image"],
+        SECOND_IMAGE
+    );
+    assert_eq!(
+        new_rs["metadata"]["annotations"][deployment::REVISION_ANNOTATION],
+        "2"
+    );
+    let pods = pods(&cp);
+    assert_eq!(pods.len(), 2);
+    assert!(
+        pods.iter()
+            .all(|p| p["spec"]["containers"][0]["image"] == SECOND_IMAGE)
+    );
+}
+
+#[test]
+fn the_scheduler_handlers_split_unscheduled_from_scheduled_pods() {
+    let (mut demo, clock) = demo();
+    let cp = demo.control_plane().clone();
+    settle(&mut demo, &clock);
+    cp.create(PODS, json!({"metadata": {"name": "loose"}}))
+        .unwrap();
+    cp.create(
+        PODS,
+        json!({"metadata": {"name": "placed"}, "spec": {"nodeName": "node-b"}}),
+    )
+    .unwrap();
+    settle(&mut demo, &clock);
+    let split = demo.scheduler.split();
+    let trail = |pod: &str| -> Vec<(&str, scheduler::HandlerAction)> {
+        split
+            .recent
+            .iter()
+            .filter(|r| r.pod == format!("default/{pod}"))
+            .map(|r| (r.handler, r.action))
+            .collect()
+    };
+    use scheduler::HandlerAction::{Add, Delete, Update};
+    let (queue, cache) = (scheduler::UNSCHEDULED.name, scheduler::SCHEDULED.name);
+    // Unscheduled: queued; once bound, it leaves the queue's view and enters
+    // the cache's; the kubelet's status updates stay in the cache's view.
+    assert_eq!(
+        &trail("loose")[..3],
+        &[(queue, Add), (queue, Delete), (cache, Add)]
+    );
+    assert!(
+        trail("loose")[3..]
+            .iter()
+            .all(|&(h, a)| h == cache && a == Update)
+    );
+    // Bound from the start: never queued.
+    assert!(trail("placed").iter().all(|&(h, _)| h == cache));
+    assert_eq!(trail("placed")[0], (cache, Add));
+    assert_eq!(split.to_queue, 2);
+    let per_node = demo.scheduler.pods_per_node();
+    assert_eq!(per_node.values().sum::<usize>(), 2);
+    assert_eq!(per_node["node-a"], 1, "least loaded: the free node");
+}
+
+#[test]
+fn deleting_a_deployment_cascades_to_its_replicasets_and_pods() {
+    let (mut demo, clock) = demo();
+    let cp = demo.control_plane().clone();
+    cp.create(DEPLOYMENTS, deployment(3)).unwrap();
+    settle(&mut demo, &clock);
+    assert_eq!(pods(&cp).len(), 3);
+    cp.delete(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap();
+    settle(&mut demo, &clock);
+    assert!(cp.list(REPLICASETS, None).0.is_empty());
+    assert!(pods(&cp).is_empty());
+}
+
+#[test]
+fn controllers_recover_from_dropped_watches_compaction_and_a_slow_watcher() {
+    let (mut demo, clock) = demo();
+    let cp = demo.control_plane().clone();
+    cp.create(DEPLOYMENTS, deployment(2)).unwrap();
+    settle(&mut demo, &clock);
+    cp.start_slow_watcher(PODS).unwrap();
+    cp.drop_watchers();
+    actions::scale(&cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 5).unwrap();
+    cp.compact();
+    settle(&mut demo, &clock);
+    actions::scale(&cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 3).unwrap();
+    settle(&mut demo, &clock);
+    let running = active(&cp);
+    assert_eq!(running.len(), 3);
+    assert!(running.iter().all(|p| p["status"]["phase"] == "Running"));
+    let lanes: Vec<String> = cp
+        .watchers()
+        .into_iter()
+        .find(|w| w.resource == PODS)
+        .unwrap()
+        .watchers
+        .into_iter()
+        .map(|w| w.name)
+        .collect();
+    for name in [
+        "replicaset-controller",
+        "scheduler",
+        "garbage-collector",
+        "kubelet/node-a",
+        "kubelet/node-b",
+    ] {
+        assert!(
+            lanes.iter().any(|l| l == name),
+            "{name} watches pods: {lanes:?}"
+        );
+    }
+}
+
+#[test]
+fn the_story_plays_on_a_loop_with_the_controllers() {
+    let (demo_without_story, clock) = demo();
+    let cp = demo_without_story.control_plane().clone();
+    let mut demo = Demo::new(cp.clone(), Some(Duration::from_millis(1_000)));
+    let mut images = BTreeSet::new();
+    let mut most_pods = 0;
+    run_for(&mut demo, &clock, 60_000_000, |cp| {
+        let pods = pods(cp);
+        most_pods = most_pods.max(pods.len());
+        for pod in pods {
+            images.insert(
+                pod["spec"]["containers"][0]["image"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            );
+        }
+    });
+    assert!(demo.last_story_error().is_none());
+    assert_eq!(demo.story.skipped(), 0, "nothing got in the story's way");
+    assert!(most_pods >= 4, "scaled to four");
+    assert_eq!(
+        images,
+        BTreeSet::from([FIRST_IMAGE.to_string(), SECOND_IMAGE.to_string()])
+    );
+}
