@@ -8,7 +8,7 @@
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::ResourceType;
 use crate::store::Revision;
-use crate::watch_cache::Delivery;
+use crate::watch_cache::{Delivery, WatchFilter};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -49,11 +49,6 @@ impl Notification {
     }
 }
 
-/// Which objects an informer keeps, like a watch's field or label selector:
-/// an object that stops matching leaves the cache as a deletion, one that
-/// starts matching enters it as an addition.
-pub type Selector = Box<dyn Fn(&Value) -> bool + Send>;
-
 /// Where the reflector is, the stages the UI draws.
 #[derive(Debug)]
 enum Phase {
@@ -86,7 +81,9 @@ pub struct InformerStats {
 pub struct Informer {
     resource: ResourceType,
     name: String,
-    selector: Option<Selector>,
+    /// The selection the watch asks the server for (namespace, labels,
+    /// fields); the list is narrowed to the same.
+    filter: WatchFilter,
     phase: Phase,
     last_revision: Revision,
     cache: BTreeMap<String, Arc<Value>>,
@@ -112,7 +109,7 @@ impl Informer {
         Informer {
             resource: rt,
             name: name.into(),
-            selector: None,
+            filter: WatchFilter::default(),
             phase: Phase::NeedsList,
             last_revision: 0,
             cache: BTreeMap::new(),
@@ -121,9 +118,12 @@ impl Informer {
         }
     }
 
-    /// Keeps only the objects `selector` accepts (a kubelet keeps its node's pods).
-    pub fn with_selector(mut self, selector: impl Fn(&Value) -> bool + Send + 'static) -> Self {
-        self.selector = Some(Box::new(selector));
+    /// Keeps only the objects in `filter`, as a client's `labelSelector` and
+    /// `fieldSelector` do (a kubelet asks for `spec.nodeName=<its node>`). The
+    /// watch cache applies it: an object that stops matching arrives as a
+    /// deletion, one that starts matching as an addition.
+    pub fn with_filter(mut self, filter: WatchFilter) -> Self {
+        self.filter = filter;
         self
     }
 
@@ -183,7 +183,8 @@ impl Informer {
                 Phase::NeedsWatch => {
                     starts += 1;
                     let from = Some(self.last_revision);
-                    match cp.watch_named(&self.name, self.resource, from, None) {
+                    let filter = self.filter.clone();
+                    match cp.watch_with(&self.name, self.resource, from, filter) {
                         Ok(rx) => {
                             self.stats.watches += 1;
                             self.phase = Phase::Watching(rx);
@@ -198,7 +199,7 @@ impl Informer {
     }
 
     fn selects(&self, obj: &Value) -> bool {
-        self.selector.as_ref().is_none_or(|s| s(obj))
+        self.filter.matches(obj)
     }
 
     fn apply(&mut self, delivery: &Delivery, changes: &mut Vec<Notification>) {
@@ -316,7 +317,7 @@ mod tests {
     fn a_selector_turns_leaving_into_deletion_and_entering_into_addition() {
         let cp = ControlPlane::new(Clock::new(|| 0));
         let mut informer = Informer::new(PODS, "kubelet/node-a")
-            .with_selector(|p| p.pointer("/spec/nodeName") == Some(&json!("node-a")));
+            .with_filter(crate::controllers::kubelet::pods_on("node-a"));
         informer.poll(&cp);
         cp.create(PODS, json!({"metadata": {"name": "p"}})).unwrap();
         assert!(informer.poll(&cp).is_empty());

@@ -11,6 +11,8 @@ use super::workqueue::WorkQueue;
 use super::{Activity, update_if_changed};
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::{NODES, PODS};
+use crate::selector::{FieldOp, FieldRequirement, FieldSelector};
+use crate::watch_cache::WatchFilter;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use watchlife_protocol::Micros;
@@ -51,12 +53,10 @@ pub struct Kubelet {
 impl Kubelet {
     /// The kubelet of node `node`; `index` (0, 1, ...) numbers its addresses.
     pub fn new(node: &str, index: u8) -> Self {
-        let mine = node.to_string();
         Kubelet {
             node: node.to_string(),
             index,
-            pods: Informer::new(PODS, format!("kubelet/{node}"))
-                .with_selector(move |pod| pod["spec"]["nodeName"].as_str() == Some(&mine)),
+            pods: Informer::new(PODS, format!("kubelet/{node}")).with_filter(pods_on(node)),
             queue: WorkQueue::new(),
             work: HashMap::new(),
             registered: false,
@@ -204,5 +204,19 @@ impl Kubelet {
             });
         })
         .map(drop)
+    }
+}
+
+/// The kubelet's selection: `fieldSelector=spec.nodeName=<node>`.
+pub fn pods_on(node: &str) -> WatchFilter {
+    WatchFilter {
+        fields: FieldSelector {
+            requirements: vec![FieldRequirement {
+                field: "spec.nodeName".into(),
+                op: FieldOp::Equals,
+                value: node.into(),
+            }],
+        },
+        ..WatchFilter::default()
     }
 }
