@@ -75,6 +75,12 @@ fn active(cp: &ControlPlane) -> Vec<Arc<Value>> {
 }
 
 #[test]
+fn the_demo_can_be_moved_into_a_task() {
+    fn assert_send<T: Send + 'static>() {}
+    assert_send::<Demo>();
+}
+
+#[test]
 fn nodes_register_and_a_deployment_gets_running_pods_on_both() {
     let (mut demo, clock) = demo();
     let cp = demo.control_plane().clone();
