@@ -99,7 +99,11 @@ pub fn plan(opts: &ListOptions) -> Result<ListPlan, ApiError> {
         }
     };
     if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
-        if opts.resource_version.as_deref().is_some_and(|rv| !rv.is_empty()) {
+        if opts
+            .resource_version
+            .as_deref()
+            .is_some_and(|rv| !rv.is_empty())
+        {
             return Err(invalid(
                 "resourceVersion: Forbidden: specifying resource version is not allowed when using continue".into(),
             ));
@@ -263,7 +267,10 @@ mod tests {
     #[test]
     fn plans_follow_the_api_concepts_table() {
         assert_eq!(plan(&opts(None, None, None)).unwrap(), store(None, None));
-        assert_eq!(plan(&opts(None, None, Some(5))).unwrap(), store(None, Some(5)));
+        assert_eq!(
+            plan(&opts(None, None, Some(5))).unwrap(),
+            store(None, Some(5))
+        );
         assert_eq!(
             plan(&opts(Some("0"), None, Some(5))).unwrap(),
             ListPlan::Cache { min_revision: 0 }
@@ -276,8 +283,14 @@ mod tests {
             plan(&opts(Some("7"), Some("NotOlderThan"), None)).unwrap(),
             ListPlan::Cache { min_revision: 7 }
         );
-        assert_eq!(plan(&opts(Some("7"), None, Some(2))).unwrap(), store(Some(7), Some(2)));
-        assert_eq!(plan(&opts(Some("7"), Some("Exact"), None)).unwrap(), store(Some(7), None));
+        assert_eq!(
+            plan(&opts(Some("7"), None, Some(2))).unwrap(),
+            store(Some(7), Some(2))
+        );
+        assert_eq!(
+            plan(&opts(Some("7"), Some("Exact"), None)).unwrap(),
+            store(Some(7), None)
+        );
         assert_eq!(
             plan(&opts(Some("7"), Some("NotOlderThan"), Some(2))).unwrap(),
             ListPlan::Store {
@@ -288,7 +301,10 @@ mod tests {
                 min_revision: 7
             }
         );
-        assert_eq!(plan(&opts(Some("7"), None, Some(0))).unwrap(), ListPlan::Cache { min_revision: 7 });
+        assert_eq!(
+            plan(&opts(Some("7"), None, Some(0))).unwrap(),
+            ListPlan::Cache { min_revision: 7 }
+        );
     }
 
     #[test]
@@ -352,7 +368,13 @@ mod tests {
         assert_eq!(first.items.len(), 2);
         assert_eq!(first.remaining_item_count, Some(1));
         let token = ContinueToken::decode(first.continue_token.as_deref().unwrap()).unwrap();
-        assert_eq!(token, ContinueToken { revision: 9, after: "b".into() });
+        assert_eq!(
+            token,
+            ContinueToken {
+                revision: 9,
+                after: "b".into()
+            }
+        );
         let second = page(entries.into_iter(), &o, 9, Some("b"), Some(2));
         assert_eq!(second.items.len(), 1);
         assert_eq!(second.continue_token, None);

@@ -69,7 +69,9 @@ impl LabelSelector {
     /// Whether an object's labels satisfy every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
         self.requirements.iter().all(|r| {
-            let value = object::labels(obj).find(|(k, _)| *k == r.key).map(|(_, v)| v);
+            let value = object::labels(obj)
+                .find(|(k, _)| *k == r.key)
+                .map(|(_, v)| v);
             match (&r.op, value) {
                 (LabelOp::In(values), Some(v)) => values.iter().any(|x| x == v),
                 (LabelOp::In(_), None) => false,
@@ -199,7 +201,12 @@ impl Parser {
         }
         let key = self.key()?;
         let op = match self.peek() {
-            None | Some(Token::Comma) => return Ok(Requirement { key, op: LabelOp::Exists }),
+            None | Some(Token::Comma) => {
+                return Ok(Requirement {
+                    key,
+                    op: LabelOp::Exists,
+                });
+            }
             Some(_) => self.next().unwrap_or(Token::Comma),
         };
         let op = match op {
@@ -238,7 +245,9 @@ impl Parser {
                 _ => Err(SelectorError("expected a label value".into())),
             },
             None | Some(Token::Comma) => Ok(String::new()),
-            Some(t) => Err(SelectorError(format!("found {t:?}, expected a label value"))),
+            Some(t) => Err(SelectorError(format!(
+                "found {t:?}, expected a label value"
+            ))),
         }
     }
 
@@ -309,7 +318,8 @@ fn validate_key(key: &str) -> Result<(), SelectorError> {
             && prefix.len() <= MAX_LABEL_PREFIX
             && prefix.split('.').all(|p| {
                 !p.is_empty()
-                    && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && p.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
                     && !p.starts_with('-')
                     && !p.ends_with('-')
             });

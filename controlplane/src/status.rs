@@ -36,7 +36,11 @@ impl Status {
 
     /// 404 `NotFound` for a URL that names nothing served.
     pub fn not_found_url() -> Self {
-        Status::new(404, "NotFound", "the server could not find the requested resource")
+        Status::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     /// 405 `MethodNotAllowed`.

@@ -370,11 +370,11 @@ mod tests {
             .map(|(k, v)| (k.as_str(), v["v"].as_i64().unwrap()))
             .collect();
         assert_eq!(seen, vec![("/registry/pods/a", 1), ("/registry/pods/b", 1)]);
+        assert_eq!(object::resource_version(&at["/registry/pods/a"]), Some("2"));
         assert_eq!(
-            object::resource_version(&at["/registry/pods/a"]),
-            Some("2")
+            s.entries_at("/registry/pods/", s.revision()).unwrap().len(),
+            2
         );
-        assert_eq!(s.entries_at("/registry/pods/", s.revision()).unwrap().len(), 2);
         s.compact(before + 1);
         assert!(matches!(
             s.entries_at("/registry/pods/", before),

@@ -97,8 +97,8 @@ impl CachedEvent {
     pub fn line(&self) -> Bytes {
         self.line
             .get_or_init(|| {
-                let object = serde_json::to_string(&*self.object)
-                    .expect("a JSON value always serializes");
+                let object =
+                    serde_json::to_string(&*self.object).expect("a JSON value always serializes");
                 Bytes::from(format!(
                     "{{\"type\":\"{}\",\"object\":{object}}}\n",
                     self.event_type.as_str()
@@ -477,8 +477,7 @@ impl WatchCache {
         filter: WatchFilter,
         buffer: usize,
     ) -> Result<(WatcherId, mpsc::Receiver<Delivery>), WatchError> {
-        let (backlog, after): (Vec<Arc<CachedEvent>>, Revision) = match from.filter(|&r| r > 0)
-        {
+        let (backlog, after): (Vec<Arc<CachedEvent>>, Revision) = match from.filter(|&r| r > 0) {
             None => (
                 self.objects
                     .iter()
@@ -545,7 +544,11 @@ impl WatchCache {
             return;
         }
         let age = |e: &Arc<CachedEvent>| now.saturating_sub(e.cached_at);
-        if self.ring.front().is_some_and(|e| age(e) < EVENT_FRESH_MICROS) {
+        if self
+            .ring
+            .front()
+            .is_some_and(|e| age(e) < EVENT_FRESH_MICROS)
+        {
             self.capacity = (self.capacity * 2).min(self.bounds.max);
             return;
         }
@@ -728,7 +731,11 @@ mod tests {
         let seen: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
             .map(|d| {
                 let e = &d.event;
-                (e.event_type, e.revision, e.object["metadata"]["labels"]["app"].clone())
+                (
+                    e.event_type,
+                    e.revision,
+                    e.object["metadata"]["labels"]["app"].clone(),
+                )
             })
             .collect();
         assert_eq!(
@@ -763,7 +770,10 @@ mod tests {
         cache.apply(&store.create("late", pod("d", "late")).unwrap());
         // Idle: even the newest quarter was stale, so the window halved.
         assert_eq!((cache.capacity(), cache.len()), (8, 8));
-        assert!(matches!(cache.watch(Some(5), None, 1), Err(WatchError::TooOld { .. })));
+        assert!(matches!(
+            cache.watch(Some(5), None, 1),
+            Err(WatchError::TooOld { .. })
+        ));
     }
 
     #[test]
@@ -776,7 +786,10 @@ mod tests {
         assert_eq!(cache.len(), 1);
         assert_eq!(
             cache.watch(Some(2), None, 1).unwrap_err(),
-            WatchError::TooOld { requested: 2, oldest: 3 }
+            WatchError::TooOld {
+                requested: 2,
+                oldest: 3
+            }
         );
         assert!(cache.watch(Some(3), None, 1).is_ok());
     }

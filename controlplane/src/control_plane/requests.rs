@@ -209,7 +209,9 @@ mod tests {
             cp.create(CONFIGMAPS, json!({"metadata": {"name": name}}))
                 .unwrap();
         }
-        let first = cp.list_with(CONFIGMAPS, None, &opts(None, None, Some(2))).unwrap();
+        let first = cp
+            .list_with(CONFIGMAPS, None, &opts(None, None, Some(2)))
+            .unwrap();
         assert_eq!(names(&first), ["a", "b"]);
         cp.create(CONFIGMAPS, json!({"metadata": {"name": "aa"}}))
             .unwrap();
@@ -224,7 +226,11 @@ mod tests {
             cp.list_with(CONFIGMAPS, None, &next).unwrap_err(),
             ApiError::Gone(list::CONTINUE_EXPIRED.into())
         );
-        let exact = opts(Some(&first.resource_version.to_string()), Some("Exact"), None);
+        let exact = opts(
+            Some(&first.resource_version.to_string()),
+            Some("Exact"),
+            None,
+        );
         assert_eq!(
             cp.list_with(CONFIGMAPS, None, &exact).unwrap_err(),
             ApiError::Gone(list::LIST_EXPIRED.into())
@@ -236,11 +242,17 @@ mod tests {
         let cp = ControlPlane::new(Clock::new(|| 0));
         let mut o = opts(Some("0"), None, Some(1));
         o.labels = LabelSelector::parse("app=web").unwrap();
-        cp.create(PODS, json!({"metadata": {"name": "w", "labels": {"app": "web"}}}))
-            .unwrap();
+        cp.create(
+            PODS,
+            json!({"metadata": {"name": "w", "labels": {"app": "web"}}}),
+        )
+        .unwrap();
         cp.create(PODS, json!({"metadata": {"name": "x"}})).unwrap();
-        cp.create(PODS, json!({"metadata": {"name": "y", "labels": {"app": "web"}}}))
-            .unwrap();
+        cp.create(
+            PODS,
+            json!({"metadata": {"name": "y", "labels": {"app": "web"}}}),
+        )
+        .unwrap();
         let cached = cp.list_with(PODS, Some("default"), &o).unwrap();
         assert_eq!(names(&cached), ["w", "y"], "RV 0 ignores the limit");
         assert_eq!(cached.continue_token, None);
@@ -250,7 +262,13 @@ mod tests {
             cp.list_with(PODS, None, &future),
             Err(ApiError::TooLargeResourceVersion { .. })
         ));
-        assert_eq!(cp.list_with(PODS, Some("other"), &opts(None, None, None)).unwrap().items.len(), 0);
+        assert_eq!(
+            cp.list_with(PODS, Some("other"), &opts(None, None, None))
+                .unwrap()
+                .items
+                .len(),
+            0
+        );
     }
 
     #[test]
@@ -275,6 +293,9 @@ mod tests {
             cp.watch_with("t", PODS, Some(seen - 1), WatchFilter::default()),
             Err(ApiError::Gone(_))
         ));
-        assert!(cp.watch_with("t", PODS, Some(seen), WatchFilter::default()).is_ok());
+        assert!(
+            cp.watch_with("t", PODS, Some(seen), WatchFilter::default())
+                .is_ok()
+        );
     }
 }

@@ -1,0 +1,380 @@
+//! Requests on resources: get, list, watch, create, update, patch, delete,
+//! and the `status` and `scale` subresources.
+//!
+//! Every failure is answered with a Kubernetes `Status`; no input makes a
+//! handler panic.
+
+use crate::patch::{self, PatchType};
+use crate::path::{self, Subresource, Target};
+use crate::{discovery, objects, params, response, scale, watch};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::Response;
+use serde_json::Value;
+use std::sync::Arc;
+use watchlife_controlplane::control_plane::Deletion;
+use watchlife_controlplane::resource::{NAMESPACES, PODS};
+use watchlife_controlplane::selector::{FieldOp, FieldRequirement};
+use watchlife_controlplane::status::Status;
+use watchlife_controlplane::store::Revision;
+use watchlife_controlplane::{ApiError, ControlPlane, ResourceType, WatchFilter, object};
+
+/// Attempts of a read-modify-write whose write lost a race with another
+/// writer and that carries no precondition of the client's: the apiserver
+/// retries such updates and patches itself rather than answer 409.
+pub const MAX_UPDATE_ATTEMPTS: usize = 5;
+
+/// Namespaces that cannot be deleted, as the apiserver protects them.
+const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// The server's shared state.
+#[derive(Clone)]
+pub struct Api {
+    pub cp: ControlPlane,
+}
+
+type Answer = Result<Response, Status>;
+
+/// The one entry point: discovery documents, then resources; anything else
+/// is a 404 `Status`.
+pub async fn handle(
+    State(api): State<Api>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let answer = match discovery_document(uri.path()) {
+        Some(doc) if method == Method::GET => Ok(response::ok(&doc)),
+        Some(_) => Err(Status::method_not_allowed()),
+        None => match path::parse(uri.path()) {
+            Some(target) => resource(&api.cp, method, &uri, &headers, body, target).await,
+            None => Err(Status::not_found_url()),
+        },
+    };
+    answer.unwrap_or_else(|status| response::status(&status))
+}
+
+fn discovery_document(path: &str) -> Option<Value> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    match segments.as_slice() {
+        ["version"] => Some(discovery::version()),
+        ["api"] => Some(discovery::core_versions()),
+        ["api", version] => discovery::resource_list("", version),
+        ["apis"] => Some(discovery::group_list()),
+        ["apis", group] => discovery::api_group(group),
+        ["apis", group, version] => discovery::resource_list(group, version),
+        _ => None,
+    }
+}
+
+async fn resource(
+    cp: &ControlPlane,
+    method: Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+    target: Target,
+) -> Answer {
+    let pairs = params::pairs(uri.query());
+    let named = target.name.is_some();
+    if target.watch_prefix && method != Method::GET {
+        return Err(Status::method_not_allowed());
+    }
+    match (method, named) {
+        (Method::GET, false) => collection(cp, &target, &pairs),
+        (Method::GET, true) => get(cp, &target, &pairs),
+        (Method::POST, false) if target.namespace.is_some() || !target.rt.namespaced => {
+            let body = read_body(body).await?;
+            create(cp, &target, &body)
+        }
+        (Method::PUT, true) => {
+            let body = read_body(body).await?;
+            update(cp, &target, &body)
+        }
+        (Method::PATCH, true) => {
+            let kind = PatchType::from_content_type(
+                headers
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok()),
+            )?;
+            let body = read_body(body).await?;
+            patch(cp, &target, kind, &body)
+        }
+        (Method::DELETE, true) if target.subresource.is_none() => {
+            let body = read_body(body).await?;
+            delete(cp, &target, &pairs, &body)
+        }
+        _ => Err(Status::method_not_allowed()),
+    }
+}
+
+/// Reads a request body of at most [`objects::MAX_BODY_BYTES`]; a larger one
+/// is a 413.
+async fn read_body(body: Body) -> Result<bytes::Bytes, Status> {
+    axum::body::to_bytes(body, objects::MAX_BODY_BYTES)
+        .await
+        .map_err(|e| {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
+                || e.to_string().contains("length limit");
+            if too_large {
+                Status::too_large(objects::MAX_BODY_BYTES)
+            } else {
+                Status::bad_request(format!("cannot read the request body: {e}"))
+            }
+        })
+}
+
+fn namespace(target: &Target) -> Option<&str> {
+    target.namespace.as_deref().filter(|_| target.rt.namespaced)
+}
+
+fn collection(cp: &ControlPlane, target: &Target, pairs: &[(String, String)]) -> Answer {
+    let params = params::collection(pairs, target.rt, target.watch_prefix)?;
+    if params::send_initial_events(pairs) {
+        return Err(Status::new(
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden unless the WatchList feature gate is enabled",
+        ));
+    }
+    if params.watch {
+        let filter = WatchFilter {
+            namespace: target.namespace.clone().filter(|_| target.rt.namespaced),
+            labels: params.list.labels.clone(),
+            fields: params.list.fields.clone(),
+        };
+        return Ok(watch::respond(cp, target.rt, filter, &params));
+    }
+    let list = cp.list_with(target.rt, namespace(target), &params.list)?;
+    Ok(response::list(target.rt, &list))
+}
+
+fn get(cp: &ControlPlane, target: &Target, pairs: &[(String, String)]) -> Answer {
+    let name = target.name.as_deref().unwrap_or_default();
+    let params = params::collection(pairs, target.rt, target.watch_prefix)?;
+    if params.watch && target.subresource.is_none() {
+        // A watch of one object is a watch of its collection narrowed to
+        // its name, as the apiserver serves it.
+        let mut fields = params.list.fields.clone();
+        fields.requirements.push(FieldRequirement {
+            field: "metadata.name".into(),
+            op: FieldOp::Equals,
+            value: name.into(),
+        });
+        let filter = WatchFilter {
+            namespace: target.namespace.clone().filter(|_| target.rt.namespaced),
+            labels: params.list.labels.clone(),
+            fields,
+        };
+        return Ok(watch::respond(cp, target.rt, filter, &params));
+    }
+    let obj = cp.get(target.rt, namespace(target), name)?;
+    Ok(match target.subresource {
+        Some(Subresource::Scale) => response::ok(&scale::of(&obj)),
+        _ => response::object(StatusCode::OK, &obj),
+    })
+}
+
+fn create(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
+    let rt = target.rt;
+    let mut obj = objects::decode(rt, body)?;
+    objects::prepare_create(rt, &mut obj, namespace(target))?;
+    if let Some(ns) = namespace(target) {
+        // The apiserver's NamespaceLifecycle admission: no object in a
+        // namespace that does not exist.
+        cp.get(NAMESPACES, None, ns)?;
+    }
+    let created = cp.create(rt, obj)?;
+    Ok(response::object(StatusCode::CREATED, &created))
+}
+
+fn update(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
+    let rt = target.rt;
+    let name = target.name.as_deref().unwrap_or_default();
+    let updated = match target.subresource {
+        Some(Subresource::Scale) => {
+            let sent: Value = serde_json::from_slice(body)
+                .map_err(|e| Status::bad_request(format!("error decoding Scale: {e}")))?;
+            objects::check_name(&sent, name)?;
+            let replicas = scale::replicas(rt, &sent)?;
+            let precondition = revision_in(&sent)?;
+            let obj = guaranteed_update(cp, target, |current| {
+                Ok((scale::apply(current, replicas), precondition))
+            })?;
+            return Ok(response::ok(&scale::of(&obj)));
+        }
+        sub => {
+            let sent = objects::decode(rt, body)?;
+            objects::check_name(&sent, name)?;
+            objects::check_namespace(rt, &sent, namespace(target))?;
+            let precondition = revision_in(&sent)?;
+            guaranteed_update(cp, target, |current| {
+                Ok((
+                    objects::prepare_update(rt, sub, current, sent.clone()),
+                    precondition,
+                ))
+            })?
+        }
+    };
+    Ok(response::object(StatusCode::OK, &updated))
+}
+
+fn patch(cp: &ControlPlane, target: &Target, kind: PatchType, body: &[u8]) -> Answer {
+    let rt = target.rt;
+    let name = target.name.as_deref().unwrap_or_default();
+    let sub = target.subresource;
+    let updated = guaranteed_update(cp, target, |current| {
+        let current_rv = revision_in(current)?;
+        let view = match sub {
+            Some(Subresource::Scale) => scale::of(current),
+            _ => current.clone(),
+        };
+        let patched = patch::apply(kind, &view, body)?;
+        if object::name(&patched) != name {
+            return Err(objects::invalid(
+                rt,
+                name,
+                "metadata.name",
+                "FieldValueInvalid",
+                "Invalid value: field is immutable",
+            ));
+        }
+        // A resourceVersion the patch changed is the client's precondition;
+        // an unchanged one is none, and a lost race is retried.
+        let sent_rv = revision_in(&patched)?;
+        let precondition = sent_rv.filter(|rv| Some(*rv) != current_rv);
+        let new = match sub {
+            Some(Subresource::Scale) => scale::apply(current, scale::replicas(rt, &patched)?),
+            sub => objects::prepare_update(rt, sub, current, patched),
+        };
+        Ok((new, precondition))
+    })?;
+    Ok(match sub {
+        Some(Subresource::Scale) => response::ok(&scale::of(&updated)),
+        _ => response::object(StatusCode::OK, &updated),
+    })
+}
+
+/// `metadata.resourceVersion` as a revision, when set.
+fn revision_in(obj: &Value) -> Result<Option<Revision>, Status> {
+    match object::resource_version(obj) {
+        None | Some("") => Ok(None),
+        Some(rv) => rv
+            .parse()
+            .map(Some)
+            .map_err(|_| Status::bad_request(format!("invalid resource version {rv:?}"))),
+    }
+}
+
+/// Reads the target, computes the new object with `change`, and writes it.
+///
+/// `change` returns the object to write and the client's precondition (a
+/// resourceVersion the write must find). With a precondition, a write that
+/// finds another revision is a 409 Conflict. Without one, the write is made
+/// against the revision just read and, when another writer got in between,
+/// is recomputed from the newer object, up to [`MAX_UPDATE_ATTEMPTS`] times.
+fn guaranteed_update(
+    cp: &ControlPlane,
+    target: &Target,
+    change: impl Fn(&Value) -> Result<(Value, Option<Revision>), Status>,
+) -> Result<Arc<Value>, Status> {
+    let rt = target.rt;
+    let name = target.name.as_deref().unwrap_or_default();
+    let mut last = None;
+    for _ in 0..MAX_UPDATE_ATTEMPTS {
+        let current = cp.get(rt, namespace(target), name)?;
+        let (mut new, precondition) = change(&current)?;
+        let expected = match precondition {
+            Some(rv) => rv.to_string(),
+            None => object::resource_version(&current).unwrap_or("").to_string(),
+        };
+        object::set_meta(&mut new, "resourceVersion", expected);
+        object::set_meta(&mut new, "name", name);
+        if let Some(ns) = namespace(target) {
+            object::set_meta(&mut new, "namespace", ns);
+        }
+        match cp.update(rt, new) {
+            Ok(updated) => return Ok(updated),
+            Err(e @ ApiError::Conflict { .. }) if precondition.is_none() => last = Some(e),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last
+        .map(Status::from)
+        .unwrap_or_else(|| Status::new(409, "Conflict", "too many concurrent writers")))
+}
+
+fn delete(cp: &ControlPlane, target: &Target, pairs: &[(String, String)], body: &[u8]) -> Answer {
+    let rt = target.rt;
+    let name = target.name.as_deref().unwrap_or_default();
+    let options: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| Status::bad_request(format!("error decoding DeleteOptions: {e}")))?
+    };
+    let grace = match options.get("gracePeriodSeconds") {
+        Some(Value::Number(n)) => Some(n.as_u64().unwrap_or(0)),
+        _ => params::grace_period(pairs)?,
+    };
+    if rt == NAMESPACES && PROTECTED_NAMESPACES.contains(&name) {
+        return Err(ApiError::Forbidden(format!(
+            "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+        ))
+        .into());
+    }
+    // Preconditions are checked against the current object just before the
+    // delete; a write in between is not detected (the store's delete takes
+    // no precondition through this path).
+    let current = cp.get(rt, namespace(target), name)?;
+    if let Some(want) = options
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+        && object::resource_version(&current) != Some(want)
+    {
+        return Err(Status::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                rt.qualified_name(),
+                object::resource_version(&current).unwrap_or("")
+            ),
+        ));
+    }
+    if let Some(want) = options
+        .pointer("/preconditions/uid")
+        .and_then(Value::as_str)
+        && current.pointer("/metadata/uid").and_then(Value::as_str) != Some(want)
+    {
+        return Err(Status::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {want}, UID in object meta: {}",
+                rt.qualified_name(),
+                current
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            ),
+        ));
+    }
+    let deletion = cp.delete_gracefully(rt, namespace(target), name, grace)?;
+    Ok(deleted(rt, &deletion))
+}
+
+/// The answer to a DELETE: pods and namespaces are answered with the object
+/// (marked, or in its last state), other types with a `Status` of success,
+/// as their apiserver registries do.
+fn deleted(rt: ResourceType, deletion: &Deletion) -> Response {
+    let obj = deletion.object();
+    if rt == PODS || rt == NAMESPACES {
+        response::object(StatusCode::OK, obj)
+    } else {
+        response::success(rt, obj)
+    }
+}

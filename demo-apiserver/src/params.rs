@@ -1,0 +1,145 @@
+//! Query parameters of list, watch and delete requests.
+
+use std::time::Duration;
+use watchlife_controlplane::ResourceType;
+use watchlife_controlplane::list::ListOptions;
+use watchlife_controlplane::selector::{FieldSelector, LabelSelector};
+use watchlife_controlplane::status::Status;
+
+/// A watch's lifetime when the client gives no `timeoutSeconds`: the
+/// apiserver's `--min-request-timeout` (1800 s). The apiserver picks a random
+/// value between one and two times it, to spread re-watches; the demo has too
+/// few clients for that to matter.
+pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// The parameters of a GET on a collection (list or watch).
+#[derive(Debug, Clone)]
+pub struct CollectionParams {
+    pub watch: bool,
+    pub list: ListOptions,
+    pub timeout: Duration,
+    pub allow_bookmarks: bool,
+}
+
+/// The query string as (name, value) pairs. When a name is repeated, the
+/// last value counts.
+pub fn pairs(query: Option<&str>) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+fn get<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A boolean as Go's `strconv.ParseBool` reads it.
+pub fn parse_bool(pairs: &[(String, String)], name: &str) -> Result<bool, Status> {
+    match get(pairs, name) {
+        None | Some("") => Ok(false),
+        Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(true),
+        Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(false),
+        Some(other) => Err(Status::bad_request(format!(
+            "invalid value for {name}: {other:?} is not a boolean"
+        ))),
+    }
+}
+
+fn parse_u64(pairs: &[(String, String)], name: &str) -> Result<Option<u64>, Status> {
+    get(pairs, name)
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            v.parse::<u64>().map_err(|_| {
+                Status::bad_request(format!(
+                    "invalid value for {name}: {v:?} is not a non-negative integer"
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// Reads the parameters of a GET on a collection of `rt`. Selectors that do
+/// not parse are a 400, as in the apiserver.
+pub fn collection(
+    pairs: &[(String, String)],
+    rt: ResourceType,
+    watch_prefix: bool,
+) -> Result<CollectionParams, Status> {
+    let labels = LabelSelector::parse(get(pairs, "labelSelector").unwrap_or(""))
+        .map_err(|e| Status::bad_request(e.to_string()))?;
+    let fields = FieldSelector::parse(get(pairs, "fieldSelector").unwrap_or(""), rt)
+        .map_err(|e| Status::bad_request(e.to_string()))?;
+    let text = |name| get(pairs, name).filter(|v| !v.is_empty()).map(String::from);
+    let list = ListOptions {
+        resource_version: text("resourceVersion"),
+        resource_version_match: text("resourceVersionMatch"),
+        limit: parse_u64(pairs, "limit")?,
+        continue_token: text("continue"),
+        labels,
+        fields,
+    };
+    let timeout = parse_u64(pairs, "timeoutSeconds")?
+        .filter(|&s| s > 0)
+        .map_or(DEFAULT_WATCH_TIMEOUT, Duration::from_secs);
+    Ok(CollectionParams {
+        watch: watch_prefix || parse_bool(pairs, "watch")?,
+        list,
+        timeout,
+        allow_bookmarks: parse_bool(pairs, "allowWatchBookmarks")?,
+    })
+}
+
+/// `gracePeriodSeconds` from the query, when given.
+pub fn grace_period(pairs: &[(String, String)]) -> Result<Option<u64>, Status> {
+    parse_u64(pairs, "gracePeriodSeconds")
+}
+
+/// Whether `sendInitialEvents` was asked for (the streaming list, which this
+/// server does not offer).
+pub fn send_initial_events(pairs: &[(String, String)]) -> bool {
+    get(pairs, "sendInitialEvents").is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watchlife_controlplane::resource::{CONFIGMAPS, PODS};
+
+    #[test]
+    fn reads_list_and_watch_parameters() {
+        let p = pairs(Some(
+            "watch=1&resourceVersion=12&labelSelector=app%3Dweb&fieldSelector=spec.nodeName%3Dn1&timeoutSeconds=5&allowWatchBookmarks=true&limit=3",
+        ));
+        let c = collection(&p, PODS, false).unwrap();
+        assert!(c.watch && c.allow_bookmarks);
+        assert_eq!(c.list.resource_version.as_deref(), Some("12"));
+        assert_eq!(c.list.limit, Some(3));
+        assert_eq!(c.timeout, Duration::from_secs(5));
+        assert_eq!(c.list.labels, LabelSelector::parse("app=web").unwrap());
+        assert!(!c.list.fields.is_empty());
+    }
+
+    #[test]
+    fn bad_values_are_bad_requests() {
+        for q in [
+            "watch=maybe",
+            "limit=-1",
+            "labelSelector=a%20b",
+            "timeoutSeconds=soon",
+        ] {
+            let err = collection(&pairs(Some(q)), PODS, false).unwrap_err();
+            assert_eq!(err.code, 400, "{q}");
+        }
+        let err = collection(
+            &pairs(Some("fieldSelector=spec.nodeName%3Dn")),
+            CONFIGMAPS,
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "field label not supported: spec.nodeName");
+    }
+}

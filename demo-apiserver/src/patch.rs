@@ -1,0 +1,384 @@
+//! PATCH bodies: JSON merge patch (RFC 7386), strategic merge patch with merge
+//! semantics, and JSON patch (RFC 6902).
+//!
+//! Strategic merge patch is applied as a merge patch with two of its rules,
+//! enough for what kubectl sends for the served types: a list of objects
+//! that all carry a `name` (containers, env, volumes, volumeMounts) is merged
+//! element by element on `name`, an element `{"name": .., "$patch": "delete"}`
+//! removes its match, and the other `$` directives (`$setElementOrder`,
+//! `$retainKeys`, ...) are ignored. Every other list is replaced whole. The
+//! per-field merge keys of the OpenAPI schema (such as `containerPort` for
+//! ports) are not known to this server.
+//!
+//! Server-side apply (`application/apply-patch+yaml`) is not served: it is
+//! refused with 415, as by a server without the feature.
+
+use serde_json::{Map, Value};
+use watchlife_controlplane::status::Status;
+
+/// The patch types served, by their content type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    Merge,
+    StrategicMerge,
+    Json,
+}
+
+/// The content types accepted for PATCH, in the apiserver's order.
+pub const ACCEPTED: [&str; 3] = [
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+];
+
+impl PatchType {
+    /// The patch type of a `Content-Type` header (parameters ignored); a 415
+    /// for anything else, server-side apply included.
+    pub fn from_content_type(content_type: Option<&str>) -> Result<Self, Status> {
+        let media = content_type
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match media.as_str() {
+            "application/merge-patch+json" => Ok(PatchType::Merge),
+            "application/strategic-merge-patch+json" => Ok(PatchType::StrategicMerge),
+            "application/json-patch+json" => Ok(PatchType::Json),
+            _ => Err(Status::unsupported_media_type(&ACCEPTED)),
+        }
+    }
+}
+
+/// Applies a patch to `target`; a malformed patch or a failed JSON patch
+/// operation is a 400 (422 for a failed `test`, as the apiserver answers).
+pub fn apply(kind: PatchType, target: &Value, body: &[u8]) -> Result<Value, Status> {
+    let patch: Value = serde_json::from_slice(body)
+        .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+    match kind {
+        PatchType::Merge => {
+            if !patch.is_object() {
+                return Err(Status::bad_request("a merge patch must be a JSON object"));
+            }
+            let mut out = target.clone();
+            merge(&mut out, &patch, false);
+            Ok(out)
+        }
+        PatchType::StrategicMerge => {
+            if !patch.is_object() {
+                return Err(Status::bad_request(
+                    "a strategic merge patch must be a JSON object",
+                ));
+            }
+            let mut out = target.clone();
+            merge(&mut out, &patch, true);
+            Ok(out)
+        }
+        PatchType::Json => json_patch(target, &patch),
+    }
+}
+
+/// RFC 7386 merge of `patch` into `target`; with `strategic`, the rules of
+/// the module doc for lists and `$` directives.
+pub fn merge(target: &mut Value, patch: &Value, strategic: bool) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let target = target.as_object_mut().expect("made an object above");
+    for (key, value) in patch {
+        if strategic && key.starts_with('$') {
+            continue;
+        }
+        match value {
+            Value::Null => {
+                target.remove(key);
+            }
+            Value::Object(_) => merge(
+                target.entry(key.clone()).or_insert(Value::Null),
+                value,
+                strategic,
+            ),
+            Value::Array(items) if strategic => {
+                let merged = match target.get(key) {
+                    Some(Value::Array(current)) => merge_named_lists(current, items),
+                    _ => None,
+                };
+                let list = merged.unwrap_or_else(|| {
+                    items
+                        .iter()
+                        .filter(|i| !is_delete_directive(i))
+                        .map(strip_directives)
+                        .collect()
+                });
+                target.insert(key.clone(), Value::Array(list));
+            }
+            _ => {
+                target.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+fn name_of(v: &Value) -> Option<&str> {
+    v.get("name").and_then(Value::as_str)
+}
+
+fn is_delete_directive(v: &Value) -> bool {
+    v.get("$patch").and_then(Value::as_str) == Some("delete")
+}
+
+/// A copy without the `$` directives, at any depth.
+fn strip_directives(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !k.starts_with('$'))
+                .map(|(k, v)| (k.clone(), strip_directives(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(strip_directives).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Merges two lists of objects keyed by `name`; `None` when either list has
+/// an element without a name (it is then replaced whole).
+fn merge_named_lists(current: &[Value], patch: &[Value]) -> Option<Vec<Value>> {
+    if current.iter().chain(patch).any(|v| name_of(v).is_none()) {
+        return None;
+    }
+    let mut out: Vec<Value> = current.to_vec();
+    for item in patch {
+        let name = name_of(item)?;
+        let found = out.iter().position(|v| name_of(v) == Some(name));
+        match (found, is_delete_directive(item)) {
+            (Some(i), true) => {
+                out.remove(i);
+            }
+            (None, true) => {}
+            (Some(i), false) => merge(&mut out[i], item, true),
+            (None, false) => out.push(strip_directives(item)),
+        }
+    }
+    Some(out)
+}
+
+/// RFC 6902 JSON patch.
+fn json_patch(target: &Value, patch: &Value) -> Result<Value, Status> {
+    let ops = patch
+        .as_array()
+        .ok_or_else(|| Status::bad_request("a JSON patch must be an array of operations"))?;
+    let mut doc = target.clone();
+    for op in ops {
+        let field = |name: &str| {
+            op.get(name).and_then(Value::as_str).ok_or_else(|| {
+                Status::bad_request(format!("JSON patch operation lacks {name:?}: {op}"))
+            })
+        };
+        let path = field("path")?;
+        match field("op")? {
+            "add" => add(&mut doc, path, value_of(op)?)?,
+            "remove" => {
+                remove(&mut doc, path)?;
+            }
+            "replace" => {
+                remove(&mut doc, path)?;
+                add(&mut doc, path, value_of(op)?)?;
+            }
+            "move" => {
+                let v = remove(&mut doc, field("from")?)?;
+                add(&mut doc, path, v)?;
+            }
+            "copy" => {
+                let v = doc
+                    .pointer(field("from")?)
+                    .cloned()
+                    .ok_or_else(|| missing(field("from").unwrap_or_default()))?;
+                add(&mut doc, path, v)?;
+            }
+            "test" => {
+                if doc.pointer(path) != Some(&value_of(op)?) {
+                    return Err(Status::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: testing value {path} failed"
+                        ),
+                    ));
+                }
+            }
+            other => {
+                return Err(Status::bad_request(format!(
+                    "unknown JSON patch operation {other:?}"
+                )));
+            }
+        }
+    }
+    Ok(doc)
+}
+
+fn value_of(op: &Value) -> Result<Value, Status> {
+    op.get("value")
+        .cloned()
+        .ok_or_else(|| Status::bad_request(format!("JSON patch operation lacks \"value\": {op}")))
+}
+
+fn missing(path: &str) -> Status {
+    Status::bad_request(format!("JSON patch: no value at {path:?}"))
+}
+
+/// Splits a JSON pointer into its parent pointer and last token (unescaped).
+fn split(path: &str) -> Result<(&str, String), Status> {
+    let i = path.rfind('/').ok_or_else(|| missing(path))?;
+    let token = path[i + 1..].replace("~1", "/").replace("~0", "~");
+    Ok((&path[..i], token))
+}
+
+fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), Status> {
+    if path.is_empty() {
+        *doc = value;
+        return Ok(());
+    }
+    let (parent, token) = split(path)?;
+    match doc.pointer_mut(parent).ok_or_else(|| missing(parent))? {
+        Value::Object(map) => {
+            map.insert(token, value);
+            Ok(())
+        }
+        Value::Array(list) => {
+            let index = if token == "-" {
+                list.len()
+            } else {
+                token.parse::<usize>().map_err(|_| missing(path))?
+            };
+            if index > list.len() {
+                return Err(missing(path));
+            }
+            list.insert(index, value);
+            Ok(())
+        }
+        _ => Err(missing(path)),
+    }
+}
+
+fn remove(doc: &mut Value, path: &str) -> Result<Value, Status> {
+    let (parent, token) = split(path)?;
+    match doc.pointer_mut(parent).ok_or_else(|| missing(parent))? {
+        Value::Object(map) => map.remove(&token).ok_or_else(|| missing(path)),
+        Value::Array(list) => {
+            let index = token.parse::<usize>().map_err(|_| missing(path))?;
+            if index >= list.len() {
+                return Err(missing(path));
+            }
+            Ok(list.remove(index))
+        }
+        _ => Err(missing(path)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(kind: PatchType, target: Value, patch: Value) -> Result<Value, Status> {
+        apply(kind, &target, patch.to_string().as_bytes())
+    }
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        let out = run(
+            PatchType::Merge,
+            json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]}),
+            json!({"a": "z", "c": {"f": null}, "l": [3]}),
+        )
+        .unwrap();
+        assert_eq!(out, json!({"a": "z", "c": {"d": "e"}, "l": [3]}));
+        assert_eq!(
+            run(PatchType::Merge, json!({}), json!([1]))
+                .unwrap_err()
+                .code,
+            400
+        );
+    }
+
+    #[test]
+    fn strategic_merge_merges_named_lists_and_drops_directives() {
+        let pod = json!({"spec": {"containers": [
+            {"name": "web", "image": "app:0.5.0", "ports": [{"containerPort": 80}]},
+            {"name": "sidecar", "image": "proxy:1"}
+        ]}});
+        let out = run(
+            PatchType::StrategicMerge,
+            pod,
+            json!({"spec": {
+                "$setElementOrder/containers": [{"name": "web"}, {"name": "sidecar"}],
+                "containers": [
+                    {"name": "web", "image": "app:1.5.3"},
+                    {"name": "sidecar", "$patch": "delete"}
+                ]
+            }}),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"spec": {"containers": [
+                {"name": "web", "image": "app:1.5.3", "ports": [{"containerPort": 80}]}
+            ]}})
+        );
+    }
+
+    #[test]
+    fn json_patch_operations() {
+        let out = run(
+            PatchType::Json,
+            json!({"metadata": {"labels": {"a": "1"}}, "l": [1, 2]}),
+            json!([
+                {"op": "add", "path": "/metadata/labels/b~1c", "value": "2"},
+                {"op": "remove", "path": "/metadata/labels/a"},
+                {"op": "replace", "path": "/l/0", "value": 9},
+                {"op": "add", "path": "/l/-", "value": 3},
+                {"op": "test", "path": "/l/1", "value": 2},
+                {"op": "copy", "from": "/l", "path": "/m"},
+                {"op": "move", "from": "/m", "path": "/n"}
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"metadata": {"labels": {"b/c": "2"}}, "l": [9, 2, 3], "n": [9, 2, 3]})
+        );
+        let failed = run(
+            PatchType::Json,
+            json!({"a": 1}),
+            json!([{"op": "test", "path": "/a", "value": 2}]),
+        );
+        assert_eq!(failed.unwrap_err().code, 422);
+        assert_eq!(
+            run(
+                PatchType::Json,
+                json!({}),
+                json!([{"op": "remove", "path": "/x"}])
+            )
+            .unwrap_err()
+            .code,
+            400
+        );
+    }
+
+    #[test]
+    fn content_types() {
+        assert_eq!(
+            PatchType::from_content_type(Some("application/merge-patch+json; charset=utf-8")),
+            Ok(PatchType::Merge)
+        );
+        let ssa = PatchType::from_content_type(Some("application/apply-patch+yaml")).unwrap_err();
+        assert_eq!(ssa.code, 415);
+        assert_eq!(ssa.reason, "UnsupportedMediaType");
+    }
+}

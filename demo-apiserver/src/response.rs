@@ -1,0 +1,86 @@
+//! JSON responses: objects, lists and `Status` objects.
+
+use axum::body::Body;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use watchlife_controlplane::ResourceType;
+use watchlife_controlplane::list::ObjectList;
+use watchlife_controlplane::status::Status;
+
+/// The content type of every response: the server speaks JSON only.
+pub const JSON: &str = "application/json";
+
+/// A JSON body with a status code.
+pub fn json(code: StatusCode, body: String) -> Response {
+    (code, [(header::CONTENT_TYPE, JSON)], body).into_response()
+}
+
+/// 200 with a JSON value.
+pub fn ok(value: &Value) -> Response {
+    json(StatusCode::OK, value.to_string())
+}
+
+/// An object with the given code (200 for reads and updates, 201 for creates).
+pub fn object(code: StatusCode, obj: &Arc<Value>) -> Response {
+    json(code, obj.to_string())
+}
+
+/// A failure as a `Status` object, with its code as the HTTP status.
+pub fn status(s: &Status) -> Response {
+    let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json(code, s.to_json().to_string())
+}
+
+/// A `Status` of success, as a DELETE of most types answers.
+pub fn success(rt: ResourceType, obj: &Value) -> Response {
+    let mut details = json!({
+        "name": watchlife_controlplane::object::name(obj),
+        // The apiserver puts the resource (plural) here, not the kind.
+        "kind": rt.plural,
+    });
+    if !rt.group.is_empty() {
+        details["group"] = rt.group.into();
+    }
+    if let Some(uid) = obj.pointer("/metadata/uid") {
+        details["uid"] = uid.clone();
+    }
+    ok(&json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }))
+}
+
+/// A `{Kind}List`, written item by item so the stored objects are not copied
+/// into one big value first.
+pub fn list(rt: ResourceType, list: &ObjectList) -> Response {
+    let mut metadata = json!({"resourceVersion": list.resource_version.to_string()});
+    if let Some(token) = &list.continue_token {
+        metadata["continue"] = token.clone().into();
+    }
+    if let Some(remaining) = list.remaining_item_count {
+        metadata["remainingItemCount"] = remaining.into();
+    }
+    let mut body = format!(
+        "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{metadata},\"items\":[",
+        rt.kind,
+        rt.api_version()
+    );
+    for (i, item) in list.items.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&item.to_string());
+    }
+    body.push_str("]}");
+    json(StatusCode::OK, body)
+}
+
+/// A streaming JSON body (a watch).
+pub fn stream(body: Body) -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, JSON)], body).into_response()
+}
