@@ -129,6 +129,11 @@ impl Demo {
         self.pace = pace;
     }
 
+    /// The story, to show where it is and how often it had to skip a beat.
+    pub fn story(&self) -> &Story {
+        &self.story
+    }
+
     /// The last beat of the story that failed for a reason other than the
     /// world changing under it, if any.
     pub fn last_story_error(&self) -> Option<&ApiError> {

@@ -338,7 +338,7 @@ fn the_story_plays_on_a_loop_with_the_controllers() {
         }
     });
     assert!(demo.last_story_error().is_none());
-    assert_eq!(demo.story.skipped(), 0, "nothing got in the story's way");
+    assert_eq!(demo.story().skipped(), 0, "nothing got in the story's way");
     assert!(most_pods >= 4, "scaled to four");
     assert_eq!(
         images,
