@@ -48,12 +48,30 @@ pub async fn handle(
     let answer = match discovery_document(uri.path()) {
         Some(doc) if method == Method::GET => Ok(response::ok(&doc)),
         Some(_) => Err(Status::method_not_allowed()),
+        None if method == Method::GET && is_event_list(uri.path()) => {
+            Ok(response::ok(&serde_json::json!({
+                "kind": "EventList",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": api.cp.revision().to_string()},
+                "items": [],
+            })))
+        }
         None => match path::parse(uri.path()) {
             Some(target) => resource(&api.cp, method, &uri, &headers, body, target).await,
             None => Err(Status::not_found_url()),
         },
     };
     answer.unwrap_or_else(|status| response::status(&status))
+}
+
+/// Events are not served as a resource, but their list answers empty so
+/// that `kubectl describe`, which always lists an object's events, works.
+fn is_event_list(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    matches!(
+        segments.as_slice(),
+        ["api", "v1", "events"] | ["api", "v1", "namespaces", _, "events"]
+    )
 }
 
 fn discovery_document(path: &str) -> Option<Value> {
@@ -86,10 +104,12 @@ async fn resource(
         (Method::GET, false) => collection(cp, &target, &pairs),
         (Method::GET, true) => get(cp, &target, &pairs),
         (Method::POST, false) if target.namespace.is_some() || !target.rt.namespaced => {
+            require_json(headers)?;
             let body = read_body(body).await?;
             create(cp, &target, &body)
         }
         (Method::PUT, true) => {
+            require_json(headers)?;
             let body = read_body(body).await?;
             update(cp, &target, &body)
         }
@@ -107,6 +127,25 @@ async fn resource(
             delete(cp, &target, &pairs, &body)
         }
         _ => Err(Status::method_not_allowed()),
+    }
+}
+
+/// Bodies of create and update must be JSON: protobuf and YAML are not
+/// served, and are refused with 415 (client-go then retries in JSON).
+fn require_json(headers: &HeaderMap) -> Result<(), Status> {
+    let media = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
+    match media.as_deref() {
+        None | Some("application/json") | Some("") => Ok(()),
+        Some(_) => Err(Status::unsupported_media_type(&[response::JSON])),
     }
 }
 
@@ -202,7 +241,11 @@ fn update(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
             let replicas = scale::replicas(rt, &sent)?;
             let precondition = revision_in(&sent)?;
             let obj = guaranteed_update(cp, target, |current| {
-                Ok((scale::apply(current, replicas), precondition))
+                let scaled = scale::apply(current, replicas);
+                Ok((
+                    objects::prepare_update(rt, None, current, scaled),
+                    precondition,
+                ))
             })?;
             return Ok(response::ok(&scale::of(&obj)));
         }
@@ -247,7 +290,10 @@ fn patch(cp: &ControlPlane, target: &Target, kind: PatchType, body: &[u8]) -> An
         let sent_rv = revision_in(&patched)?;
         let precondition = sent_rv.filter(|rv| Some(*rv) != current_rv);
         let new = match sub {
-            Some(Subresource::Scale) => scale::apply(current, scale::replicas(rt, &patched)?),
+            Some(Subresource::Scale) => {
+                let scaled = scale::apply(current, scale::replicas(rt, &patched)?);
+                objects::prepare_update(rt, None, current, scaled)
+            }
             sub => objects::prepare_update(rt, sub, current, patched),
         };
         Ok((new, precondition))
