@@ -420,9 +420,7 @@ async fn a_dropped_watch_simply_ends_and_a_watch_of_one_object_sees_only_it() {
         .stream(&format!("{CMS}?watch=true&timeoutSeconds=30"))
         .await;
     let mut one = c
-        .stream(&format!(
-            "/api/v1/watch/namespaces/default/configmaps/b?timeoutSeconds=30"
-        ))
+        .stream("/api/v1/watch/namespaces/default/configmaps/b?timeoutSeconds=30")
         .await;
     c.post(CMS, &json!({"metadata": {"name": "a"}})).await;
     c.post(CMS, &json!({"metadata": {"name": "b"}})).await;

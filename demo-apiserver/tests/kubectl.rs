@@ -1,0 +1,227 @@
+//! The real kubectl (`/usr/bin/kubectl`, 1.32) against the demo API, with a
+//! kubeconfig written by `write_kubeconfig`.
+//!
+//! Without OpenAPI documents kubectl cannot validate manifests on the client
+//! side, so `create -f` and `apply -f` run with `--validate=false`, as they
+//! must against any server that serves no OpenAPI.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use tokio::process::Command;
+use watchlife_controlplane::resource::{CONFIGMAPS, DEPLOYMENTS};
+
+const KUBECTL: &str = "/usr/bin/kubectl";
+
+const CONFIGMAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  greeting: hello
+";
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: mhausenblas/simple-service:0.5.0
+        ports:
+        - containerPort: 9876
+";
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    dir: PathBuf,
+}
+
+impl Kubectl {
+    fn command(&self, args: &[&str]) -> Command {
+        assert!(
+            Path::new(KUBECTL).exists(),
+            "these tests drive the real kubectl at {KUBECTL}"
+        );
+        let mut cmd = Command::new(KUBECTL);
+        cmd.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", &self.dir)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs kubectl to completion; panics with its stderr if it fails.
+    async fn run(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().await.expect("kubectl runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    fn manifest(&self, name: &str, text: &str) -> String {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+}
+
+/// Waits until the demo API has a watcher on `rt` (kubectl's `get -w` has
+/// listed and started watching), so that no change made afterwards is missed.
+async fn until_watched(server: &support::Server, plural: &str) {
+    loop {
+        let watched = server
+            .cp
+            .watchers()
+            .iter()
+            .any(|w| w.resource.plural == plural && !w.watchers.is_empty());
+        if watched {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn kubectl_creates_watches_labels_scales_applies_and_deletes() {
+    let server = support::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kube").join("config");
+    watchlife_demo_apiserver::write_kubeconfig(&kubeconfig, &server.base).unwrap();
+    let k = Kubectl {
+        kubeconfig,
+        dir: dir.path().to_path_buf(),
+    };
+
+    let version = k.run(&["version", "-o", "json"]).await;
+    let version: Value = serde_json::from_str(&version).unwrap();
+    assert_eq!(version["serverVersion"]["gitVersion"], "v1.32.0-watchlife");
+
+    // A watch in the background, started before any change.
+    let watch = k
+        .command(&["get", "configmaps", "-w", "--output-watch-events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    until_watched(&server, "configmaps").await;
+
+    let cm = k.manifest("cm.yaml", CONFIGMAP);
+    assert_eq!(
+        k.run(&["create", "-f", &cm, "--validate=false"])
+            .await
+            .trim(),
+        "configmap/settings created"
+    );
+    assert!(k.run(&["get", "configmaps"]).await.contains("settings"));
+    assert_eq!(
+        k.run(&["label", "configmap", "settings", "tier=front"])
+            .await
+            .trim(),
+        "configmap/settings labeled"
+    );
+    assert_eq!(
+        k.run(&["annotate", "cm", "settings", "note=hi"])
+            .await
+            .trim(),
+        "configmap/settings annotated"
+    );
+    let stored = server
+        .cp
+        .get(CONFIGMAPS, Some("default"), "settings")
+        .unwrap();
+    assert_eq!(stored["metadata"]["labels"]["tier"], "front");
+    assert_eq!(stored["metadata"]["annotations"]["note"], "hi");
+    let described = k.run(&["describe", "configmap", "settings"]).await;
+    assert!(described.contains("tier=front"), "{described}");
+    assert!(described.contains("greeting"), "{described}");
+    assert_eq!(
+        k.run(&["delete", "configmap", "settings"]).await.trim(),
+        "configmap \"settings\" deleted"
+    );
+
+    // End the background watch from the server side: kubectl prints what
+    // it was sent and exits, so its whole output can be checked.
+    server.cp.drop_watchers();
+    let out = watch.wait_with_output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<(String, String)> = text
+        .lines()
+        .map(|l| {
+            let mut cols = l.split_whitespace();
+            (
+                cols.next().unwrap_or("").to_string(),
+                cols.next().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("EVENT", "NAME"),
+        ("ADDED", "settings"),
+        ("MODIFIED", "settings"),
+        ("MODIFIED", "settings"),
+        ("DELETED", "settings"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(lines, expected, "kubectl printed:\n{text}");
+
+    // Deployments: apply, apply a change, scale, describe, delete.
+    let deploy = k.manifest("deploy.yaml", DEPLOYMENT);
+    assert_eq!(
+        k.run(&["apply", "-f", &deploy, "--validate=false"])
+            .await
+            .trim(),
+        "deployment.apps/web created"
+    );
+    let changed = k.manifest("deploy2.yaml", &DEPLOYMENT.replace("0.5.0", "1.5.3"));
+    assert_eq!(
+        k.run(&["apply", "-f", &changed, "--validate=false"])
+            .await
+            .trim(),
+        "deployment.apps/web configured"
+    );
+    let stored = server.cp.get(DEPLOYMENTS, Some("default"), "web").unwrap();
+    let container = &stored["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "mhausenblas/simple-service:1.5.3");
+    assert_eq!(
+        container["ports"][0]["containerPort"], 9876,
+        "kept by the merge"
+    );
+    assert_eq!(
+        k.run(&["scale", "deployment", "web", "--replicas=3"])
+            .await
+            .trim(),
+        "deployment.apps/web scaled"
+    );
+    let stored = server.cp.get(DEPLOYMENTS, Some("default"), "web").unwrap();
+    assert_eq!(stored["spec"]["replicas"], 3);
+    let described = k.run(&["describe", "deploy", "web"]).await;
+    assert!(described.contains("3 desired"), "{described}");
+    assert_eq!(
+        k.run(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"])
+            .await,
+        "3"
+    );
+    assert_eq!(
+        k.run(&["delete", "-f", &changed]).await.trim(),
+        "deployment.apps \"web\" deleted"
+    );
+    assert!(server.cp.get(DEPLOYMENTS, Some("default"), "web").is_err());
+}
