@@ -2,8 +2,9 @@
 //! the link drops or stalls, reconnect with backoff and resume from the cursor.
 
 use crate::model::{Link, Model};
-use futures::StreamExt;
+use futures::channel::mpsc;
 use futures::future::{Either, select};
+use futures::{SinkExt, StreamExt};
 use gloo_net::websocket::{Message, futures::WebSocket};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
@@ -25,10 +26,10 @@ pub fn connect(model: Model) {
         let mut retry_ms = FIRST_RETRY_MS;
         loop {
             model.link.set(Link::Connecting);
-            if let Ok(socket) = WebSocket::open(&url(&model)) {
-                if read_until_closed(socket, model).await {
-                    retry_ms = FIRST_RETRY_MS;
-                }
+            if let Ok(socket) = WebSocket::open(&url(&model))
+                && read_until_closed(socket, model).await
+            {
+                retry_ms = FIRST_RETRY_MS;
             }
             if model.link.get_untracked() != Link::Stalled {
                 model.link.set(Link::Reconnecting { retry_ms });
@@ -42,7 +43,25 @@ pub fn connect(model: Model) {
 /// Reads frames until the socket closes or goes silent. True when the bridge
 /// said hello (so the next failure starts the backoff afresh).
 async fn read_until_closed(socket: WebSocket, model: Model) -> bool {
-    let (_write, mut read) = socket.split();
+    let (mut write, mut read) = socket.split();
+    // The writer: messages the page sends go out in order until the socket
+    // or the sender (replaced on the next connection) goes away.
+    let (tx, mut rx) = mpsc::unbounded::<String>();
+    model.outbox.set_value(Some(tx));
+    spawn_local(async move {
+        while let Some(text) = rx.next().await {
+            if write.send(Message::Text(text)).await.is_err() {
+                break;
+            }
+        }
+    });
+    let greeted = read_frames(&mut read, model).await;
+    model.outbox.set_value(None);
+    greeted
+}
+
+/// The reading half of [`read_until_closed`].
+async fn read_frames(read: &mut futures::stream::SplitStream<WebSocket>, model: Model) -> bool {
     let mut greeted = false;
     loop {
         let stall_ms = model

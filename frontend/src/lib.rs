@@ -2,28 +2,73 @@
 //!
 //! # Layout
 //! - [`model`]: what the page knows — connection status, the bridge's hello,
-//!   recent events — as signals, updated by one function per frame.
+//!   recent events, objects with their histories, per-stage numbers — as
+//!   signals, updated by one function per frame.
 //! - [`connection`]: the WebSocket to the bridge, reconnecting with backoff,
-//!   resuming from the last `seq`, and noticing a stalled link.
+//!   resuming from the last `seq`, noticing a stalled link, and sending.
+//! - [`view_state`]: how the viewer set up the page, kept in the URL.
+//! - [`animator`] and [`player`]: tokens travelling through the stages, and
+//!   the frame loop that moves them.
+//! - [`stats`], [`history`], [`narration`]: numbers, diffs and words.
 //! - [`components`]: what is drawn.
 
+pub mod animator;
 pub mod components;
 pub mod connection;
+pub mod history;
 pub mod model;
+pub mod narration;
+pub mod player;
+pub mod stats;
+pub mod view_state;
 
+use components::*;
 use leptos::prelude::*;
+use watchlife_protocol::Source;
 
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
     let model = model::Model::new();
+    let view = view_state::from_url();
+    let player = player::Player::start(model, view);
     provide_context(model);
+    provide_context(view);
+    provide_context(player);
     connection::connect(model);
+    keyboard::install(view, player);
+    // Captions are on by default for the demo, off for a real cluster,
+    // unless the URL says otherwise.
+    Effect::new(move |_| {
+        let cluster = model
+            .hello
+            .with(|h| matches!(h.as_ref().map(|h| &h.source), Some(Source::Cluster { .. })));
+        if cluster && view.captions.get_untracked().is_none() {
+            view.captions.set(Some(false));
+        }
+    });
+    // Theme and presenter mode are attributes of the root element, for the stylesheet.
+    Effect::new(move |_| {
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-theme", view.theme.get().as_str());
+            let _ = root.set_attribute("data-presenter", &view.presenter.get().to_string());
+        }
+    });
     view! {
-        <components::header::Header/>
+        <header::Header/>
+        <controls::Controls/>
         <main>
-            <components::reflectors::Reflectors/>
-            <components::event_log::EventLog/>
+            <pipeline::Pipeline/>
+            <captions::Captions/>
+            <Show when=move || view.presenter.get()>
+                <p class="presenter-hint">"presenter mode: P or Esc to leave, ? for shortcuts"</p>
+            </Show>
+            <div class="panels">
+                <objects::Objects/>
+                <event_log::EventLog/>
+            </div>
+            <actions::Actions/>
         </main>
+        <help::Help/>
     }
 }

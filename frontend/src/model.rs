@@ -1,12 +1,21 @@
 //! What the page knows, as signals, and how each frame changes it.
 
+use crate::history::{ObjectHistory, Version};
+use crate::stats::PipelineStats;
+use futures::channel::mpsc::UnboundedSender;
 use leptos::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
-use watchlife_protocol::{FrameBody, Hello, ReflectorState, ServerFrame, Snapshot, WatchEvent};
+use std::sync::Arc;
+use watchlife_protocol::{
+    ClientMessage, EventType, FrameBody, Hello, ReflectorState, ServerFrame, Snapshot, WatchEvent,
+};
 
 /// Events kept for the log. Older ones are dropped and counted, so the page's
 /// memory stays bounded however long it runs.
-pub const EVENT_RING: usize = 500;
+pub const EVENT_RING: usize = 2_000;
+/// Events waiting to be handed to the animation. It drains them every frame;
+/// this bounds the queue while frames do not run (a hidden tab).
+pub const ARRIVALS_CAP: usize = 1_024;
 
 /// The state of the link to the bridge.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,30 +45,51 @@ impl Link {
     }
 }
 
-/// One event in the log.
+/// One event as received, shared by the log, the animation and the histories.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
     pub seq: u64,
-    pub event: WatchEvent,
+    pub event: Arc<WatchEvent>,
 }
 
-/// The page's state. `Copy`: every field is a signal handle.
+/// A sentence for the caption bar that is not about one token: the outcome
+/// of a demo action, an error, a Reflector's trouble.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub text: String,
+    pub alarming: bool,
+    /// Counts notices, so that two equal sentences still read as new.
+    pub serial: u64,
+}
+
+/// An object's identity in the page: resource and `namespace/name`.
+pub type ObjectKey = (String, String);
+
+/// The page's state. `Copy`: every field is a signal or stored-value handle.
 #[derive(Clone, Copy)]
 pub struct Model {
     pub link: RwSignal<Link>,
     pub hello: RwSignal<Option<Hello>>,
-    /// Recent events, oldest first.
+    /// Recent events, oldest first, at most [`EVENT_RING`].
     pub events: RwSignal<VecDeque<EventRow>>,
     /// Events dropped from the front of the ring.
     pub dropped: RwSignal<u64>,
     /// Latest state of each resource's Reflector.
     pub reflectors: RwSignal<BTreeMap<String, ReflectorState>>,
-    /// Current objects, by resource and key, with their resourceVersion.
-    pub objects: RwSignal<BTreeMap<(String, String), String>>,
+    /// Current objects with their recent versions.
+    pub objects: RwSignal<BTreeMap<ObjectKey, ObjectHistory>>,
+    /// Rates, depths and latencies per stage.
+    pub stats: RwSignal<PipelineStats>,
     /// Last stream `seq` seen, for resuming after a reconnect.
     pub cursor: RwSignal<Option<(String, u64)>>,
     /// The last error the bridge reported, shown until the next one.
     pub last_error: RwSignal<Option<String>>,
+    /// The latest notice for the caption bar.
+    pub notice: RwSignal<Option<Notice>>,
+    /// Events not yet handed to the animation (not reactive: drained per frame).
+    pub arrivals: StoredValue<VecDeque<EventRow>>,
+    /// The open connection's writer, when there is one.
+    pub outbox: StoredValue<Option<UnboundedSender<String>>>,
 }
 
 impl Model {
@@ -71,9 +101,36 @@ impl Model {
             dropped: RwSignal::new(0),
             reflectors: RwSignal::new(BTreeMap::new()),
             objects: RwSignal::new(BTreeMap::new()),
+            stats: RwSignal::new(PipelineStats::default()),
             cursor: RwSignal::new(None),
             last_error: RwSignal::new(None),
+            notice: RwSignal::new(None),
+            arrivals: StoredValue::new(VecDeque::new()),
+            outbox: StoredValue::new(None),
         }
+    }
+
+    /// Sends a message to the bridge. False when there is no connection.
+    pub fn send(&self, message: &ClientMessage) -> bool {
+        let Ok(text) = serde_json::to_string(message) else {
+            return false;
+        };
+        self.outbox
+            .with_value(|o| o.as_ref().map(|tx| tx.unbounded_send(text).is_ok()))
+            .unwrap_or(false)
+    }
+
+    /// Shows a sentence in the caption bar.
+    pub fn tell(&self, text: String, alarming: bool) {
+        let serial = self
+            .notice
+            .with_untracked(|n| n.as_ref().map_or(0, |n| n.serial))
+            + 1;
+        self.notice.set(Some(Notice {
+            text,
+            alarming,
+            serial,
+        }));
     }
 
     /// Applies one frame from the bridge.
@@ -85,17 +142,13 @@ impl Model {
                 self.hello.set(Some(hello));
                 self.link.set(Link::Connected);
             }
-            FrameBody::Event(event) => {
-                self.track_object(&event);
-                self.events.update(|events| {
-                    if events.len() == EVENT_RING {
-                        events.pop_front();
-                        self.dropped.update(|d| *d += 1);
-                    }
-                    events.push_back(EventRow { seq, event });
-                });
-            }
+            FrameBody::Event(event) => self.apply_event(seq, event),
             FrameBody::Reflector(update) => {
+                if let Some(text) =
+                    crate::narration::reflector_caption(&update.resource, &update.state)
+                {
+                    self.tell(text, crate::narration::reflector_alarming(&update.state));
+                }
                 self.reflectors
                     .update(|r| drop(r.insert(update.resource, update.state)));
             }
@@ -103,10 +156,16 @@ impl Model {
                 self.replace_objects(snapshot);
                 self.link.set(Link::Connected);
             }
-            FrameBody::Resync(_) => self.link.set(Link::Resyncing),
+            FrameBody::Resync(r) => {
+                self.link.set(Link::Resyncing);
+                self.tell(format!("Resyncing: {}", r.reason), true);
+            }
             FrameBody::Heartbeat(_) => {}
-            FrameBody::Error(e) => self.last_error.set(Some(e.message)),
-            FrameBody::ActionResult(_) => {}
+            FrameBody::Error(e) => {
+                self.tell(e.message.clone(), true);
+                self.last_error.set(Some(e.message));
+            }
+            FrameBody::ActionResult(r) => self.tell(r.message, false),
         }
         self.cursor.update(|c| {
             if let Some((_, last)) = c {
@@ -115,13 +174,52 @@ impl Model {
         });
     }
 
-    fn track_object(&self, event: &WatchEvent) {
-        use watchlife_protocol::EventType::*;
-        let key = (event.target.resource.clone(), event.target.key());
-        self.objects.update(|objects| match event.event_type {
-            Added | Modified => drop(objects.insert(key, event.resource_version.clone())),
-            Deleted => drop(objects.remove(&key)),
-            Bookmark | Error => {}
+    fn apply_event(&self, seq: u64, event: WatchEvent) {
+        let row = EventRow {
+            seq,
+            event: Arc::new(event),
+        };
+        let now = now_ms();
+        self.stats.update(|s| s.record(&row.event.stages, now));
+        self.track_object(&row);
+        self.arrivals.update_value(|a| {
+            if a.len() >= ARRIVALS_CAP {
+                a.pop_front();
+            }
+            a.push_back(row.clone());
+        });
+        self.events.update(|events| {
+            if events.len() >= EVENT_RING {
+                events.pop_front();
+                self.dropped.update(|d| *d += 1);
+            }
+            events.push_back(row);
+        });
+    }
+
+    fn track_object(&self, row: &EventRow) {
+        let e = &row.event;
+        if matches!(e.event_type, EventType::Bookmark | EventType::Error) {
+            return;
+        }
+        let key = (e.target.resource.clone(), e.target.key());
+        let version = Version {
+            event_type: e.event_type,
+            resource_version: e.resource_version.clone(),
+            initial: e.initial,
+            object: Arc::new(e.object.clone()),
+        };
+        self.objects.update(|objects| {
+            // A deleted object leaves the Indexer, and with it the page: the
+            // histories stay bounded by the number of live objects.
+            if e.event_type == EventType::Deleted {
+                objects.remove(&key);
+                return;
+            }
+            objects
+                .entry(key)
+                .or_insert_with(|| ObjectHistory::new(e.target.clone()))
+                .push(version);
         });
     }
 
@@ -133,18 +231,26 @@ impl Model {
                 .map(|r| (r.resource, r.state))
                 .collect(),
         );
-        self.objects.set(
-            snapshot
-                .objects
-                .into_iter()
-                .map(|o| {
-                    (
-                        (o.target.resource.clone(), o.target.key()),
-                        o.resource_version,
-                    )
-                })
-                .collect(),
-        );
+        self.objects.update(|objects| {
+            let mut next = BTreeMap::new();
+            for o in snapshot.objects {
+                let key = (o.target.resource.clone(), o.target.key());
+                let mut history = objects
+                    .remove(&key)
+                    .filter(|h| !h.deleted)
+                    .unwrap_or_else(|| ObjectHistory::new(o.target.clone()));
+                if history.resource_version() != o.resource_version {
+                    history.push(Version {
+                        event_type: EventType::Added,
+                        resource_version: o.resource_version,
+                        initial: true,
+                        object: Arc::new(o.object),
+                    });
+                }
+                next.insert(key, history);
+            }
+            *objects = next;
+        });
     }
 }
 
@@ -152,4 +258,12 @@ impl Default for Model {
     fn default() -> Self {
         Model::new()
     }
+}
+
+/// Page time in ms (monotonic: `performance.now()`).
+pub fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or(0.0)
 }

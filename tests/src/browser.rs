@@ -107,6 +107,36 @@ impl Browser {
         }
     }
 
+    /// The value of a JavaScript expression.
+    pub async fn eval(&self, expr: &str) -> serde_json::Value {
+        self.client
+            .execute(&format!("return ({expr});"), vec![])
+            .await
+            .unwrap_or_else(|e| panic!("evaluating {expr:?}: {e}"))
+    }
+
+    /// Presses a key as the page sees it: a `keydown` on the focused element
+    /// (or the body), bubbling up to the window.
+    pub async fn press(&self, key: &str) {
+        let key = serde_json::to_string(key).expect("a key is a string");
+        self.eval(&format!(
+            "(document.activeElement || document.body).dispatchEvent(new KeyboardEvent('keydown', {{key: {key}, bubbles: true}})) && true"
+        ))
+        .await;
+    }
+
+    /// Sets a form field's value and tells the page, as typing would.
+    pub async fn fill(&self, css: &str, value: &str) {
+        self.wait_for(css).await;
+        let css = serde_json::to_string(css).expect("a selector is a string");
+        let value = serde_json::to_string(value).expect("a value is a string");
+        self.eval(&format!(
+            "(() => {{ const el = document.querySelector({css}); el.value = {value}; \
+             el.dispatchEvent(new Event(el.tagName === 'SELECT' ? 'change' : 'input', {{bubbles: true}})); return true; }})()"
+        ))
+        .await;
+    }
+
     /// Saves a PNG screenshot.
     pub async fn screenshot(&self, path: &std::path::Path) {
         let png = self.client.screenshot().await.expect("screenshot");

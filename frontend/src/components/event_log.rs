@@ -1,49 +1,166 @@
-//! The live log of recent events.
+//! The recent events as a virtualised list (only the rows in view exist in
+//! the page), each with a waterfall of its stage times; click to follow.
 
 use crate::model::{EventRow, Model};
+use crate::player::Player;
+use crate::view_state::ViewState;
 use leptos::prelude::*;
+use watchlife_protocol::Stage;
 
-/// Recent events, newest first: type, kind, namespace/name, resourceVersion.
+/// Height of one row in px; the stylesheet gives rows exactly this height.
+const ROW_H: f64 = 30.0;
+/// Height of the scrolling area in px.
+const VIEWPORT_H: f64 = 360.0;
+/// Rows drawn beyond the visible ones, so a fast scroll shows no gap.
+const OVERSCAN: usize = 6;
+/// Width of the waterfall drawing.
+const WATERFALL_W: f64 = 180.0;
+
+/// Recent events, newest first.
 #[component]
 pub fn EventLog() -> impl IntoView {
     let model = expect_context::<Model>();
-    let rows = move || {
-        model
-            .events
-            .with(|e| e.iter().rev().cloned().collect::<Vec<_>>())
+    let view = expect_context::<ViewState>();
+    let scroll_top = RwSignal::new(0.0_f64);
+    let filtered = Memo::new(move |_| {
+        model.events.with(|e| {
+            e.iter()
+                .rev()
+                .filter(|r| view.shows(&r.event))
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    });
+    let window = move || {
+        let first = ((scroll_top.get() / ROW_H) as usize).saturating_sub(OVERSCAN);
+        let count = (VIEWPORT_H / ROW_H) as usize + 2 * OVERSCAN;
+        filtered.with(|rows| {
+            let end = (first + count).min(rows.len());
+            let first = first.min(end);
+            (first, rows.len(), rows[first..end].to_vec())
+        })
     };
     let dropped = move || model.dropped.get();
     view! {
-        <section class="event-log" aria-label="Live events">
-            <h2>"Live events"</h2>
-            <Show when=move || { dropped() > 0 }>
-                <p class="dropped">{move || format!("{} older events dropped from view", dropped())}</p>
-            </Show>
-            <table>
-                <thead>
-                    <tr><th>"seq"</th><th>"event"</th><th>"kind"</th><th>"namespace/name"</th><th>"resourceVersion"</th></tr>
-                </thead>
-                <tbody id="events">
-                    <For each=rows key=|row| row.seq let:row>
-                        <Row row/>
-                    </For>
-                </tbody>
-            </table>
+        <section class="event-log panel" aria-label="Live events">
+            <h2>
+                "Events "
+                <small>
+                    {move || format!("{} shown", filtered.with(Vec::len))}
+                    {move || match dropped() {
+                        0 => String::new(),
+                        n => format!(" · {n} older events dropped"),
+                    }}
+                    " · click one to follow its token"
+                </small>
+            </h2>
+            <div
+                class="scroll log-scroll"
+                style=format!("height:{VIEWPORT_H}px")
+                on:scroll=move |ev| {
+                    let el = event_target::<web_sys::Element>(&ev);
+                    scroll_top.set(el.scroll_top() as f64);
+                }
+            >
+                <table>
+                    <thead>
+                        <tr><th>"seq"</th><th>"event"</th><th>"kind"</th><th>"namespace/name"</th><th>"RV"</th><th>"stages"</th></tr>
+                    </thead>
+                    <tbody id="events">
+                        {move || {
+                            let (first, total, rows) = window();
+                            let after = total - first - rows.len();
+                            view! {
+                                <tr class="spacer" style=format!("height:{}px", first as f64 * ROW_H)></tr>
+                                {rows.into_iter().map(|row| view! { <Row row/> }).collect_view()}
+                                <tr class="spacer" style=format!("height:{}px", after as f64 * ROW_H)></tr>
+                            }
+                        }}
+                    </tbody>
+                </table>
+            </div>
         </section>
     }
 }
 
 #[component]
 fn Row(row: EventRow) -> impl IntoView {
-    let e = row.event;
+    let player = expect_context::<Player>();
+    let view = expect_context::<ViewState>();
+    let e = row.event.clone();
     let kind = e.event_type.as_str();
+    let follow = {
+        let row = row.clone();
+        move || player.follow(row.clone(), view.paused.get_untracked())
+    };
+    let follow2 = follow.clone();
+    let seq = row.seq;
     view! {
-        <tr class="event-row" data-type=kind data-rv=e.resource_version.clone() data-initial=e.initial.to_string()>
-            <td class="seq">{row.seq}</td>
-            <td><span class=format!("badge {}", kind.to_lowercase())>{kind}</span></td>
+        <tr
+            class="event-row"
+            data-type=kind
+            data-rv=e.resource_version.clone()
+            data-initial=e.initial.to_string()
+            data-seq=seq
+            tabindex="0"
+            title="Follow this event's token"
+            on:click=move |_| follow()
+            on:keydown=move |ev| {
+                if ev.key() == "Enter" {
+                    follow2();
+                }
+            }
+        >
+            <td class="seq">{seq}</td>
+            <td>
+                <span class=format!("badge {}", kind.to_lowercase())>{kind}</span>
+                {e.initial.then_some(" listed")}
+                {e.coalesced.then_some(" coalesced")}
+            </td>
             <td class="kind">{e.target.kind.clone()}</td>
             <td class="name">{e.target.key()}</td>
             <td class="rv">{e.resource_version.clone()}</td>
+            <td class="waterfall-cell"><Waterfall row/></td>
         </tr>
+    }
+}
+
+/// One bar per observed stage, from the previous stage's time to this one's,
+/// on a scale spanning the event's whole measured life.
+#[component]
+fn Waterfall(row: EventRow) -> impl IntoView {
+    let marks: Vec<(Stage, u64)> = row.event.stages.iter().map(|(s, m)| (*s, m.at)).collect();
+    let start = marks.first().map(|m| m.1).unwrap_or(0);
+    let end = marks.last().map(|m| m.1).unwrap_or(0);
+    let span = (end.saturating_sub(start)).max(1) as f64;
+    let mut bars = Vec::new();
+    let mut describe = Vec::new();
+    for w in marks.windows(2) {
+        let (s, at) = w[1];
+        let from = (w[0].1.saturating_sub(start)) as f64 / span * WATERFALL_W;
+        let to = (at.saturating_sub(start)) as f64 / span * WATERFALL_W;
+        bars.push((s, from, (to - from).max(2.0)));
+        describe.push(format!(
+            "{} +{}",
+            s.label(),
+            crate::stats::format_micros(at.saturating_sub(w[0].1))
+        ));
+    }
+    let label = if describe.is_empty() {
+        "one stage measured".to_string()
+    } else {
+        describe.join(", ")
+    };
+    let aria = label.clone();
+    view! {
+        <svg class="waterfall" width=WATERFALL_W height=12 role="img" aria-label=aria>
+            <title>{label}</title>
+            {bars
+                .into_iter()
+                .map(|(s, x, w)| view! {
+                    <rect class=format!("bar {}", super::pipeline::stage_id(s)) x=x y=2 width=w height=8 rx=2/>
+                })
+                .collect_view()}
+        </svg>
     }
 }

@@ -1,5 +1,11 @@
 //! What the page draws, one component per file.
 
+pub mod actions;
+pub mod captions;
+pub mod controls;
 pub mod event_log;
 pub mod header;
-pub mod reflectors;
+pub mod help;
+pub mod keyboard;
+pub mod objects;
+pub mod pipeline;

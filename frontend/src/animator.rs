@@ -1,0 +1,308 @@
+//! Tokens: each event drawn as a token that moves through the stages it
+//! passed, each hop lasting in proportion to the measured latency, dilated
+//! so that a person can follow it.
+//!
+//! The animation has its own clock, which stops while paused: a paused token
+//! stays where it is. Events arriving faster than they can be followed wait
+//! in a bounded queue; beyond it the oldest ordinary events are not animated
+//! but counted on the stages they passed. ERROR events are never dropped.
+
+use crate::model::EventRow;
+use std::collections::{BTreeMap, VecDeque};
+use watchlife_protocol::{EventType, Stage};
+
+/// Tokens on screen at once, one lane each: more cannot be followed.
+pub const LANES: usize = 6;
+/// Events waiting for a lane; beyond this the oldest ordinary one is counted
+/// instead of animated (about two journeys' worth at normal speed).
+pub const MAX_WAITING: usize = 24;
+/// Shortest hop on screen, so that a microsecond hop is still seen.
+pub const MIN_HOP_MS: f64 = 140.0;
+/// Animation time between two launches, so tokens do not overlap.
+pub const LAUNCH_GAP_MS: f64 = 350.0;
+/// Launch gap at live speed: tokens are then glimpses, not journeys.
+pub const LIVE_LAUNCH_GAP_MS: f64 = 40.0;
+/// How long a token stays on its last stage after arriving.
+pub const LINGER_MS: f64 = 700.0;
+/// Longest frame step counted, so a tab coming back from the background
+/// does not jump every token to the end at once.
+pub const MAX_FRAME_MS: f64 = 100.0;
+
+/// One event travelling through the stages.
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub id: u64,
+    pub lane: usize,
+    pub row: EventRow,
+    /// Each observed stage with the animation time the token reaches it.
+    pub hops: Vec<(Stage, f64)>,
+}
+
+/// Where a token is at one moment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Place {
+    /// The stage it last reached.
+    pub stage: Stage,
+    /// Position along the pipeline in stage indices (2.5 is half-way from
+    /// the third stage to the fourth).
+    pub at: f64,
+}
+
+impl Token {
+    /// Animation time it reaches its last stage.
+    pub fn arrival(&self) -> f64 {
+        self.hops.last().map(|h| h.1).unwrap_or(0.0)
+    }
+
+    /// Its place at animation time `t`; with `step` it jumps from stage to
+    /// stage instead of gliding (for reduced motion).
+    pub fn place(&self, t: f64, step: bool) -> Option<Place> {
+        let i = self.hops.iter().rposition(|h| h.1 <= t)?;
+        let (stage, t0) = self.hops[i];
+        let from = index(stage);
+        let at = match self.hops.get(i + 1) {
+            Some(&(next, t1)) if !step && t1 > t0 => {
+                from + (index(next) - from) * ((t - t0) / (t1 - t0))
+            }
+            _ => from,
+        };
+        Some(Place { stage, at })
+    }
+}
+
+/// Position of a stage in the pipeline.
+pub fn index(stage: Stage) -> f64 {
+    Stage::ALL.iter().position(|s| *s == stage).unwrap_or(0) as f64
+}
+
+/// When each hop happens, starting at `start`: proportional to the measured
+/// latencies, the whole journey lasting `journey_ms` (or the measured time
+/// itself when live), no hop shorter than [`MIN_HOP_MS`] unless live.
+pub fn schedule(row: &EventRow, start: f64, journey_ms: Option<f64>) -> Vec<(Stage, f64)> {
+    let marks: Vec<(Stage, u64)> = row.event.stages.iter().map(|(s, m)| (*s, m.at)).collect();
+    let gaps: Vec<f64> = marks
+        .windows(2)
+        .map(|w| w[1].1.saturating_sub(w[0].1) as f64)
+        .collect();
+    let total: f64 = gaps.iter().sum();
+    let mut t = start;
+    let mut hops = Vec::with_capacity(marks.len());
+    for (i, (stage, _)) in marks.iter().enumerate() {
+        if i > 0 {
+            let gap = gaps[i - 1];
+            t += match journey_ms {
+                None => gap / 1000.0,
+                Some(j) if total > 0.0 => (j * gap / total).max(MIN_HOP_MS),
+                Some(j) => (j / gaps.len() as f64).max(MIN_HOP_MS),
+            };
+        }
+        hops.push((*stage, t));
+    }
+    hops
+}
+
+/// The animation's state: its clock, waiting events, tokens on screen.
+#[derive(Debug, Default)]
+pub struct AnimState {
+    /// Animation time (ms); stands still while paused.
+    pub clock: f64,
+    pub waiting: VecDeque<EventRow>,
+    pub active: Vec<Token>,
+    /// Tokens launched since the page opened.
+    pub launched: u64,
+    /// Events not animated because too many came at once, by stage passed.
+    pub skipped: BTreeMap<Stage, u64>,
+    /// Events not animated in all.
+    pub skipped_total: u64,
+    /// The token a step launched; the clock runs until it has arrived.
+    pub stepping: Option<u64>,
+    /// A step was asked for while nothing was waiting.
+    pub step_requested: bool,
+    /// The event (by `seq`) the viewer asked to follow.
+    pub followed: Option<u64>,
+    last_launch: f64,
+    next_id: u64,
+}
+
+impl AnimState {
+    /// An event arrived. When the queue is full, the oldest ordinary waiting
+    /// event is counted on its stages instead of animated.
+    pub fn push(&mut self, row: EventRow) {
+        if self.waiting.len() >= MAX_WAITING
+            && let Some(i) = self
+                .waiting
+                .iter()
+                .position(|r| r.event.event_type != EventType::Error)
+        {
+            let dropped = self.waiting.remove(i).expect("index from position");
+            self.skipped_total += 1;
+            for stage in dropped.event.stages.keys() {
+                *self.skipped.entry(*stage).or_default() += 1;
+            }
+        }
+        self.waiting.push_back(row);
+    }
+
+    /// Replays an event next, and narrates it.
+    pub fn follow(&mut self, row: EventRow) {
+        self.followed = Some(row.seq);
+        self.waiting.retain(|r| r.seq != row.seq);
+        self.waiting.push_front(row);
+    }
+
+    /// Asks for one event to travel while paused.
+    pub fn step(&mut self) {
+        self.step_requested = true;
+    }
+
+    /// Advances by `dt` ms of page time.
+    pub fn frame(&mut self, dt: f64, paused: bool, journey_ms: Option<f64>) {
+        if !paused {
+            self.stepping = None;
+            self.step_requested = false;
+        }
+        if !paused || self.stepping.is_some() {
+            self.clock += dt.clamp(0.0, MAX_FRAME_MS);
+        }
+        let clock = self.clock;
+        self.active.retain(|t| t.arrival() + LINGER_MS > clock);
+        if let Some(id) = self.stepping
+            && !self
+                .active
+                .iter()
+                .any(|t| t.id == id && t.arrival() > clock)
+        {
+            self.stepping = None;
+        }
+        if paused {
+            if self.step_requested && self.stepping.is_none() && !self.waiting.is_empty() {
+                self.step_requested = false;
+                self.stepping = self.launch(journey_ms);
+            }
+            return;
+        }
+        let gap = if journey_ms.is_some() {
+            LAUNCH_GAP_MS
+        } else {
+            LIVE_LAUNCH_GAP_MS
+        };
+        while !self.waiting.is_empty() && self.clock - self.last_launch >= gap {
+            if self.launch(journey_ms).is_none() {
+                break;
+            }
+        }
+    }
+
+    /// Launches the next waiting event in a free lane.
+    fn launch(&mut self, journey_ms: Option<f64>) -> Option<u64> {
+        let lane = (0..LANES).find(|l| !self.active.iter().any(|t| t.lane == *l))?;
+        let row = self.waiting.pop_front()?;
+        self.next_id += 1;
+        self.launched += 1;
+        self.last_launch = self.clock;
+        let hops = schedule(&row, self.clock, journey_ms);
+        self.active.push(Token {
+            id: self.next_id,
+            lane,
+            row,
+            hops,
+        });
+        Some(self.next_id)
+    }
+
+    /// The token whose story the captions tell: the followed one, else the newest.
+    pub fn narrated(&self) -> Option<&Token> {
+        self.followed
+            .and_then(|seq| self.active.iter().find(|t| t.row.seq == seq))
+            .or_else(|| self.active.iter().max_by_key(|t| t.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use watchlife_protocol::{ObjectRef, StageMark, WatchEvent};
+
+    fn row(seq: u64, event_type: EventType, stages: &[(Stage, u64)]) -> EventRow {
+        EventRow {
+            seq,
+            event: Arc::new(WatchEvent {
+                event_type,
+                target: ObjectRef {
+                    resource: "pods".into(),
+                    kind: "Pod".into(),
+                    namespace: Some("default".into()),
+                    name: format!("p{seq}"),
+                },
+                resource_version: seq.to_string(),
+                object: serde_json::Value::Null,
+                stages: stages
+                    .iter()
+                    .map(|(s, at)| (*s, StageMark::at(*at)))
+                    .collect(),
+                initial: false,
+                coalesced: false,
+            }),
+        }
+    }
+
+    const PATH: [(Stage, u64); 3] = [
+        (Stage::Etcd, 0),
+        (Stage::WatchCache, 100),
+        (Stage::Reflector, 400),
+    ];
+
+    #[test]
+    fn hops_are_proportional_to_the_measured_latencies() {
+        let hops = schedule(&row(1, EventType::Added, &PATH), 0.0, Some(2_000.0));
+        assert_eq!(hops[1].1, 500.0);
+        assert_eq!(hops[2].1, 2_000.0);
+        let live = schedule(&row(1, EventType::Added, &PATH), 0.0, None);
+        assert_eq!(live[2].1, 0.4);
+    }
+
+    #[test]
+    fn a_paused_clock_stands_still_and_a_step_launches_exactly_one() {
+        let mut a = AnimState::default();
+        for seq in 1..=3 {
+            a.push(row(seq, EventType::Modified, &PATH));
+        }
+        a.frame(16.0, true, Some(2_000.0));
+        assert_eq!((a.clock, a.launched), (0.0, 0));
+        a.step();
+        for _ in 0..400 {
+            a.frame(16.0, true, Some(2_000.0));
+        }
+        assert_eq!(a.launched, 1);
+        assert!(a.clock >= 2_000.0 && a.clock < 2_100.0, "clock {}", a.clock);
+        let place = a.active[0].place(a.clock, false).unwrap();
+        assert_eq!(place.stage, Stage::Reflector);
+    }
+
+    #[test]
+    fn a_flood_is_sampled_but_errors_are_kept() {
+        let mut a = AnimState::default();
+        a.push(row(0, EventType::Error, &PATH));
+        for seq in 1..100 {
+            a.push(row(seq, EventType::Modified, &PATH));
+        }
+        assert_eq!(a.waiting.len(), MAX_WAITING);
+        assert_eq!(a.waiting[0].event.event_type, EventType::Error);
+        assert_eq!(a.skipped_total, 100 - MAX_WAITING as u64);
+        assert_eq!(a.skipped[&Stage::Etcd], a.skipped_total);
+    }
+
+    #[test]
+    fn a_token_glides_or_steps() {
+        let t = Token {
+            id: 1,
+            lane: 0,
+            row: row(1, EventType::Added, &PATH),
+            hops: schedule(&row(1, EventType::Added, &PATH), 0.0, Some(2_000.0)),
+        };
+        assert_eq!(t.place(250.0, false).unwrap().at, 0.5);
+        assert_eq!(t.place(250.0, true).unwrap().at, 0.0);
+        assert!(t.place(-1.0, false).is_none());
+    }
+}

@@ -1,0 +1,176 @@
+//! Demo actions: each starts a story the audience can follow. Shown only
+//! when the bridge accepts them (`hello.demo_actions`); the outcome comes
+//! back as an `action_result` or `error` frame and is shown as a notice.
+
+use crate::model::Model;
+use leptos::prelude::*;
+use watchlife_protocol::{ClientMessage, DemoAction};
+
+/// Label and image a new page offers, so one click tells a story.
+const DEFAULT_LABEL: (&str, &str) = ("tier", "frontend");
+const DEFAULT_IMAGE: &str = "nginx:1.5.3";
+
+#[component]
+pub fn Actions() -> impl IntoView {
+    let model = expect_context::<Model>();
+    let enabled = move || {
+        model
+            .hello
+            .with(|h| h.as_ref().is_some_and(|h| h.demo_actions))
+    };
+    view! { <Show when=enabled><ActionPanel/></Show> }
+}
+
+#[component]
+fn ActionPanel() -> impl IntoView {
+    let model = expect_context::<Model>();
+    // (namespace, name) of the objects of one kind, sorted.
+    let names_of = move |kind: &'static str| {
+        move || {
+            model.objects.with(|o| {
+                o.values()
+                    .filter(|h| h.target.kind == kind)
+                    .map(|h| {
+                        (
+                            h.target.namespace.clone().unwrap_or_default(),
+                            h.target.name.clone(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+        }
+    };
+    let pods = names_of("Pod");
+    // Every object as (resource, namespace, name), pods first: any can be labelled.
+    let labellable = move || {
+        let mut all: Vec<(String, String, String)> = model.objects.with(|o| {
+            o.values()
+                .map(|h| {
+                    (
+                        h.target.resource.clone(),
+                        h.target.namespace.clone().unwrap_or_default(),
+                        h.target.name.clone(),
+                    )
+                })
+                .collect()
+        });
+        all.sort_by_key(|(r, _, _)| r != "pods");
+        all
+    };
+    let target = RwSignal::new(String::new());
+    let deployments = names_of("Deployment");
+    let pod = RwSignal::new(String::new());
+    let deployment = RwSignal::new(String::new());
+    let key = RwSignal::new(DEFAULT_LABEL.0.to_string());
+    let value = RwSignal::new(DEFAULT_LABEL.1.to_string());
+    let image = RwSignal::new(DEFAULT_IMAGE.to_string());
+    let replicas = RwSignal::new(3_u32);
+    // The chosen `namespace/name`, or the first one offered.
+    let pick = move |chosen: RwSignal<String>, offered: Vec<(String, String)>| {
+        let c = chosen.get_untracked();
+        offered
+            .into_iter()
+            .find(|(ns, n)| c.is_empty() || format!("{ns}/{n}") == c)
+    };
+    let send = move |action: DemoAction| {
+        if !model.send(&ClientMessage::Action { action }) {
+            model.tell(
+                "Not connected to the bridge: the action was not sent.".into(),
+                true,
+            );
+        }
+    };
+    let options = move |offered: Vec<(String, String)>| {
+        offered
+            .into_iter()
+            .map(|(ns, n)| {
+                let v = format!("{ns}/{n}");
+                view! { <option value=v.clone()>{v.clone()}</option> }
+            })
+            .collect_view()
+    };
+    view! {
+        <section class="actions panel" aria-label="Demo actions">
+            <h2>"Demo actions " <small>"change the demo cluster and watch the events travel"</small></h2>
+            <div class="action-row">
+                <label>"object "
+                    <select id="action-object" on:change=move |ev| target.set(event_target_value(&ev))>
+                        {move || {
+                            labellable()
+                                .into_iter()
+                                .map(|(r, ns, n)| {
+                                    let v = format!("{r} {ns}/{n}");
+                                    view! { <option value=v.clone()>{v.clone()}</option> }
+                                })
+                                .collect_view()
+                        }}
+                    </select>
+                </label>
+                <label>"label "
+                    <input id="label-key" size="8" prop:value=move || key.get() on:input=move |ev| key.set(event_target_value(&ev))/>
+                </label>
+                "="
+                <input id="label-value" size="10" aria-label="label value" prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))/>
+                <button id="action-label" on:click=move |_| {
+                    let chosen = target.get_untracked();
+                    let found = labellable()
+                        .into_iter()
+                        .find(|(r, ns, n)| chosen.is_empty() || format!("{r} {ns}/{n}") == chosen);
+                    if let Some((resource, namespace, name)) = found {
+                        send(DemoAction::Label {
+                            resource,
+                            namespace,
+                            name,
+                            key: key.get_untracked(),
+                            value: value.get_untracked(),
+                        });
+                    }
+                }>"add label"</button>
+            </div>
+            <div class="action-row">
+                <label>"pod "
+                    <select id="action-pod" on:change=move |ev| pod.set(event_target_value(&ev))>
+                        {move || options(pods())}
+                    </select>
+                </label>
+                <button id="action-delete-pod" disabled=move || pods().is_empty() on:click=move |_| {
+                    if let Some((namespace, name)) = pick(pod, pods()) {
+                        send(DemoAction::DeletePod { namespace, name });
+                    }
+                }>"delete pod"</button>
+            </div>
+            <div class="action-row">
+                <label>"deployment "
+                    <select id="action-deployment" on:change=move |ev| deployment.set(event_target_value(&ev))>
+                        {move || options(deployments())}
+                    </select>
+                </label>
+                <label>"replicas "
+                    <input id="replicas" type="number" min="0" max="20" prop:value=move || replicas.get().to_string()
+                        on:input=move |ev| if let Ok(n) = event_target_value(&ev).parse() { replicas.set(n) }/>
+                </label>
+                <button id="action-scale" disabled=move || deployments().is_empty() on:click=move |_| {
+                    if let Some((namespace, name)) = pick(deployment, deployments()) {
+                        send(DemoAction::Scale { namespace, name, replicas: replicas.get_untracked() });
+                    }
+                }>"scale"</button>
+                <label>"image "
+                    <input id="image" size="14" prop:value=move || image.get() on:input=move |ev| image.set(event_target_value(&ev))/>
+                </label>
+                <button id="action-image" disabled=move || deployments().is_empty() on:click=move |_| {
+                    if let Some((namespace, name)) = pick(deployment, deployments()) {
+                        send(DemoAction::SetImage { namespace, name, image: image.get_untracked() });
+                    }
+                }>"set image"</button>
+            </div>
+            <div class="action-row">
+                <button id="action-compact" on:click=move |_| send(DemoAction::Compact)
+                    title="Compact etcd's history: a watch from an older RV gets 410 Gone">"compact"</button>
+                <button id="action-drop" on:click=move |_| send(DemoAction::DropWatches)
+                    title="Close every watch: each watcher re-watches or relists">"drop watches"</button>
+                <button id="action-slow" on:click=move |_| send(DemoAction::SlowWatcher)
+                    title="Make one watcher too slow, so the watch cache closes it">"slow watcher"</button>
+            </div>
+        </section>
+    }
+}

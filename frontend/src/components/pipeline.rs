@@ -1,0 +1,307 @@
+//! The pipeline as one SVG: a node per stage, server side then client side,
+//! with live numbers, the Reflector's state, and the tokens travelling.
+
+use crate::animator::{LANES, index};
+use crate::model::{Model, now_ms};
+use crate::narration::{explain, reflector_alarming, reflector_state};
+use crate::player::Player;
+use crate::stats::format_micros;
+use leptos::prelude::*;
+use watchlife_protocol::Stage;
+
+/// Width of a stage's node in SVG units.
+const NODE_W: f64 = 150.0;
+/// Space between two nodes.
+const GAP: f64 = 14.0;
+/// Space left and right of the row of nodes.
+const MARGIN: f64 = 10.0;
+/// Top of the nodes (room above for the side labels).
+const NODE_Y: f64 = 34.0;
+/// Height of a node: name, two lines of explanation, three of numbers.
+const NODE_H: f64 = 176.0;
+/// Top of the first token lane.
+const TRACK_Y: f64 = NODE_Y + NODE_H + 22.0;
+/// Height of one token lane.
+const LANE_H: f64 = 26.0;
+/// Token size.
+const TOKEN_W: f64 = 70.0;
+const TOKEN_H: f64 = 20.0;
+/// Whole drawing.
+const WIDTH: f64 = 2.0 * MARGIN + 9.0 * NODE_W + 8.0 * GAP;
+const HEIGHT: f64 = TRACK_Y + LANES as f64 * LANE_H + 26.0;
+/// Width of one character of the Reflector's lines (11px monospace), to
+/// squeeze a long line into its node rather than let it overflow.
+const MONO_CHAR_W: f64 = 6.6;
+/// How often the numbers on the nodes are refreshed.
+const REFRESH_MS: u64 = 500;
+
+/// Left edge of the node at pipeline position `at`.
+fn node_x(at: f64) -> f64 {
+    MARGIN + at * (NODE_W + GAP)
+}
+
+/// The stage name used in selectors (`watch_cache`).
+pub fn stage_id(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Etcd => "etcd",
+        Stage::WatchCache => "watch_cache",
+        Stage::WatchStream => "watch_stream",
+        Stage::Reflector => "reflector",
+        Stage::Fifo => "fifo",
+        Stage::Indexer => "indexer",
+        Stage::Handlers => "handlers",
+        Stage::Workqueue => "workqueue",
+        Stage::Reconcile => "reconcile",
+    }
+}
+
+/// The diagram. Stages the source cannot measure (not in `hello` and never
+/// carried by an event) are greyed and say "not observed", with no numbers.
+#[component]
+pub fn Pipeline() -> impl IntoView {
+    let player = expect_context::<Player>();
+    let now = RwSignal::new(now_ms());
+    let handle = set_interval_with_handle(
+        move || now.set(now_ms()),
+        std::time::Duration::from_millis(REFRESH_MS),
+    );
+    on_cleanup(move || {
+        if let Ok(h) = handle {
+            h.clear();
+        }
+    });
+    let split = node_x(3.0) - GAP / 2.0;
+    let launched = move || {
+        player.tick.track();
+        player.state.with_value(|s| s.launched)
+    };
+    let waiting = move || {
+        player.tick.track();
+        player.state.with_value(|s| s.waiting.len())
+    };
+    view! {
+        <section class="pipeline" aria-label="The pipeline of a watch event">
+            <svg
+                id="pipeline"
+                viewBox=format!("0 0 {WIDTH} {HEIGHT}")
+                role="group"
+                aria-label="Stages from etcd to reconcile, with events travelling through them"
+                data-launched=launched
+                data-waiting=waiting
+            >
+                <text class="side-label" x=node_x(1.5) + NODE_W / 2.0 y=20 text-anchor="middle">
+                    "server side: etcd and the apiserver"
+                </text>
+                <text class="side-label" x=node_x(6.0) + NODE_W / 2.0 y=20 text-anchor="middle">
+                    "client side: the informer and a controller"
+                </text>
+                <line class="network" x1=split x2=split y1=8 y2=HEIGHT - 4.0/>
+                {Stage::ALL
+                    .into_iter()
+                    .map(|stage| view! { <StageNode stage now/> })
+                    .collect_view()}
+                <Tokens/>
+            </svg>
+        </section>
+    }
+}
+
+/// One stage's node.
+#[component]
+fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
+    let model = expect_context::<Model>();
+    let player = expect_context::<Player>();
+    let x = node_x(index(stage));
+    let cx = x + NODE_W / 2.0;
+    let observed = move || {
+        model.hello.with(|h| {
+            h.as_ref()
+                .is_some_and(|h| h.observed_stages.contains(&stage))
+        }) || model.stats.with(|s| s.seen.contains(&stage))
+    };
+    let side = if stage.is_server_side() {
+        "server"
+    } else {
+        "client"
+    };
+    let [line1, line2] = explain(stage);
+    let numbers = move || {
+        let now = now.get();
+        model.stats.with(|s| {
+            let Some(st) = s.stage(stage) else {
+                return ("no events yet".to_string(), String::new(), String::new());
+            };
+            let rate = format!("{:.1} events/s", st.rate(now));
+            let latency = match (st.latency_quantile(0.5), st.latency_quantile(0.99)) {
+                (Some(p50), Some(p99)) => {
+                    format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99))
+                }
+                _ => "first measured stage".to_string(),
+            };
+            let depth = st
+                .depth
+                .map(|d| format!("queue depth {d}"))
+                .unwrap_or_default();
+            (rate, latency, depth)
+        })
+    };
+    let skipped = move || {
+        player.tick.track();
+        player
+            .state
+            .with_value(|s| s.skipped.get(&stage).copied().unwrap_or(0))
+    };
+    let reflectors = move || {
+        model
+            .reflectors
+            .get()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (resource, state))| {
+                let y = NODE_Y + 132.0 + i as f64 * 15.0;
+                let alarming = reflector_alarming(&state);
+                let text = format!("{resource}: {}", reflector_state(&state));
+                let title = text.clone();
+                view! {
+                    <g class="reflector" class:alarming=alarming data-resource=resource.clone()>
+                        <text
+                            class="reflector-line"
+                            x=x + 8.0
+                            y=y
+                            textLength=(text.chars().count() as f64 * MONO_CHAR_W > NODE_W - 16.0).then_some(NODE_W - 16.0)
+                            lengthAdjust="spacingAndGlyphs"
+                        >
+                            <tspan class="reflector-resource">{resource.clone()}": "</tspan>
+                            <tspan class="reflector-state">{reflector_state(&state)}</tspan>
+                        </text>
+                        <title>{title}</title>
+                    </g>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <g
+            class=format!("stage {side}")
+            class:unobserved=move || !observed()
+            data-stage=stage_id(stage)
+            data-observed=move || observed().to_string()
+            aria-label=move || {
+                if observed() {
+                    format!("{}: {line1} {line2}", stage.label())
+                } else {
+                    format!("{}: not observed for this source", stage.label())
+                }
+            }
+        >
+            <rect class="node" x=x y=NODE_Y width=NODE_W height=NODE_H rx=10/>
+            <text class="stage-name" x=cx y=NODE_Y + 24.0 text-anchor="middle">{stage.label()}</text>
+            <text class="stage-explain" x=cx y=NODE_Y + 44.0 text-anchor="middle">{line1}</text>
+            <text class="stage-explain" x=cx y=NODE_Y + 59.0 text-anchor="middle">{line2}</text>
+            <line class="node-rule" x1=x + 10.0 x2=x + NODE_W - 10.0 y1=NODE_Y + 70.0 y2=NODE_Y + 70.0/>
+            <Show
+                when=observed
+                fallback=move || view! {
+                    <text class="not-observed" x=cx y=NODE_Y + 100.0 text-anchor="middle">"not observed"</text>
+                    <text class="stage-explain" x=cx y=NODE_Y + 118.0 text-anchor="middle">"this source cannot"</text>
+                    <text class="stage-explain" x=cx y=NODE_Y + 133.0 text-anchor="middle">"measure this stage"</text>
+                }
+            >
+                <text class="stage-rate" x=cx y=NODE_Y + 90.0 text-anchor="middle">{move || numbers().0}</text>
+                <text class="stage-latency" x=cx y=NODE_Y + 108.0 text-anchor="middle">{move || numbers().1}</text>
+                <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">{move || numbers().2}</text>
+                {(stage == Stage::Reflector).then_some(reflectors)}
+            </Show>
+            <text class="skipped" x=cx y=HEIGHT - 8.0 text-anchor="middle">
+                {move || match skipped() {
+                    0 => String::new(),
+                    n => format!("+{n} not animated"),
+                }}
+            </text>
+        </g>
+    }
+}
+
+/// The tokens on their lanes, redrawn on every animation frame.
+#[component]
+fn Tokens() -> impl IntoView {
+    let player = expect_context::<Player>();
+    let step = player.reduced_motion;
+    let tokens = move || {
+        player.tick.track();
+        player.state.with_value(|s| {
+            let followed = s.followed;
+            s.active
+                .iter()
+                .filter_map(|t| {
+                    let place = t.place(s.clock, step)?;
+                    let e = &t.row.event;
+                    let x = node_x(place.at) + NODE_W / 2.0 - TOKEN_W / 2.0;
+                    let y = TRACK_Y + t.lane as f64 * LANE_H;
+                    let mut class = format!("token {}", e.event_type.as_str().to_lowercase());
+                    if e.initial {
+                        class.push_str(" initial");
+                    }
+                    if e.coalesced {
+                        class.push_str(" coalesced");
+                    }
+                    if followed == Some(t.row.seq) {
+                        class.push_str(" followed");
+                    }
+                    let arrived = t.arrival() <= s.clock;
+                    if arrived {
+                        class.push_str(" arrived");
+                    }
+                    let label = if e.resource_version.is_empty() {
+                        e.event_type.as_str().to_string()
+                    } else {
+                        e.resource_version.clone()
+                    };
+                    let what = format!(
+                        "{} {} {} (RV {}) at {}",
+                        e.event_type.as_str(),
+                        e.target.kind,
+                        e.target.key(),
+                        e.resource_version,
+                        place.stage.label()
+                    );
+                    Some((
+                        t.id,
+                        class,
+                        x,
+                        y,
+                        label,
+                        e.resource_version.clone(),
+                        e.event_type.as_str(),
+                        stage_id(place.stage),
+                        what,
+                    ))
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    view! {
+        <g class="tokens" aria-hidden="true">
+            {(0..LANES)
+                .map(|lane| {
+                    let y = TRACK_Y + lane as f64 * LANE_H + TOKEN_H / 2.0;
+                    view! { <line class="lane" x1=MARGIN x2=WIDTH - MARGIN y1=y y2=y/> }
+                })
+                .collect_view()}
+            {move || {
+                tokens()
+                    .into_iter()
+                    .map(|(id, class, x, y, label, rv, kind, at, what)| {
+                        view! {
+                            <g class=class transform=format!("translate({x:.1} {y:.1})") data-token=id data-rv=rv data-type=kind data-at=at>
+                                <rect width=TOKEN_W height=TOKEN_H rx=TOKEN_H / 2.0/>
+                                <text x=TOKEN_W / 2.0 y=TOKEN_H / 2.0 + 4.5 text-anchor="middle">{label}</text>
+                                <title>{what}</title>
+                            </g>
+                        }
+                    })
+                    .collect_view()
+            }}
+        </g>
+    }
+}

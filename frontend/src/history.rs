@@ -1,0 +1,230 @@
+//! Each object's recent versions, and a readable diff between two of them:
+//! the Indexer's state seen as the accumulation of events.
+
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use watchlife_protocol::{EventType, ObjectRef};
+
+/// Versions kept per object: enough to tell a story (ADDED, MODIFIED, …),
+/// bounded so that a busy object cannot grow the page without limit.
+pub const VERSIONS_KEPT: usize = 12;
+
+/// Fields that change on every write and say nothing a reader needs.
+const NOISE: [&str; 4] = [
+    "metadata.resourceVersion",
+    "metadata.managedFields",
+    "metadata.generation",
+    "metadata.uid",
+];
+
+/// One version of an object: the event that produced it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Version {
+    pub event_type: EventType,
+    pub resource_version: String,
+    /// Whether it came from a LIST (or a snapshot) rather than a watch event.
+    pub initial: bool,
+    pub object: Arc<Value>,
+}
+
+/// An object's recent history, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectHistory {
+    pub target: ObjectRef,
+    pub versions: VecDeque<Version>,
+    /// Versions dropped from the front.
+    pub dropped: usize,
+    /// Whether the latest event deleted it.
+    pub deleted: bool,
+}
+
+impl ObjectHistory {
+    pub fn new(target: ObjectRef) -> Self {
+        ObjectHistory {
+            target,
+            versions: VecDeque::new(),
+            dropped: 0,
+            deleted: false,
+        }
+    }
+
+    /// Appends a version, dropping the oldest beyond [`VERSIONS_KEPT`].
+    pub fn push(&mut self, version: Version) {
+        self.deleted = version.event_type == EventType::Deleted;
+        if self.versions.len() == VERSIONS_KEPT {
+            self.versions.pop_front();
+            self.dropped += 1;
+        }
+        self.versions.push_back(version);
+    }
+
+    /// The latest resourceVersion.
+    pub fn resource_version(&self) -> &str {
+        self.versions
+            .back()
+            .map(|v| v.resource_version.as_str())
+            .unwrap_or("")
+    }
+}
+
+/// One difference between two versions of an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Added {
+        path: String,
+        value: String,
+    },
+    Removed {
+        path: String,
+        value: String,
+    },
+    Changed {
+        path: String,
+        from: String,
+        to: String,
+    },
+}
+
+impl Change {
+    /// The change in words: `label tier=frontend added`, `image nginx:0.5.0 → nginx:1.5.3`.
+    pub fn describe(&self) -> String {
+        match self {
+            Change::Added { path, value } => match path.strip_prefix("metadata.labels.") {
+                Some(key) => format!("label {key}={value} added"),
+                None => format!("{} added: {value}", friendly(path)),
+            },
+            Change::Removed { path, value } => match path.strip_prefix("metadata.labels.") {
+                Some(key) => format!("label {key}={value} removed"),
+                None => format!("{} removed (was {value})", friendly(path)),
+            },
+            Change::Changed { path, from, to } => format!("{} {from} → {to}", friendly(path)),
+        }
+    }
+}
+
+/// A shorter name for the paths people look for.
+fn friendly(path: &str) -> String {
+    if path.ends_with(".image") && path.contains("containers") {
+        return "image".into();
+    }
+    match path {
+        "spec.replicas" => "replicas".into(),
+        "status.phase" => "phase".into(),
+        "metadata.deletionTimestamp" => "deletionTimestamp".into(),
+        _ => path.to_string(),
+    }
+}
+
+/// The differences from `old` to `new`, in path order, without [`NOISE`].
+pub fn diff(old: &Value, new: &Value) -> Vec<Change> {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    flatten("", old, &mut a);
+    flatten("", new, &mut b);
+    let a: std::collections::BTreeMap<_, _> = a.into_iter().collect();
+    let b: std::collections::BTreeMap<_, _> = b.into_iter().collect();
+    let mut changes = Vec::new();
+    for (path, from) in &a {
+        if NOISE.iter().any(|n| path.starts_with(n)) {
+            continue;
+        }
+        match b.get(path) {
+            None => changes.push(Change::Removed {
+                path: path.clone(),
+                value: from.clone(),
+            }),
+            Some(to) if to != from => changes.push(Change::Changed {
+                path: path.clone(),
+                from: from.clone(),
+                to: to.clone(),
+            }),
+            Some(_) => {}
+        }
+    }
+    for (path, value) in &b {
+        if !a.contains_key(path) && !NOISE.iter().any(|n| path.starts_with(n)) {
+            changes.push(Change::Added {
+                path: path.clone(),
+                value: value.clone(),
+            });
+        }
+    }
+    changes.sort_by(|x, y| path_of(x).cmp(path_of(y)));
+    changes
+}
+
+fn path_of(c: &Change) -> &str {
+    match c {
+        Change::Added { path, .. }
+        | Change::Removed { path, .. }
+        | Change::Changed { path, .. } => path,
+    }
+}
+
+/// Leaves of a JSON value as `a.b[0].c` → text.
+fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&p, v, out);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, v) in items.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), v, out);
+            }
+        }
+        Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_label_and_an_image_read_as_words() {
+        let old = json!({"metadata": {"name": "web-1", "resourceVersion": "603"},
+                         "spec": {"containers": [{"name": "web", "image": "nginx:0.5.0"}]}});
+        let new = json!({"metadata": {"name": "web-1", "resourceVersion": "604", "labels": {"tier": "frontend"}},
+                         "spec": {"containers": [{"name": "web", "image": "nginx:1.5.3"}]}});
+        let words: Vec<String> = diff(&old, &new).iter().map(Change::describe).collect();
+        assert_eq!(
+            words,
+            vec![
+                "label tier=frontend added",
+                "image nginx:0.5.0 → nginx:1.5.3"
+            ]
+        );
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let target = ObjectRef {
+            resource: "pods".into(),
+            kind: "Pod".into(),
+            namespace: None,
+            name: "a".into(),
+        };
+        let mut h = ObjectHistory::new(target);
+        for i in 0..(VERSIONS_KEPT + 3) {
+            h.push(Version {
+                event_type: EventType::Modified,
+                resource_version: i.to_string(),
+                initial: false,
+                object: Arc::new(Value::Null),
+            });
+        }
+        assert_eq!(h.versions.len(), VERSIONS_KEPT);
+        assert_eq!(h.dropped, 3);
+        assert_eq!(h.resource_version(), (VERSIONS_KEPT + 2).to_string());
+    }
+}

@@ -1,0 +1,91 @@
+//! Drives the animation: one `requestAnimationFrame` loop hands new events
+//! to the tokens' state, advances its clock unless paused, and bumps a tick
+//! signal that the token layer redraws on.
+
+use crate::animator::AnimState;
+use crate::model::{EventRow, Model, now_ms};
+use crate::view_state::ViewState;
+use leptos::prelude::*;
+
+/// The animation, shared by the pipeline (draws it), the controls (pause,
+/// step) and the event log (follow). `Copy`: handles only.
+#[derive(Clone, Copy)]
+pub struct Player {
+    /// Not reactive: changed every frame; readers track [`Player::tick`].
+    pub state: StoredValue<AnimState>,
+    /// Bumped after every frame that changed what is drawn.
+    pub tick: RwSignal<u64>,
+    /// The viewer prefers reduced motion: tokens step instead of glide.
+    pub reduced_motion: bool,
+}
+
+impl Player {
+    /// Starts the frame loop for the life of the page.
+    pub fn start(model: Model, view: ViewState) -> Player {
+        let player = Player {
+            state: StoredValue::new(AnimState::default()),
+            tick: RwSignal::new(0),
+            reduced_motion: prefers_reduced_motion(),
+        };
+        next_frame(player, model, view, now_ms());
+        player
+    }
+
+    /// Replays `row` next and narrates it; while paused, lets it travel.
+    pub fn follow(&self, row: EventRow, paused: bool) {
+        self.state.update_value(|s| {
+            s.follow(row);
+            if paused {
+                s.step();
+            }
+        });
+        self.tick.update(|t| *t += 1);
+    }
+
+    /// While paused, lets the next event travel.
+    pub fn step(&self) {
+        self.state.update_value(AnimState::step);
+        self.tick.update(|t| *t += 1);
+    }
+}
+
+fn next_frame(player: Player, model: Model, view: ViewState, last: f64) {
+    request_animation_frame(move || {
+        let now = now_ms();
+        let incoming = model
+            .arrivals
+            .try_update_value(std::mem::take)
+            .unwrap_or_default();
+        let paused = view.paused.get_untracked();
+        let journey = view.journey_ms_untracked();
+        let changed = player
+            .state
+            .try_update_value(|s| {
+                let before = (s.launched, s.waiting.len(), s.skipped_total);
+                for row in incoming {
+                    if view.shows_untracked(&row.event) {
+                        s.push(row);
+                    }
+                }
+                s.frame(now - last, paused, journey);
+                !s.active.is_empty() || before != (s.launched, s.waiting.len(), s.skipped_total)
+            })
+            .unwrap_or(false);
+        if changed {
+            player.tick.update(|t| *t += 1);
+        }
+        next_frame(player, model, view, now);
+    });
+}
+
+/// Whether the viewer asked the system for less motion.
+fn prefers_reduced_motion() -> bool {
+    web_sys::window()
+        .and_then(|w| {
+            w.match_media("(prefers-reduced-motion: reduce)")
+                .ok()
+                .flatten()
+        })
+        .map(|m| m.matches())
+        .unwrap_or(false)
+}

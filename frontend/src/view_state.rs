@@ -1,0 +1,286 @@
+//! How the viewer has set up the page — paused, speed, filters, captions,
+//! presenter mode, theme — kept in the URL's query so that a link
+//! reproduces the view.
+
+use leptos::prelude::*;
+use watchlife_protocol::WatchEvent;
+
+/// Playback speeds, slowest first: how long one token's whole journey takes
+/// on screen, in ms. `None` is live: the measured times, undilated.
+pub const SPEEDS: [(&str, Option<f64>); 5] = [
+    ("slow motion", Some(8_000.0)),
+    ("slower", Some(4_000.0)),
+    ("normal", Some(2_000.0)),
+    ("fast", Some(800.0)),
+    ("live", None),
+];
+/// The speed a new page starts at: slow enough to follow one token.
+pub const DEFAULT_SPEED: usize = 2;
+
+/// Colour theme: the system's, or forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Theme {
+    #[default]
+    System,
+    Light,
+    Dark,
+}
+
+impl Theme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Theme::System => "system",
+            Theme::Light => "light",
+            Theme::Dark => "dark",
+        }
+    }
+    fn parse(s: &str) -> Theme {
+        match s {
+            "light" => Theme::Light,
+            "dark" => Theme::Dark,
+            _ => Theme::System,
+        }
+    }
+}
+
+/// The view as plain data, parsed from and written to the URL query.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ViewQuery {
+    pub paused: bool,
+    pub speed: Option<usize>,
+    pub resource: String,
+    pub namespace: String,
+    pub event_type: String,
+    pub search: String,
+    /// Captions on or off; `None` leaves it to the source (on for the demo).
+    pub captions: Option<bool>,
+    pub presenter: bool,
+    pub theme: Theme,
+}
+
+impl ViewQuery {
+    /// Parses `?a=b&c=d` (with or without the `?`); unknown keys are ignored.
+    pub fn parse(query: &str) -> ViewQuery {
+        let mut v = ViewQuery::default();
+        for pair in query.trim_start_matches('?').split('&') {
+            let (k, val) = pair.split_once('=').unwrap_or((pair, ""));
+            let val = decode(val);
+            match k {
+                "paused" => v.paused = val == "1",
+                "speed" => v.speed = val.parse().ok().filter(|s| *s < SPEEDS.len()),
+                "resource" => v.resource = val,
+                "ns" => v.namespace = val,
+                "type" => v.event_type = val.to_uppercase(),
+                "q" => v.search = val,
+                "captions" => v.captions = Some(val == "1"),
+                "presenter" => v.presenter = val == "1",
+                "theme" => v.theme = Theme::parse(&val),
+                _ => {}
+            }
+        }
+        v
+    }
+
+    /// The query string (with `?`, or empty for the default view).
+    pub fn to_query(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        if self.paused {
+            parts.push("paused=1".into());
+        }
+        if let Some(s) = self.speed.filter(|s| *s != DEFAULT_SPEED) {
+            parts.push(format!("speed={s}"));
+        }
+        for (k, val) in [
+            ("resource", &self.resource),
+            ("ns", &self.namespace),
+            ("type", &self.event_type),
+            ("q", &self.search),
+        ] {
+            if !val.is_empty() {
+                parts.push(format!("{k}={}", encode(val)));
+            }
+        }
+        if let Some(c) = self.captions {
+            parts.push(format!("captions={}", u8::from(c)));
+        }
+        if self.presenter {
+            parts.push("presenter=1".into());
+        }
+        if self.theme != Theme::System {
+            parts.push(format!("theme={}", self.theme.as_str()));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", parts.join("&"))
+        }
+    }
+}
+
+/// Percent-decodes a query value (`+` is a space).
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match hex(bytes[i + 1]).zip(hex(bytes[i + 2])) {
+                Some((hi, lo)) => {
+                    out.push(hi * 16 + lo);
+                    i += 2;
+                }
+                None => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The value of one hexadecimal digit.
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Percent-encodes everything but unreserved characters.
+fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~/:".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The view as signals. `Copy`: every field is a signal handle.
+#[derive(Clone, Copy)]
+pub struct ViewState {
+    pub paused: RwSignal<bool>,
+    pub speed: RwSignal<usize>,
+    pub resource: RwSignal<String>,
+    pub namespace: RwSignal<String>,
+    /// `ADDED`, `MODIFIED`, … or empty for all.
+    pub event_type: RwSignal<String>,
+    /// Part of `namespace/name` to look for.
+    pub search: RwSignal<String>,
+    pub captions: RwSignal<Option<bool>>,
+    pub presenter: RwSignal<bool>,
+    pub theme: RwSignal<Theme>,
+    /// Whether the `?` panel of shortcuts is open (not kept in the URL).
+    pub help: RwSignal<bool>,
+}
+
+impl ViewState {
+    pub fn new(q: ViewQuery) -> Self {
+        ViewState {
+            paused: RwSignal::new(q.paused),
+            speed: RwSignal::new(q.speed.unwrap_or(DEFAULT_SPEED)),
+            resource: RwSignal::new(q.resource),
+            namespace: RwSignal::new(q.namespace),
+            event_type: RwSignal::new(q.event_type),
+            search: RwSignal::new(q.search),
+            captions: RwSignal::new(q.captions),
+            presenter: RwSignal::new(q.presenter),
+            theme: RwSignal::new(q.theme),
+            help: RwSignal::new(false),
+        }
+    }
+
+    /// The current view as plain data (tracked: call it inside an effect).
+    pub fn query(&self) -> ViewQuery {
+        let speed = self.speed.get();
+        ViewQuery {
+            paused: self.paused.get(),
+            speed: Some(speed),
+            resource: self.resource.get(),
+            namespace: self.namespace.get(),
+            event_type: self.event_type.get(),
+            search: self.search.get(),
+            captions: self.captions.get(),
+            presenter: self.presenter.get(),
+            theme: self.theme.get(),
+        }
+    }
+
+    /// Whether an event passes the filters (tracked).
+    pub fn shows(&self, e: &WatchEvent) -> bool {
+        self.resource.track();
+        self.namespace.track();
+        self.event_type.track();
+        self.search.track();
+        self.shows_untracked(e)
+    }
+
+    /// Whether an event passes the filters (not tracked).
+    pub fn shows_untracked(&self, e: &WatchEvent) -> bool {
+        let resource = self.resource.read_untracked();
+        let namespace = self.namespace.read_untracked();
+        let event_type = self.event_type.read_untracked();
+        let search = self.search.read_untracked();
+        (resource.is_empty() || e.target.resource == *resource)
+            && (namespace.is_empty() || e.target.namespace.as_deref() == Some(namespace.as_str()))
+            && (event_type.is_empty() || e.event_type.as_str() == *event_type)
+            && (search.is_empty() || e.target.key().contains(search.as_str()))
+    }
+
+    /// Journey length of the current speed (ms), or `None` for live (not tracked).
+    pub fn journey_ms_untracked(&self) -> Option<f64> {
+        SPEEDS[self.speed.get_untracked().min(SPEEDS.len() - 1)].1
+    }
+}
+
+/// Reads the view from the page's URL, and keeps the URL in step with it.
+pub fn from_url() -> ViewState {
+    let window = web_sys::window().expect("a page has a window");
+    let search = window.location().search().unwrap_or_default();
+    let state = ViewState::new(ViewQuery::parse(&search));
+    Effect::new(move |_| {
+        let query = state.query().to_query();
+        let window = web_sys::window().expect("a page has a window");
+        let path = window.location().pathname().unwrap_or_else(|_| "/".into());
+        if let Ok(history) = window.history() {
+            let _ = history.replace_state_with_url(
+                &wasm_bindgen::JsValue::NULL,
+                "",
+                Some(&format!("{path}{query}")),
+            );
+        }
+    });
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_round_trips() {
+        let q = ViewQuery {
+            paused: true,
+            speed: Some(0),
+            resource: "pods".into(),
+            namespace: "default".into(),
+            event_type: "MODIFIED".into(),
+            search: "web 1/ä".into(),
+            captions: Some(false),
+            presenter: true,
+            theme: Theme::Dark,
+        };
+        let text = q.to_query();
+        assert_eq!(ViewQuery::parse(&text), q);
+    }
+
+    #[test]
+    fn the_default_view_has_an_empty_query_and_junk_is_ignored() {
+        assert_eq!(ViewQuery::default().to_query(), "");
+        let q = ViewQuery::parse("?speed=99&bogus=1&q=%zz&type=deleted");
+        assert_eq!(q.speed, None);
+        assert_eq!(q.search, "%zz");
+        assert_eq!(q.event_type, "DELETED");
+    }
+}

@@ -1,0 +1,325 @@
+//! The app in headless Chromium against the real binary: the pipeline, a
+//! demo action's story, pause and step, filters, and the view kept in the URL.
+
+use std::time::Duration;
+use watchlife_tests::bridge::Bridge;
+use watchlife_tests::browser::Browser;
+
+/// Every stage, in pipeline order, as the diagram names them.
+const STAGES: [&str; 9] = [
+    "etcd",
+    "watch_cache",
+    "watch_stream",
+    "reflector",
+    "fifo",
+    "indexer",
+    "handlers",
+    "workqueue",
+    "reconcile",
+];
+
+async fn open(bridge: &Bridge, query: &str, width: u32, height: u32) -> Browser {
+    let browser = Browser::start(width, height).await;
+    browser
+        .client
+        .goto(&format!("{}/{query}", bridge.url()))
+        .await
+        .expect("open the app");
+    browser
+        .wait_until(
+            "the link is connected",
+            "document.querySelector('#link[data-link=connected]')",
+        )
+        .await;
+    browser
+}
+
+async fn launched(browser: &Browser) -> u64 {
+    browser
+        .eval("Number(document.querySelector('#pipeline').dataset.launched)")
+        .await
+        .as_u64()
+        .expect("data-launched is a number")
+}
+
+#[tokio::test]
+async fn every_stage_is_drawn_and_unobserved_ones_say_so() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
+    let browser = open(&bridge, "", 1440, 1000).await;
+    for stage in STAGES {
+        browser
+            .wait_for(&format!("#pipeline g.stage[data-stage={stage}]"))
+            .await;
+    }
+    // The demo measures at least the server side and the Reflector.
+    for stage in ["etcd", "watch_cache", "watch_stream", "reflector"] {
+        browser
+            .wait_until(
+                &format!("{stage} is observed"),
+                &format!(
+                    "document.querySelector('g.stage[data-stage={stage}][data-observed=true]')"
+                ),
+            )
+            .await;
+    }
+    browser
+        .wait_until(
+            "a token travels",
+            "document.querySelector('#pipeline [data-token]')",
+        )
+        .await;
+    // Unobserved stages show no numbers; observed ones do.
+    let consistent = browser
+        .eval(
+            "[...document.querySelectorAll('g.stage')].every(g => g.dataset.observed === 'true'
+                ? !!g.querySelector('.stage-rate') && !g.querySelector('.not-observed')
+                : g.querySelector('.not-observed').textContent === 'not observed' && !g.querySelector('.stage-rate'))",
+        )
+        .await;
+    assert_eq!(consistent, serde_json::json!(true));
+    browser
+        .wait_until(
+            "the Reflector's state is on its node",
+            "[...document.querySelectorAll('#pipeline .reflector[data-resource=pods] .reflector-state')].some(e => e.textContent.startsWith('WATCH from RV'))",
+        )
+        .await;
+    // Let the numbers fill in before the picture.
+    browser
+        .wait_until(
+            "live events are listed",
+            "document.querySelectorAll('tr.event-row[data-initial=false]').length >= 4",
+        )
+        .await;
+    let shots = watchlife_tests::workspace().join("docs/screenshots");
+    browser.screenshot(&shots.join("desktop.png")).await;
+    browser.close().await;
+
+    let presenter = open(&bridge, "?presenter=1", 1600, 900).await;
+    presenter
+        .wait_until(
+            "a token travels in presenter mode",
+            "document.querySelector('#pipeline [data-token]:not(.arrived)')",
+        )
+        .await;
+    let chrome = presenter
+        .eval("getComputedStyle(document.querySelector('.controls')).display")
+        .await;
+    assert_eq!(chrome, serde_json::json!("none"));
+    presenter.screenshot(&shots.join("presenter.png")).await;
+    presenter.close().await;
+}
+
+#[tokio::test]
+async fn a_label_added_from_the_panel_travels_and_shows_in_the_history() {
+    // A slow story: its ConfigMap lives long enough to be labelled and looked at.
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "0.5"]).await;
+    let browser = open(&bridge, "", 1440, 1000).await;
+    browser
+        .wait_until(
+            "an object is offered",
+            "document.querySelector('#action-object option')",
+        )
+        .await;
+    let target = browser
+        .eval("document.querySelector('#action-object').value")
+        .await
+        .as_str()
+        .expect("an object is offered")
+        .to_string();
+    let (resource, pod) = target.split_once(' ').expect("`resource ns/name`");
+    let (resource, pod) = (resource.to_string(), pod.to_string());
+    let last_seq = browser
+        .eval("Math.max(0, ...[...document.querySelectorAll('tr.event-row')].map(r => Number(r.dataset.seq)))")
+        .await
+        .as_u64()
+        .unwrap_or(0);
+    browser.fill("#label-key", "tier").await;
+    browser.fill("#label-value", "frontend").await;
+    browser
+        .wait_for("#action-label")
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait_until(
+            "the action's result is told",
+            "document.querySelector('#notice').textContent.includes('tier=frontend')",
+        )
+        .await;
+    // The first watch event about that object after the action is the label's.
+    let pod_json = serde_json::to_string(&pod).unwrap();
+    let mine = format!(
+        "[...document.querySelectorAll('tr.event-row[data-type=MODIFIED][data-initial=false]')]
+            .filter(r => Number(r.dataset.seq) > {last_seq} && r.querySelector('.name').textContent === {pod_json})
+            .map(r => r.dataset.rv)"
+    );
+    browser
+        .wait_until("the label's event is listed", &format!("{mine}.length > 0"))
+        .await;
+    let rv = browser
+        .eval(&format!("{mine}.pop()"))
+        .await
+        .as_str()
+        .expect("an event row has an RV")
+        .to_string();
+    browser
+        .wait_until(
+            "the event's token travels",
+            &format!("document.querySelector(\"#pipeline [data-token][data-rv='{rv}']\")"),
+        )
+        .await;
+    browser
+        .wait_for(&format!(
+            "tr.object-row[data-resource='{resource}'][data-key='{pod}']"
+        ))
+        .await
+        .click()
+        .await
+        .unwrap();
+    let change = browser
+        .text(&format!("#history .version[data-rv='{rv}'] .change"))
+        .await;
+    assert_eq!(change, "label tier=frontend added");
+    let first = browser.text("#history .version .change").await;
+    assert!(
+        first == "as listed" || first == "created",
+        "the first version is the listed one: {first}"
+    );
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn pause_stops_the_tokens_and_step_lets_exactly_one_travel() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "5"]).await;
+    let browser = open(&bridge, "", 1280, 900).await;
+    browser
+        .wait_until(
+            "tokens are launched",
+            "Number(document.querySelector('#pipeline').dataset.launched) > 0",
+        )
+        .await;
+    browser.press(" ").await;
+    browser
+        .wait_until(
+            "paused",
+            "document.querySelector('#pause[aria-pressed=true]')",
+        )
+        .await;
+    let before = launched(&browser).await;
+    let clock = "[...document.querySelectorAll('#pipeline [data-token]')].map(t => t.getAttribute('transform')).join(';')";
+    let positions = browser.eval(clock).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        launched(&browser).await,
+        before,
+        "no token starts while paused"
+    );
+    assert_eq!(
+        browser.eval(clock).await,
+        positions,
+        "no token moves while paused"
+    );
+    browser
+        .wait_until(
+            "events wait while paused",
+            "Number(document.querySelector('#pipeline').dataset.waiting) > 0",
+        )
+        .await;
+    browser.press("ArrowRight").await;
+    browser
+        .wait_until(
+            "one token starts",
+            &format!(
+                "Number(document.querySelector('#pipeline').dataset.launched) === {}",
+                before + 1
+            ),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        launched(&browser).await,
+        before + 1,
+        "a step lets exactly one event go"
+    );
+    browser.press(" ").await;
+    browser
+        .wait_until(
+            "resumed, tokens flow again",
+            &format!(
+                "Number(document.querySelector('#pipeline').dataset.launched) > {}",
+                before + 1
+            ),
+        )
+        .await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn filters_hide_and_show_and_the_url_restores_the_view() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
+    let browser = open(&bridge, "", 1280, 900).await;
+    browser
+        .wait_until(
+            "events are listed",
+            "document.querySelectorAll('tr.event-row').length >= 3",
+        )
+        .await;
+    browser.fill("#filter-search", "no-such-object").await;
+    browser
+        .wait_until(
+            "the search hides every event",
+            "document.querySelectorAll('tr.event-row').length === 0 && location.search.includes('q=no-such-object')",
+        )
+        .await;
+    browser.fill("#filter-search", "").await;
+    browser
+        .wait_until(
+            "clearing it shows them again",
+            "document.querySelectorAll('tr.event-row').length >= 3",
+        )
+        .await;
+    browser.fill("#filter-type", "MODIFIED").await;
+    browser
+        .wait_until(
+            "only MODIFIED events are listed",
+            "document.querySelectorAll('tr.event-row').length > 0 && [...document.querySelectorAll('tr.event-row')].every(r => r.dataset.type === 'MODIFIED')",
+        )
+        .await;
+    let query = browser.eval("location.search").await;
+    assert_eq!(query, serde_json::json!("?type=MODIFIED"));
+    browser.close().await;
+
+    // A link with a view in its query opens that view.
+    let again = open(
+        &bridge,
+        "?paused=1&speed=0&type=MODIFIED&q=web&captions=0&theme=dark",
+        1280,
+        900,
+    )
+    .await;
+    again
+        .wait_until(
+            "paused",
+            "document.querySelector('#pause[aria-pressed=true]')",
+        )
+        .await;
+    let view = again
+        .eval(
+            "[document.querySelector('#filter-type').value, document.querySelector('#filter-search').value,
+              document.querySelector('#speed').value, document.documentElement.dataset.theme,
+              !!document.querySelector('#narration')]",
+        )
+        .await;
+    assert_eq!(
+        view,
+        serde_json::json!(["MODIFIED", "web", "0", "dark", false])
+    );
+    again
+        .wait_until(
+            "the restored filter applies",
+            "document.querySelectorAll('tr.event-row').length > 0 && [...document.querySelectorAll('tr.event-row')].every(r => r.dataset.type === 'MODIFIED' && r.querySelector('.name').textContent.includes('web'))",
+        )
+        .await;
+    again.close().await;
+}
