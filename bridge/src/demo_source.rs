@@ -8,6 +8,7 @@
 //! cache, dispatch) and the time the Reflector received it.
 
 use crate::hub::Hub;
+use crate::pipeline::Pipeline;
 use serde_json::Value;
 use std::sync::Arc;
 use watchlife_controlplane::resource::ResourceType;
@@ -17,16 +18,13 @@ use watchlife_protocol::{
     WatchEvent,
 };
 
-/// The stages this source measures.
-pub const OBSERVED: [Stage; 4] = [
-    Stage::Etcd,
-    Stage::WatchCache,
-    Stage::WatchStream,
-    Stage::Reflector,
-];
+/// The stages this source measures: all of them, the control plane's own
+/// (commit, watch cache, dispatch) and the informer's.
+pub const OBSERVED: [Stage; 9] = Stage::ALL;
 
-/// Runs the list-watch loop of one resource until the task is dropped.
-pub async fn reflect(cp: ControlPlane, rt: ResourceType, hub: Hub) {
+/// Runs the list-watch loop of one resource until the task is dropped,
+/// feeding `pipeline` (the informer stages) and reporting to `hub`.
+pub async fn reflect(cp: ControlPlane, rt: ResourceType, hub: Hub, pipeline: Pipeline) {
     let resource = rt.qualified_name();
     let report = |state| {
         hub.publish(FrameBody::Reflector(ReflectorUpdate {
@@ -39,16 +37,20 @@ pub async fn reflect(cp: ControlPlane, rt: ResourceType, hub: Hub) {
             resource_version: String::new(),
         });
         let (items, listed_rv) = cp.list(rt, None);
-        hub.clear_objects(&resource);
         report(ReflectorState::ListFinished {
             count: items.len() as u64,
             resource_version: listed_rv.to_string(),
         });
-        for item in &items {
-            let mut stages = StageTimes::new();
-            stages.insert(Stage::Reflector, StageMark::at(cp.clock().now()));
-            hub.publish(event_frame(rt, EventType::Added, item, stages, true));
-        }
+        let listed_at = cp.clock().now();
+        pipeline.deliver_list(
+            items
+                .iter()
+                .map(|item| {
+                    let stages = StageTimes::from([(Stage::Reflector, StageMark::at(listed_at))]);
+                    (event_frame(rt, EventType::Added, item, stages, true), item.clone())
+                })
+                .collect(),
+        );
         let mut last_rv = listed_rv;
         loop {
             report(ReflectorState::WatchStarted {
@@ -73,7 +75,10 @@ pub async fn reflect(cp: ControlPlane, rt: ResourceType, hub: Hub) {
                 last_rv = delivery.event.revision;
                 let stages = stages_of(&delivery, cp.clock().now());
                 let e = &delivery.event;
-                hub.publish(event_frame(rt, e.event_type, &e.object, stages, false));
+                pipeline.deliver(
+                    event_frame(rt, e.event_type, &e.object, stages, false),
+                    e.object.clone(),
+                );
             }
             report(ReflectorState::WatchEnded {
                 resource_version: last_rv.to_string(),
@@ -99,8 +104,8 @@ fn event_frame(
     obj: &Arc<Value>,
     stages: StageTimes,
     initial: bool,
-) -> FrameBody {
-    FrameBody::Event(WatchEvent {
+) -> WatchEvent {
+    WatchEvent {
         event_type,
         target: ObjectRef {
             resource: rt.qualified_name(),
@@ -113,5 +118,5 @@ fn event_frame(
         stages,
         initial,
         coalesced: false,
-    })
+    }
 }

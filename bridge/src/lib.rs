@@ -4,6 +4,7 @@
 //! - [`cli`]: the command-line flags.
 //! - [`run`] (here): picks the source, starts it, and serves until Ctrl-C.
 //! - [`demo_source`]: list-watch of the embedded demo control plane.
+//! - [`pipeline`]: the informer stages (FIFO → Indexer → handlers → workqueue → reconcile) as tasks.
 //! - [`hub`]: the fan-out — one ordered stream, encoded once, a window for resuming viewers.
 //! - [`viewer`]: one WebSocket connection.
 //! - [`server`]: routes (`/ws`, `/healthz`, `/version`, the app) and [`assets`], the embedded app.
@@ -15,6 +16,7 @@ pub mod assets;
 pub mod cli;
 pub mod demo_source;
 pub mod hub;
+pub mod pipeline;
 pub mod server;
 pub mod viewer;
 
@@ -73,7 +75,8 @@ fn start_demo(args: &Args) -> App {
     let hub = Hub::new(format!("{:x}", clock.now()));
     let resources = [PODS, CONFIGMAPS];
     for rt in resources {
-        tokio::spawn(demo_source::reflect(cp.clone(), rt, hub.clone()));
+        let pipeline = pipeline::Pipeline::start(hub.clone(), clock.clone());
+        tokio::spawn(demo_source::reflect(cp.clone(), rt, hub.clone(), pipeline));
     }
     if !args.demo_idle {
         let (cp, pace) = (cp.clone(), args.demo_pace());
