@@ -1,6 +1,8 @@
 //! Demo actions: changes a viewer asks the demo control plane to make.
 
 use watchlife_controlplane::ControlPlane;
+use watchlife_controlplane::actions as act;
+use watchlife_controlplane::control_plane::SLOW_WATCHER_BUFFER;
 use watchlife_controlplane::resource::{self, DEPLOYMENTS, PODS};
 use watchlife_protocol::{DemoAction, ErrorCode};
 
@@ -20,7 +22,9 @@ impl From<watchlife_controlplane::ApiError> for ActionError {
     }
 }
 
-/// Carries out `action`, returning a sentence that describes what happened.
+/// Carries out `action` as a user's kubectl would (through the core's
+/// [`watchlife_controlplane::actions`]), returning a sentence that describes
+/// what happened.
 pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError> {
     match action {
         DemoAction::Scale {
@@ -28,9 +32,7 @@ pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError
             name,
             replicas,
         } => {
-            cp.modify(DEPLOYMENTS, Some(namespace), name, |d| {
-                d["spec"]["replicas"] = (*replicas).into();
-            })?;
+            act::scale(cp, DEPLOYMENTS, namespace, name, *replicas as u64)?;
             Ok(format!(
                 "scaled deployment {namespace}/{name} to {replicas}"
             ))
@@ -46,10 +48,7 @@ pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError
                 code: ErrorCode::ActionFailed,
                 message: format!("the demo serves no resource called {resource:?}"),
             })?;
-            let ns = rt.namespaced.then_some(namespace.as_str());
-            cp.modify(rt, ns, name, |o| {
-                o["metadata"]["labels"][key.as_str()] = value.as_str().into();
-            })?;
+            act::label(cp, rt, namespace, name, key, value)?;
             Ok(format!(
                 "labelled {resource} {namespace}/{name} with {key}={value}"
             ))
@@ -59,16 +58,16 @@ pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError
             name,
             image,
         } => {
-            cp.modify(DEPLOYMENTS, Some(namespace), name, |d| {
-                d["spec"]["template"]["spec"]["containers"][0]["image"] = image.as_str().into();
-            })?;
+            act::set_image(cp, namespace, name, None, image)?;
             Ok(format!(
                 "set the image of deployment {namespace}/{name} to {image}"
             ))
         }
         DemoAction::DeletePod { namespace, name } => {
-            cp.delete(PODS, Some(namespace), name)?;
-            Ok(format!("deleted pod {namespace}/{name}"))
+            act::delete_pod(cp, namespace, name)?;
+            Ok(format!(
+                "deleting pod {namespace}/{name}: MODIFIED (deletionTimestamp set) now, DELETED once its kubelet has stopped it"
+            ))
         }
         DemoAction::Compact => {
             let revision = cp.compact();
@@ -80,9 +79,11 @@ pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError
             cp.drop_watchers();
             Ok("closed every watch: each watcher re-watches from its last resourceVersion".into())
         }
-        DemoAction::SlowWatcher => Err(ActionError {
-            code: ErrorCode::ActionFailed,
-            message: "slow watcher: this control plane has no slow watcher to start yet".into(),
-        }),
+        DemoAction::SlowWatcher => {
+            cp.start_slow_watcher(PODS)?;
+            Ok(format!(
+                "started a pod watcher that never reads: after {SLOW_WATCHER_BUFFER} pod events its buffer is full and the watch cache closes it, while every other watcher goes on"
+            ))
+        }
     }
 }

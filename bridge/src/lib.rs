@@ -3,31 +3,45 @@
 //! # Layout
 //! - [`cli`]: the command-line flags.
 //! - [`run`] (here): picks the source, starts it, and serves until Ctrl-C.
-//! - [`demo_source`]: list-watch of the embedded demo control plane.
+//! - [`source`]: a real cluster (kube config) or the embedded demo control plane.
+//! - [`target`]: the resources to watch, resolved through discovery.
+//! - [`reflector`]: ListAndWatch, written out as a state machine.
+//! - [`etcd`]: a real cluster's etcd stage, by watching etcd directly.
+//! - [`redact`]: what never leaves the bridge (Secret values, managed fields).
 //! - [`pipeline`]: the informer stages (FIFO → Indexer → handlers → workqueue → reconcile) as tasks.
 //! - [`hub`]: the fan-out — one ordered stream, encoded once, a window for resuming viewers.
+//! - [`fanout`]: the demo watch cache's own fan-out, reported to viewers.
 //! - [`viewer`]: one WebSocket connection.
-//! - [`server`]: routes (`/ws`, `/healthz`, `/version`, the app) and [`assets`], the embedded app.
+//! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/version`, the app), the connection
+//!   cap and graceful shutdown; [`assets`], the embedded app, and [`csp`], its security policy.
+//! - [`access`]: who may connect (token, Origin, Host); [`metrics`]: the Prometheus numbers.
 //! - [`app`] and [`actions`]: shared state, and the demo actions viewers may ask for.
 
+pub mod access;
 pub mod actions;
 pub mod app;
 pub mod assets;
 pub mod cli;
-pub mod demo_source;
+pub mod csp;
+pub mod etcd;
+pub mod fanout;
 pub mod hub;
+pub mod metrics;
 pub mod pipeline;
+pub mod redact;
+pub mod reflector;
 pub mod server;
+pub mod source;
+pub mod target;
 pub mod viewer;
 
 use app::App;
 use cli::Args;
 use hub::Hub;
+use pipeline::Pipeline;
+use reflector::Reflector;
 use std::sync::Arc;
-use watchlife_controlplane::resource::{CONFIGMAPS, PODS};
-use watchlife_controlplane::story::Story;
-use watchlife_controlplane::{Clock, ControlPlane};
-use watchlife_protocol::Source;
+use watchlife_controlplane::Clock;
 
 /// Why the bridge could not run.
 #[derive(Debug, thiserror::Error)]
@@ -38,12 +52,21 @@ pub enum RunError {
         source: std::io::Error,
         hint: &'static str,
     },
+    #[error(transparent)]
+    Source(#[from] source::SourceError),
+    #[error("{0}")]
+    Resources(#[from] target::ResolveError),
     #[error("the server failed: {0}")]
     Serve(std::io::Error),
+    /// The flags break an access rule (see [`access`]).
+    #[error("{0}")]
+    Access(#[from] access::AccessError),
 }
 
 /// Runs the bridge until Ctrl-C (or SIGTERM).
 pub async fn run(args: Args) -> Result<(), RunError> {
+    // Who may connect, and how many: refused before anything starts.
+    let server_config = server::ServerConfig::from_args(&args)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|source| RunError::Listen {
@@ -56,53 +79,55 @@ pub async fn run(args: Args) -> Result<(), RunError> {
             source,
         })?;
     let local = listener.local_addr().map_err(RunError::Serve)?;
-    let app = Arc::new(start_demo(&args));
+    let app = Arc::new(start(&args).await?);
     if !assets::is_built() {
         tracing::warn!("this binary was built without the browser app; run `make run` to build it");
     }
-    println!("watchlife is serving http://{local}/  (source: embedded demo control plane)");
-    axum::serve(listener, server::router(app))
-        .with_graceful_shutdown(shutdown_signal())
+    println!("watchlife is serving http://{local}/");
+    server::serve(listener, app, server_config, shutdown_signal())
         .await
         .map_err(RunError::Serve)
 }
 
-/// Starts the embedded demo control plane, its scripted workload, and the
-/// list-watch of it.
-fn start_demo(args: &Args) -> App {
+/// Connects the source, resolves the resources, and starts one Reflector
+/// and one informer pipeline per resource.
+async fn start(args: &Args) -> Result<App, RunError> {
+    let upstream = source::choose(args).await?;
     let clock = Clock::system();
-    let cp = ControlPlane::new(clock.clone());
     let hub = Hub::new(format!("{:x}", clock.now()));
-    let resources = [PODS, CONFIGMAPS];
-    for rt in resources {
-        let pipeline = pipeline::Pipeline::start(hub.clone(), clock.clone());
-        tokio::spawn(demo_source::reflect(cp.clone(), rt, hub.clone(), pipeline));
+    let names = if args.resources.is_empty() {
+        &upstream.default_resources
+    } else {
+        &args.resources
+    };
+    let targets = target::resolve(
+        &upstream.client,
+        names,
+        args.namespace.as_deref(),
+        args.selector.as_deref(),
+    )
+    .await?;
+    for target in &targets {
+        let reflector = Reflector {
+            client: upstream.client.clone(),
+            target: target.clone(),
+            hub: hub.clone(),
+            pipeline: Pipeline::start(hub.clone(), clock.clone(), upstream.server_stages.clone()),
+            clock: clock.clone(),
+        };
+        tokio::spawn(reflector.run());
     }
-    if !args.demo_idle {
-        let (cp, pace) = (cp.clone(), args.demo_pace());
-        tokio::spawn(async move {
-            let mut story = Story::new();
-            loop {
-                match story.step(&cp, pace) {
-                    Ok(wait) => tokio::time::sleep(wait).await,
-                    Err(e) => {
-                        tracing::warn!("the demo story stopped: {e}");
-                        return;
-                    }
-                }
-            }
-        });
+    if let Some(cp) = &upstream.demo {
+        fanout::spawn_reporter(cp.clone(), hub.clone());
     }
-    App {
+    Ok(App {
         hub,
-        source: Source::Demo {
-            api: "in-process".into(),
-        },
-        resources: resources.iter().map(|r| r.qualified_name()).collect(),
-        observed_stages: demo_source::OBSERVED.to_vec(),
-        demo: Some(cp),
+        source: upstream.source,
+        resources: targets.iter().map(|t| t.name.clone()).collect(),
+        observed_stages: upstream.observed,
+        demo: upstream.demo,
         clock,
-    }
+    })
 }
 
 async fn shutdown_signal() {

@@ -7,6 +7,7 @@
 //! separate goroutines, so the times between them are real queueing.
 
 use crate::hub::Hub;
+use crate::reflector::ServerStages;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
@@ -21,16 +22,19 @@ pub struct Pipeline {
     fifo_ready: Arc<Notify>,
     queue_ready: Arc<Notify>,
     clock: Clock,
+    server: Option<Arc<dyn ServerStages>>,
 }
 
 impl Pipeline {
-    /// Starts the processing task and one worker, publishing to `hub`.
-    pub fn start(hub: Hub, clock: Clock) -> Pipeline {
+    /// Starts the processing task and one worker, publishing to `hub` each
+    /// finished event with the server-side stage times `server` knows of it.
+    pub fn start(hub: Hub, clock: Clock, server: Option<Arc<dyn ServerStages>>) -> Pipeline {
         let pipeline = Pipeline {
             informer: Arc::new(Mutex::new(Informer::new())),
             fifo_ready: Arc::new(Notify::new()),
             queue_ready: Arc::new(Notify::new()),
             clock,
+            server,
         };
         tokio::spawn(pipeline.clone().process_loop());
         tokio::spawn(pipeline.clone().worker(hub));
@@ -84,11 +88,24 @@ impl Pipeline {
             };
             match done {
                 Some(reconciled) => {
-                    for event in reconciled.events {
+                    for mut event in reconciled.events {
+                        self.add_server_stages(&mut event);
                         hub.publish(FrameBody::Event(event));
                     }
                 }
                 None => self.queue_ready.notified().await,
+            }
+        }
+    }
+
+    /// Server-side stages of a change seen on the watch (a listed object is
+    /// state, not a change, and has none).
+    fn add_server_stages(&self, event: &mut WatchEvent) {
+        if let Some(server) = &self.server
+            && !event.initial
+        {
+            for (stage, mark) in server.stages_of(&event.resource_version) {
+                event.stages.entry(stage).or_insert(mark);
             }
         }
     }

@@ -22,6 +22,23 @@ pub fn binary() -> PathBuf {
     path
 }
 
+/// Flags that keep a test's bridge to itself: unless the test chooses, the
+/// demo (never a cluster some kubeconfig on the machine points at), with its
+/// API on a free port (tests run in parallel).
+fn isolation(args: &[&str]) -> Vec<&'static str> {
+    let mut extra = Vec::new();
+    if !args
+        .iter()
+        .any(|a| ["--demo", "--kubeconfig", "--context"].contains(a))
+    {
+        extra.push("--demo");
+    }
+    if !args.contains(&"--demo-api") {
+        extra.extend(["--demo-api", "127.0.0.1:0"]);
+    }
+    extra
+}
+
 /// A running bridge, killed on drop.
 pub struct Bridge {
     child: Child,
@@ -50,6 +67,7 @@ impl Bridge {
             .current_dir(dir)
             .arg("--listen")
             .arg(addr.to_string())
+            .args(isolation(args))
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

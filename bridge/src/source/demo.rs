@@ -1,0 +1,128 @@
+//! The embedded demo control plane as a source: its controllers and story
+//! run in-process, its Kubernetes API is served on `--demo-api`, and the
+//! bridge list-watches that API over HTTP like any other client.
+
+use super::{SourceError, Upstream};
+use crate::cli::Args;
+use crate::reflector::ServerStages;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use watchlife_controlplane::controllers::Demo;
+use watchlife_controlplane::{Clock, ControlPlane};
+use watchlife_protocol::{Source, Stage, StageMark, StageTimes};
+
+/// What the bridge watches on the demo when `--resources` is not given: the
+/// objects the story and its controllers change.
+pub const DEFAULT_RESOURCES: [&str; 4] =
+    ["pods", "configmaps", "deployments.apps", "replicasets.apps"];
+
+/// File name of the kubeconfig written for the demo API.
+const KUBECONFIG_NAME: &str = "demo.kubeconfig";
+
+/// Starts the control plane, its controllers and story, and its API.
+pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
+    let listener = tokio::net::TcpListener::bind(args.demo_api)
+        .await
+        .map_err(|source| SourceError::DemoApi {
+            addr: args.demo_api,
+            source,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| SourceError::DemoApi {
+            addr: args.demo_api,
+            source,
+        })?;
+    let url = format!("http://{addr}");
+    let clock = Clock::system();
+    let cp = ControlPlane::new(clock.clone());
+    tokio::spawn(watchlife_demo_apiserver::serve(
+        cp.clone(),
+        listener,
+        std::future::pending(),
+    ));
+    let pace = (!args.demo_idle).then(|| args.demo_pace());
+    tokio::spawn(drive(Demo::new(cp.clone(), pace), clock));
+
+    let kubeconfig = kubeconfig_path(addr.port());
+    match watchlife_demo_apiserver::write_kubeconfig(&kubeconfig, &url) {
+        Ok(()) => println!(
+            "the demo's Kubernetes API is at {url}; for kubectl:\n  export KUBECONFIG={}",
+            kubeconfig.display()
+        ),
+        Err(e) => tracing::warn!(
+            "could not write the demo kubeconfig {}: {e}",
+            kubeconfig.display()
+        ),
+    }
+
+    let config = kube::Config::new(
+        url.parse()
+            .map_err(|e| SourceError::Config(format!("{e}")))?,
+    );
+    let client = kube::Client::try_from(config).map_err(|e| SourceError::Config(e.to_string()))?;
+    Ok(Upstream {
+        client,
+        source: Source::Demo { api: url },
+        default_resources: DEFAULT_RESOURCES.iter().map(|s| s.to_string()).collect(),
+        server_stages: Some(Arc::new(LedgerStages(cp.clone()))),
+        observed: Stage::ALL.to_vec(),
+        demo: Some(cp),
+    })
+}
+
+/// Where the kubeconfig goes: beside watchlife's other files in the user's
+/// cache, one per port, so two demos on two ports do not overwrite each other.
+fn kubeconfig_path(port: u16) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("watchlife")
+        .join(format!("{port}-{KUBECONFIG_NAME}"))
+}
+
+/// Runs the controllers and the story, stepping again at once when another
+/// writer (kubectl, a demo action) changed something.
+async fn drive(mut demo: Demo, clock: Clock) {
+    let mut revisions = demo.control_plane().revisions();
+    loop {
+        let wait = demo.step(clock.now());
+        if wait.is_zero() {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            changed = revisions.changed() => if changed.is_err() { return },
+        }
+        // Let a burst of writes settle into one step.
+        tokio::time::sleep(SETTLE).await;
+    }
+}
+
+/// Pause after a change before the controllers look: a kubectl command often
+/// writes several objects in a row, and one step seeing all of them is what a
+/// real controller's informer would do.
+const SETTLE: Duration = Duration::from_millis(5);
+
+/// The demo's server-side stages, exact, from the control plane's ledger.
+struct LedgerStages(ControlPlane);
+
+impl ServerStages for LedgerStages {
+    fn stages_of(&self, resource_version: &str) -> StageTimes {
+        let Some(record) = resource_version
+            .parse()
+            .ok()
+            .and_then(|rv| self.0.stage_times(rv))
+        else {
+            return StageTimes::new();
+        };
+        StageTimes::from([
+            (Stage::Etcd, StageMark::at(record.committed_at)),
+            (Stage::WatchCache, StageMark::at(record.cached_at)),
+            (Stage::WatchStream, StageMark::at(record.dispatched_at)),
+        ])
+    }
+}

@@ -1,0 +1,113 @@
+//! Where events come from: a real cluster when one is configured, else the
+//! embedded demo control plane. Either way the bridge reaches it through the
+//! Kubernetes API with a kube client, and list-watches it with the same
+//! Reflector.
+//!
+//! - [`cluster`]: kubeconfig or in-cluster service account.
+//! - [`demo`]: the embedded control plane, its controllers, and its API.
+
+pub mod cluster;
+pub mod demo;
+
+use crate::cli::Args;
+use crate::reflector::ServerStages;
+use std::sync::Arc;
+use watchlife_controlplane::ControlPlane;
+use watchlife_protocol::{Source, Stage};
+
+/// A source, connected and ready to list-watch.
+pub struct Upstream {
+    /// A client that can only read (see [`read_only_client`]).
+    pub client: kube::Client,
+    /// What viewers are told about it.
+    pub source: Source,
+    /// What to watch when `--resources` is not given.
+    pub default_resources: Vec<String>,
+    /// Server-side stage times, where the source can tell them.
+    pub server_stages: Option<Arc<dyn ServerStages>>,
+    /// The stages measured for events from this source.
+    pub observed: Vec<Stage>,
+    /// The demo control plane, for the demo actions.
+    pub demo: Option<ControlPlane>,
+}
+
+/// Why no source could be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(
+        "cannot serve the demo's Kubernetes API on {addr}: {source} (choose another address with --demo-api)"
+    )]
+    DemoApi {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// The configured cluster, unless `--demo` is given or none is configured,
+/// in which case the demo. Says which it chose, and why, on stdout.
+pub async fn choose(args: &Args) -> Result<Upstream, SourceError> {
+    if !args.demo {
+        match cluster::connect(args).await? {
+            Ok(upstream) => {
+                if let Source::Cluster { context, server } = &upstream.source {
+                    println!("watching cluster context {context} ({server})");
+                }
+                return Ok(upstream);
+            }
+            Err(reason) => println!("{reason}: starting the embedded demo control plane"),
+        }
+    }
+    demo::start(args).await
+}
+
+/// A kube client for `config` that refuses, before it leaves the bridge, any
+/// request but GET: watchlife lists, watches and discovers, and never writes.
+pub fn read_only_client(config: kube::Config) -> Result<kube::Client, SourceError> {
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| SourceError::Config(format!("cannot build a client: {e}")))?;
+    Ok(builder
+        .with_layer(&tower::filter::FilterLayer::new(only_reads))
+        .build())
+}
+
+fn only_reads(
+    request: http::Request<kube::client::Body>,
+) -> Result<http::Request<kube::client::Body>, tower::BoxError> {
+    if request.method() == http::Method::GET {
+        Ok(request)
+    } else {
+        Err(format!(
+            "watchlife only reads from clusters: refused {} {}",
+            request.method(),
+            request.uri().path()
+        )
+        .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_client_refuses_every_write_before_sending_it() {
+        // Nothing listens on this port: a request that got through would
+        // fail with a connection error instead.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = read_only_client(config).unwrap();
+        for method in ["POST", "PUT", "PATCH", "DELETE"] {
+            let request = http::Request::builder()
+                .method(method)
+                .uri("/api/v1/namespaces/default/pods")
+                .body(Vec::new())
+                .unwrap();
+            let error = client.request_text(request).await.unwrap_err().to_string();
+            assert!(error.contains("only reads"), "{method}: {error}");
+        }
+        let get = http::Request::get("/api/v1/pods").body(Vec::new()).unwrap();
+        let error = client.request_text(get).await.unwrap_err().to_string();
+        assert!(!error.contains("only reads"), "{error}");
+    }
+}

@@ -1,0 +1,132 @@
+//! What to list-watch: `--resources` names resolved through discovery.
+
+use kube::core::ApiResource;
+use kube::discovery::{Discovery, Scope};
+
+/// One list-watch: a resource the server serves, and its scope.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The name in frames and on the command line: the plural, with the
+    /// group for anything outside the core group (`pods`, `deployments.apps`).
+    pub name: String,
+    pub resource: ApiResource,
+    /// The namespace watched; `None` for all namespaces, and always for
+    /// cluster-scoped resources.
+    pub namespace: Option<String>,
+    /// Label selector of every LIST and WATCH.
+    pub selector: Option<String>,
+}
+
+/// Why the resources asked for could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("discovery failed: {0}")]
+    Discovery(#[source] kube::Error),
+    #[error("the server has no resource {name:?}{hint}")]
+    Unknown { name: String, hint: String },
+}
+
+/// Splits `deployments.apps` into its plural and its group (`""` for core).
+pub fn parse(name: &str) -> (&str, &str) {
+    name.split_once('.').unwrap_or((name, ""))
+}
+
+/// Resolves every name in `names` against the server's discovery, keeping
+/// the given order. Unknown names fail with the closest names the server has.
+pub async fn resolve(
+    client: &kube::Client,
+    names: &[String],
+    namespace: Option<&str>,
+    selector: Option<&str>,
+) -> Result<Vec<Target>, ResolveError> {
+    let discovery = Discovery::new(client.clone())
+        .run()
+        .await
+        .map_err(ResolveError::Discovery)?;
+    let mut known = Vec::new();
+    for group in discovery.groups() {
+        for (resource, caps) in group.recommended_resources() {
+            known.push((qualified(&resource), resource, caps.scope));
+        }
+    }
+    names
+        .iter()
+        .map(|wanted| {
+            let wanted = wanted.trim().to_ascii_lowercase();
+            let found = known.iter().find(|(name, r, _)| {
+                *name == wanted || (r.group.is_empty() && r.kind.to_ascii_lowercase() == wanted)
+            });
+            match found {
+                Some((name, resource, scope)) => Ok(Target {
+                    name: name.clone(),
+                    resource: resource.clone(),
+                    namespace: match scope {
+                        Scope::Namespaced => namespace.map(String::from),
+                        Scope::Cluster => None,
+                    },
+                    selector: selector.map(String::from),
+                }),
+                None => Err(ResolveError::Unknown {
+                    hint: closest(&wanted, known.iter().map(|(n, _, _)| n.as_str())),
+                    name: wanted,
+                }),
+            }
+        })
+        .collect()
+}
+
+/// `pods`, `deployments.apps`: how a resource is named on the command line.
+pub fn qualified(resource: &ApiResource) -> String {
+    if resource.group.is_empty() {
+        resource.plural.clone()
+    } else {
+        format!("{}.{}", resource.plural, resource.group)
+    }
+}
+
+/// Names a user most likely meant: up to [`SUGGESTIONS`] known names within
+/// a small edit distance, closest first.
+fn closest<'a>(wanted: &str, known: impl Iterator<Item = &'a str>) -> String {
+    /// How many suggestions an error lists: enough for a typo, few enough to read.
+    const SUGGESTIONS: usize = 3;
+    let mut scored: Vec<(usize, &str)> = known
+        .map(|name| {
+            let plural = parse(name).0;
+            let distance =
+                strsim::levenshtein(wanted, name).min(strsim::levenshtein(wanted, plural));
+            (distance, name)
+        })
+        .filter(|(d, _)| *d <= wanted.len().max(3) / 2)
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    let names: Vec<_> = scored.iter().take(SUGGESTIONS).map(|(_, n)| *n).collect();
+    if names.is_empty() {
+        " (`kubectl api-resources` lists what it serves)".into()
+    } else {
+        format!("; did you mean {}?", names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_into_plural_and_group() {
+        assert_eq!(parse("pods"), ("pods", ""));
+        assert_eq!(parse("deployments.apps"), ("deployments", "apps"));
+        assert_eq!(parse("widgets.example.com"), ("widgets", "example.com"));
+    }
+
+    #[test]
+    fn typos_get_the_closest_names() {
+        let known = ["pods", "podtemplates", "deployments.apps", "configmaps"];
+        assert_eq!(closest("pod", known.into_iter()), "; did you mean pods?");
+        assert_eq!(
+            closest("deploymnets", known.into_iter()),
+            "; did you mean deployments.apps?"
+        );
+        assert!(closest("zzzzzzzz", known.into_iter()).contains("api-resources"));
+    }
+}

@@ -1,0 +1,168 @@
+//! Choosing the source: the demo when no cluster is configured (saying so),
+//! its API for kubectl at the printed kubeconfig, and clear refusals.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use watchlife_tests::bridge::binary;
+use watchlife_tests::free_port;
+
+/// How long a starting `watchlife` may take to print a line.
+const LINE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A `watchlife` child whose stdout lines arrive on a channel; killed on drop.
+struct Run {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Run {
+    fn start(args: &[&str], home: &std::path::Path) -> Run {
+        let mut child = Command::new(binary())
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("HOME", home)
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("watchlife starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Run { child, lines }
+    }
+
+    /// Lines up to and including the first that contains `wanted`.
+    fn until(&self, wanted: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            match self.lines.recv_timeout(LINE_TIMEOUT) {
+                Ok(line) => {
+                    let found = line.contains(wanted);
+                    seen.push(line);
+                    if found {
+                        return seen;
+                    }
+                }
+                Err(_) => panic!("no line with {wanted:?}; got {seen:#?}"),
+            }
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn without_a_kubeconfig_the_demo_starts_and_kubectl_reaches_its_api() {
+    let home = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let api = format!("127.0.0.1:{}", free_port());
+    let run = Run::start(
+        &["--listen", &listen, "--demo-api", &api, "--demo-idle"],
+        home.path(),
+    );
+    let lines = run.until("watchlife is serving");
+    let text = lines.join("\n");
+    assert!(text.contains("no kubeconfig found"), "{text}");
+    assert!(text.contains(&format!("http://{api}")), "{text}");
+    let kubeconfig = lines
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("export KUBECONFIG="))
+        .unwrap_or_else(|| panic!("an export line: {text}"))
+        .to_string();
+
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .expect("kubectl runs");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    kubectl(&["create", "configmap", "from-kubectl", "--from-literal=k=v"]);
+    let listed = kubectl(&["get", "configmaps", "-o", "name"]);
+    assert!(listed.contains("configmap/from-kubectl"), "{listed}");
+}
+
+#[test]
+fn a_demo_api_port_in_use_is_a_one_line_error_naming_it() {
+    let home = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = Command::new(binary())
+        .args([
+            "--demo",
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--demo-api",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(lines[0].contains(&port.to_string()), "{stderr}");
+    assert!(lines[0].contains("--demo-api"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_resource_fails_with_the_closest_names() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(binary())
+        .args([
+            "--demo",
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--demo-api",
+            "127.0.0.1:0",
+            "--resources",
+            "pods,deploymnets",
+        ])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("\"deploymnets\""), "{stderr}");
+    assert!(stderr.contains("did you mean deployments.apps"), "{stderr}");
+}
+
+#[test]
+fn a_missing_kubeconfig_given_explicitly_is_an_error_not_a_fallback() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(binary())
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+}
