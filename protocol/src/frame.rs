@@ -3,14 +3,16 @@
 use crate::event::{ObjectRef, WatchEvent};
 use crate::reflector::ReflectorUpdate;
 use crate::stage::Stage;
+use crate::watch_cache::WatchCacheReport;
 use crate::{Micros, client::DemoAction};
 use serde::{Deserialize, Serialize};
 
 /// A frame from the bridge.
 ///
-/// `seq` orders the bridge's stream. *Stream* frames (`event`, `reflector`) are
-/// numbered 1, 2, 3… in the single order the bridge observed them, and a viewer
-/// that reconnects with the last `seq` it saw resumes after it. *Control* frames
+/// `seq` orders the bridge's stream. *Stream* frames (`event`, `reflector`,
+/// `watch_cache`) are numbered 1, 2, 3… in the single order the bridge
+/// observed them, and a viewer that reconnects with the last `seq` it saw
+/// resumes after it. *Control* frames
 /// (`hello`, `heartbeat`, `resync`, `snapshot`, `error`, `action_result`) belong
 /// to one connection and carry the `seq` of the latest stream frame, the cursor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,6 +32,8 @@ pub enum FrameBody {
     Event(WatchEvent),
     /// The Reflector of one resource changed state.
     Reflector(ReflectorUpdate),
+    /// The demo's watch caches changed: their rings and their watchers.
+    WatchCache(WatchCacheReport),
     /// Sent on a period so both ends notice a dead connection.
     Heartbeat(Heartbeat),
     /// The viewer missed frames it cannot be given; a `snapshot` follows.
@@ -45,7 +49,10 @@ pub enum FrameBody {
 impl FrameBody {
     /// Whether the frame is numbered in the bridge's stream (see [`ServerFrame`]).
     pub fn is_stream(&self) -> bool {
-        matches!(self, FrameBody::Event(_) | FrameBody::Reflector(_))
+        matches!(
+            self,
+            FrameBody::Event(_) | FrameBody::Reflector(_) | FrameBody::WatchCache(_)
+        )
     }
 }
 
@@ -231,6 +238,36 @@ mod tests {
                 message: "expected value at line 1".into(),
             }),
         });
+    }
+
+    #[test]
+    fn watch_cache_frame_is_a_stream_frame_with_its_rings_and_lanes() {
+        let frame = ServerFrame {
+            seq: 12,
+            body: FrameBody::WatchCache(crate::WatchCacheReport {
+                caches: vec![crate::CacheState {
+                    resource: "pods".into(),
+                    window_start: 600,
+                    window_end: 705,
+                    len: 105,
+                    capacity: 200,
+                    watchers: vec![crate::WatcherState {
+                        id: 1,
+                        name: "scheduler".into(),
+                        buffered: 2,
+                        capacity: 100,
+                    }],
+                    closed_slow: 0,
+                    recently_closed: vec![],
+                }],
+            }),
+        };
+        let json = round_trip(&frame);
+        assert_eq!(json["type"], "watch_cache");
+        assert_eq!(json["caches"][0]["window_end"], 705);
+        assert_eq!(json["caches"][0]["watchers"][0]["name"], "scheduler");
+        assert!(json["caches"][0].get("recently_closed").is_none());
+        assert!(frame.body.is_stream());
     }
 
     #[test]

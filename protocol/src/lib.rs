@@ -6,6 +6,7 @@
 //! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times.
 //! - [`reflector`]: the Reflector's own life (LIST, WATCH, BOOKMARK, 410, RELIST, backoff).
 //! - [`stage`]: the stages of an event's life, from etcd to reconcile.
+//! - [`watch_cache`]: the demo's watch caches — their rings and their fan-out.
 //!
 //! Every type here is plain data with serde derives: no IO, so the crate builds for
 //! the host and for `wasm32-unknown-unknown` alike. `docs/protocol.md` shows an
@@ -16,6 +17,7 @@ pub mod event;
 pub mod frame;
 pub mod reflector;
 pub mod stage;
+pub mod watch_cache;
 
 pub use client::{ClientMessage, DemoAction, Filter};
 pub use event::{EventType, ObjectRef, WatchEvent};
@@ -25,6 +27,7 @@ pub use frame::{
 };
 pub use reflector::{ReflectorState, ReflectorUpdate};
 pub use stage::{Stage, StageMark, StageTimes};
+pub use watch_cache::{CacheState, ClosedWatcherState, WatchCacheReport, WatcherState};
 
 /// Version of this protocol. A viewer refuses a `hello` with a larger major version.
 pub const PROTOCOL_VERSION: u32 = 1;
