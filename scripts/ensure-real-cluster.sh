@@ -21,6 +21,9 @@
 #   ETCDCTL=/usr/bin/etcdctl
 #   KUBE_APISERVER=/root/.cache/watchlife/kube-apiserver-v1.20.2/kube-apiserver
 #
+# With --check it only tells, by its exit status, whether everything is in
+# place already (0) or a run would install or build something (1).
+#
 # Environment knobs (all optional):
 #   WATCHLIFE_CACHE          cache root (default $HOME/.cache/watchlife)
 #   WATCHLIFE_DEBIAN_MIRROR  Debian archive URL for the deb-src line
@@ -30,10 +33,20 @@
 # Safe to run many times and from several processes at once (a flock guards
 # the build). An interrupted run never leaves a partial binary behind; the next
 # run carries on (if only this script was killed, its `go build` child may go
-# on to the end and hold the lock until then). Facts behind the build recipe:
-# shared/real-apiserver.md.
+# on to the end and hold the lock until then).
+#
+# Time on 2 cores, once per machine: about a minute for packages and source,
+# one for openapi-gen, then the compile: about 5 minutes on an idle machine,
+# 15 while other builds share the cores.
 
 set -euo pipefail
+
+CHECK_ONLY=false
+case ${1:-} in
+  --check) CHECK_ONLY=true ;;
+  "") ;;
+  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
+esac
 
 readonly K8S_VERSION=v1.20.2
 readonly K8S_MAJOR=1
@@ -105,9 +118,10 @@ print_paths() {
 command -v dpkg-query >/dev/null || die "this script expects a Debian (bookworm) system with dpkg"
 
 if [[ -z $(missing_packages "${RUNTIME_PACKAGES[@]}") ]] && binary_ok; then
-  print_paths
+  [[ $CHECK_ONLY == true ]] || print_paths
   exit 0
 fi
+[[ $CHECK_ONLY == false ]] || exit 1
 
 # ---------------------------------------------------------------------------
 # Slow path, serialised between concurrent callers.
@@ -187,7 +201,7 @@ readonly GO
 readonly REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
 [[ -f $REFLECT2_SRC/reflect2.go ]] || die "$REFLECT2_SRC is missing (golang-github-modern-go-reflect2-dev)"
 
-log "building kube-apiserver $K8S_VERSION from Debian's source package: about 5-10 minutes on 2 cores, once per machine"
+log "building kube-apiserver $K8S_VERSION from Debian's source package: about 7 minutes on 2 cores (up to 17 while other builds run), once per machine"
 log "cache: $DEST (Go build cache: $GO_BUILD_CACHE, 1-1.5 GB)"
 
 # Stage 1: the source package files (.dsc, orig tarball with vendor/, Debian
@@ -322,7 +336,7 @@ fi
 cd "$KTREE"
 
 # Stage 4: kube-apiserver itself.
-log "compiling kube-apiserver (the long part; about 5 minutes cold on 2 cores, seconds with a warm Go cache)"
+log "compiling kube-apiserver (the long part: about 5 minutes cold on 2 idle cores, 15 on busy ones; seconds with a warm Go cache)"
 VERSION_LDFLAGS=()
 for pkg in k8s.io/kubernetes/vendor/k8s.io/component-base/version \
            k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond the build tools, once per machine:
-# Debian's chromium and chromium-driver for the browser tests. Skipped when
-# they are present. Needs root (or sudo) to install; elsewhere it says what to
-# install and stops.
+# Debian's chromium and chromium-driver for the browser tests, and a real etcd
+# and kube-apiserver for the cluster tests. Skipped when they are present.
+# Needs root (or sudo) to install; elsewhere it says what to install and stops.
 set -euo pipefail
 
 say() { echo "[setup] $*"; }
@@ -24,3 +24,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
     $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# etcd and etcdctl from Debian; kube-apiserver v1.20.2 compiled from Debian's
+# source package with Debian's Go, cached in ~/.cache/watchlife. The script
+# reports its own progress; its stdout (where the binaries are) is not needed.
+here=$(dirname "$0")
+if ! "$here/ensure-real-cluster.sh" --check 2>/dev/null; then
+    say "the cluster tests need a real etcd and kube-apiserver: installing etcd-server, etcd-client and golang-go, then building kube-apiserver v1.20.2 from Debian's source package (about 10 minutes, up to 20 on 2 busy cores; once per machine)"
+fi
+"$here/ensure-real-cluster.sh" >/dev/null
