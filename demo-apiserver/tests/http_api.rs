@@ -5,14 +5,14 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Client, summary};
 use watchlife_demo_apiserver::objects::MAX_BODY_BYTES;
+use watchlife_testkit::client::{Client, Reply, summary};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const PODS: &str = "/api/v1/namespaces/default/pods";
 const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
 
-fn assert_status(reply: &support::Reply, code: u16, reason: &str) {
+fn assert_status(reply: &Reply, code: u16, reason: &str) {
     assert_eq!(reply.code, code, "{}", reply.text);
     assert_eq!(reply.content_type, "application/json");
     assert_eq!(reply.body["kind"], "Status", "{}", reply.text);

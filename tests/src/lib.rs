@@ -5,10 +5,12 @@
 //! - [`browser`]: headless Chromium through chromedriver (fantoccini), stopped on drop.
 //! - [`ws`]: a real WebSocket client that reads protocol frames.
 //! - [`http`]: a minimal HTTP/1.1 GET, enough for `/healthz` and the app.
+//! - [`real_cluster`]: a real etcd and kube-apiserver on loopback, killed on drop.
 
 pub mod bridge;
 pub mod browser;
 pub mod http;
+pub mod real_cluster;
 pub mod ws;
 
 use std::path::PathBuf;

@@ -1,0 +1,129 @@
+//! A real etcd 3.4 and kube-apiserver v1.20.2 on loopback, one pair per test.
+//!
+//! The binaries come from `scripts/ensure-real-cluster.sh` (Debian's etcd;
+//! kube-apiserver built once per machine from Debian's source package), the
+//! TLS and token files from `scripts/real-cluster-pki.sh`.
+
+mod apiserver;
+mod etcd;
+mod kubeconfig;
+mod process;
+mod scripts;
+#[cfg(test)]
+mod tests;
+
+use apiserver::Apiserver;
+use etcd::Etcd;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+use watchlife_testkit::client::Client;
+
+/// A running etcd and kube-apiserver, both on free loopback ports, with
+/// their data, logs, certificates and kubeconfig in a temporary directory.
+///
+/// Dropping it kills both processes and removes the directory, also when the
+/// test is panicking (then the end of each log is printed first). Only a test
+/// process that is itself killed outright leaves them running.
+pub struct RealCluster {
+    // Fields drop in this order: the apiserver before the etcd it talks to,
+    // and the directory last.
+    apiserver: Apiserver,
+    etcd: Etcd,
+    token: String,
+    ca_cert: PathBuf,
+    kubeconfig: PathBuf,
+    dir: TempDir,
+}
+
+impl RealCluster {
+    /// Starts etcd, then kube-apiserver over it, and returns once the
+    /// apiserver is ready (`/readyz` is 200 and the `default` namespace
+    /// exists). Panics, quoting the logs, if either does not come up.
+    pub async fn start() -> RealCluster {
+        let bin = scripts::binaries();
+        let dir = tempfile::Builder::new()
+            .prefix("watchlife-real-cluster-")
+            .tempdir()
+            .expect("a temporary directory");
+        let pki = scripts::pki(&dir.path().join("pki"));
+        let token = std::fs::read_to_string(&pki.token_file).expect("the token file");
+        let etcd = Etcd::start(&bin.etcd, &bin.etcdctl, dir.path()).await;
+        let apiserver = Apiserver::start(
+            &bin.kube_apiserver,
+            &pki,
+            &token,
+            &etcd.endpoint,
+            crate::free_port(),
+            dir.path(),
+        )
+        .await;
+        let kubeconfig = dir.path().join("kubeconfig");
+        kubeconfig::write(&kubeconfig, &apiserver.base, &pki.ca_crt, &token);
+        RealCluster {
+            apiserver,
+            etcd,
+            token,
+            ca_cert: pki.ca_crt,
+            kubeconfig,
+            dir,
+        }
+    }
+
+    /// `https://127.0.0.1:PORT`, the same across [`RealCluster::restart_apiserver`].
+    pub fn base_url(&self) -> &str {
+        &self.apiserver.base
+    }
+
+    /// The PEM file of the CA that signed the apiserver's certificate.
+    pub fn ca_cert(&self) -> &Path {
+        &self.ca_cert
+    }
+
+    /// A bearer token of a `system:masters` user (every request is allowed).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// A kubeconfig whose current context is this cluster, as that user, in
+    /// the `default` namespace; the CA is referenced by path.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// etcd's client URL, `http://127.0.0.1:PORT` (no TLS, no auth).
+    pub fn etcd_endpoint(&self) -> &str {
+        &self.etcd.endpoint
+    }
+
+    /// A test client for the apiserver: TLS trusting [`RealCluster::ca_cert`],
+    /// with [`RealCluster::token`].
+    pub fn client(&self) -> Client {
+        Client::with_ca(self.base_url(), Some(self.token.clone()), &self.ca_cert)
+    }
+
+    /// Compacts etcd at its current revision and returns that revision:
+    /// afterwards etcd answers a read or watch at an older revision with
+    /// "compacted", which the apiserver turns into 410 Gone. The apiserver's
+    /// watch cache still serves watches from the revisions it holds; to make
+    /// it forget them, [`RealCluster::restart_apiserver`].
+    pub async fn compact_etcd(&self) -> u64 {
+        self.etcd.compact().await
+    }
+
+    /// Kills kube-apiserver and starts it again on the same port over the
+    /// same etcd, then waits until it is ready. Its watch cache starts afresh
+    /// from the current revision; open watches end.
+    pub async fn restart_apiserver(&mut self) {
+        self.apiserver.restart().await;
+    }
+
+    /// The temporary directory holding the logs, data and files.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The process ids of kube-apiserver and etcd; a restart changes the first.
+    pub fn pids(&self) -> [u32; 2] {
+        [self.apiserver.pid(), self.etcd.pid()]
+    }
+}
