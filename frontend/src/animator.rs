@@ -5,11 +5,17 @@
 //! The animation has its own clock, which stops while paused: a paused token
 //! stays where it is. Events arriving faster than they can be followed wait
 //! in a bounded queue; beyond it the oldest ordinary events are not animated
-//! but counted on the stages they passed. ERROR events are never dropped.
+//! but counted on the stages they passed. ERROR events and the objects of a
+//! LIST (the initial list, or a relist after 410 Gone) are never dropped:
+//! while they crowd the queue, tokens travel faster to catch up instead.
+//!
+//! An event whose key was already waiting in the workqueue (coalesced) ends
+//! its journey there: its token merges into the queued key rather than
+//! travelling on to a reconcile of its own.
 
 use crate::model::EventRow;
 use std::collections::{BTreeMap, VecDeque};
-use watchlife_protocol::{EventType, Stage};
+use watchlife_protocol::{EventType, Stage, WatchEvent};
 
 /// Tokens on screen at once, one lane each: more cannot be followed.
 pub const LANES: usize = 6;
@@ -27,6 +33,15 @@ pub const LINGER_MS: f64 = 700.0;
 /// Longest frame step counted, so a tab coming back from the background
 /// does not jump every token to the end at once.
 pub const MAX_FRAME_MS: f64 = 100.0;
+/// Journey length while more events wait than [`MAX_WAITING`] (only events
+/// that may not be dropped are then left): fast enough to drain a relist.
+pub const CATCH_UP_JOURNEY_MS: f64 = 800.0;
+
+/// Whether an event must be animated however many arrive: an ERROR, or an
+/// object from a LIST (a relist is the story of a 410, never sampled away).
+pub fn protected(e: &WatchEvent) -> bool {
+    e.event_type == EventType::Error || e.initial
+}
 
 /// One event travelling through the stages.
 #[derive(Debug, Clone)]
@@ -36,6 +51,9 @@ pub struct Token {
     pub row: EventRow,
     /// Each observed stage with the animation time the token reaches it.
     pub hops: Vec<(Stage, f64)>,
+    /// A coalesced event: the journey ends in the workqueue, merged into the
+    /// key already waiting there.
+    pub merges: bool,
 }
 
 /// Where a token is at one moment.
@@ -52,6 +70,19 @@ impl Token {
     /// Animation time it reaches its last stage.
     pub fn arrival(&self) -> f64 {
         self.hops.last().map(|h| h.1).unwrap_or(0.0)
+    }
+
+    /// For a merging token that has reached the workqueue, how far the
+    /// merge has gone at animation time `t` (0 on arrival, 1 when gone).
+    pub fn merge_progress(&self, t: f64) -> Option<f64> {
+        (self.merges && t >= self.arrival())
+            .then(|| ((t - self.arrival()) / LINGER_MS).clamp(0.0, 1.0))
+    }
+
+    /// The object's key as the workqueue holds it: resource and `namespace/name`.
+    pub fn key(&self) -> (&str, String) {
+        let target = &self.row.event.target;
+        (target.resource.as_str(), target.key())
     }
 
     /// Its place at animation time `t`; with `step` it jumps from stage to
@@ -114,6 +145,8 @@ pub struct AnimState {
     pub skipped: BTreeMap<Stage, u64>,
     /// Events not animated in all.
     pub skipped_total: u64,
+    /// Coalesced events whose token merged into a queued key.
+    pub merged: u64,
     /// The token a step launched; the clock runs until it has arrived.
     pub stepping: Option<u64>,
     /// A step was asked for while nothing was waiting.
@@ -129,10 +162,7 @@ impl AnimState {
     /// event is counted on its stages instead of animated.
     pub fn push(&mut self, row: EventRow) {
         if self.waiting.len() >= MAX_WAITING
-            && let Some(i) = self
-                .waiting
-                .iter()
-                .position(|r| r.event.event_type != EventType::Error)
+            && let Some(i) = self.waiting.iter().position(|r| !protected(&r.event))
         {
             let dropped = self.waiting.remove(i).expect("index from position");
             self.skipped_total += 1;
@@ -181,7 +211,13 @@ impl AnimState {
             }
             return;
         }
-        let gap = if journey_ms.is_some() {
+        // Only protected events are left beyond the bound: hurry them along.
+        let catch_up = self.waiting.len() > MAX_WAITING;
+        let journey_ms = match journey_ms {
+            Some(j) if catch_up => Some(j.min(CATCH_UP_JOURNEY_MS)),
+            j => j,
+        };
+        let gap = if journey_ms.is_some() && !catch_up {
             LAUNCH_GAP_MS
         } else {
             LIVE_LAUNCH_GAP_MS
@@ -200,14 +236,53 @@ impl AnimState {
         self.next_id += 1;
         self.launched += 1;
         self.last_launch = self.clock;
-        let hops = schedule(&row, self.clock, journey_ms);
+        let mut hops = schedule(&row, self.clock, journey_ms);
+        let merges = row.event.coalesced
+            && hops.iter().any(|h| h.0 == Stage::Workqueue)
+            && hops.last().is_some_and(|h| h.0 != Stage::Workqueue);
+        if merges {
+            hops.retain(|h| h.0 <= Stage::Workqueue);
+            self.merged += 1;
+        }
         self.active.push(Token {
             id: self.next_id,
             lane,
             row,
             hops,
+            merges,
         });
         Some(self.next_id)
+    }
+
+    /// The keys waiting in the workqueue as the animation shows them: tokens
+    /// between the workqueue and reconcile, and merging tokens until they are
+    /// gone. Each key with how many events it holds, in order of arrival.
+    pub fn queued(&self, step: bool) -> Vec<((String, String), u32)> {
+        let mut keys: Vec<((String, String), u32, f64)> = Vec::new();
+        for t in &self.active {
+            let at_queue = t
+                .place(self.clock, step)
+                .is_some_and(|p| p.stage == Stage::Workqueue)
+                && t.merge_progress(self.clock).is_none_or(|m| m < 1.0);
+            if !at_queue {
+                continue;
+            }
+            let (resource, key) = t.key();
+            let since = t
+                .hops
+                .iter()
+                .find(|h| h.0 == Stage::Workqueue)
+                .map_or(0.0, |h| h.1);
+            match keys.iter_mut().find(|k| k.0.0 == resource && k.0.1 == key) {
+                Some(k) => {
+                    k.1 += 1;
+                    k.2 = k.2.min(since);
+                }
+                None => keys.push(((resource.to_string(), key), 1, since)),
+            }
+        }
+        keys.sort_by(|a, b| a.2.total_cmp(&b.2));
+        keys.into_iter().map(|(k, n, _)| (k, n)).collect()
     }
 
     /// The token whose story the captions tell: the followed one, else the newest.
@@ -225,6 +300,16 @@ mod tests {
     use watchlife_protocol::{ObjectRef, StageMark, WatchEvent};
 
     fn row(seq: u64, event_type: EventType, stages: &[(Stage, u64)]) -> EventRow {
+        keyed(seq, event_type, stages, &format!("p{seq}"), false)
+    }
+
+    fn keyed(
+        seq: u64,
+        event_type: EventType,
+        stages: &[(Stage, u64)],
+        name: &str,
+        coalesced: bool,
+    ) -> EventRow {
         EventRow {
             seq,
             event: Arc::new(WatchEvent {
@@ -233,7 +318,7 @@ mod tests {
                     resource: "pods".into(),
                     kind: "Pod".into(),
                     namespace: Some("default".into()),
-                    name: format!("p{seq}"),
+                    name: name.to_string(),
                 },
                 resource_version: seq.to_string(),
                 object: serde_json::Value::Null,
@@ -242,7 +327,7 @@ mod tests {
                     .map(|(s, at)| (*s, StageMark::at(*at)))
                     .collect(),
                 initial: false,
-                coalesced: false,
+                coalesced,
             }),
         }
     }
@@ -294,12 +379,68 @@ mod tests {
     }
 
     #[test]
+    fn a_relist_is_never_sampled_away_and_drains_faster() {
+        let mut a = AnimState::default();
+        for seq in 0..100 {
+            let mut r = row(seq, EventType::Added, &PATH);
+            Arc::make_mut(&mut r.event).initial = true;
+            a.push(r);
+        }
+        assert_eq!(a.skipped_total, 0);
+        assert_eq!(a.waiting.len(), 100);
+        // Ordinary events arriving now are the ones sampled.
+        a.push(row(100, EventType::Modified, &PATH));
+        a.push(row(101, EventType::Modified, &PATH));
+        assert_eq!(a.skipped_total, 1);
+        for _ in 0..5 {
+            a.frame(16.0, false, Some(8_000.0));
+        }
+        let t = &a.active[0];
+        assert!(
+            t.arrival() - t.hops[0].1 <= CATCH_UP_JOURNEY_MS,
+            "a backlog travels at catch-up speed"
+        );
+    }
+
+    const QUEUED: [(Stage, u64); 4] = [
+        (Stage::Etcd, 0),
+        (Stage::Handlers, 100),
+        (Stage::Workqueue, 200),
+        (Stage::Reconcile, 1_000),
+    ];
+
+    #[test]
+    fn a_coalesced_event_merges_into_the_queued_key() {
+        let mut a = AnimState::default();
+        a.push(keyed(1, EventType::Modified, &QUEUED, "web-1", false));
+        a.push(keyed(2, EventType::Modified, &QUEUED, "web-1", true));
+        for _ in 0..50 {
+            a.frame(16.0, false, Some(2_000.0));
+        }
+        let merging = a.active.iter().find(|t| t.merges).expect("launched");
+        assert_eq!(merging.hops.last().unwrap().0, Stage::Workqueue);
+        assert_eq!(a.merged, 1);
+        // Both are at the workqueue a while later: one key holding two events.
+        for _ in 0..30 {
+            a.frame(16.0, false, Some(2_000.0));
+        }
+        let queued = a.queued(false);
+        assert_eq!(
+            queued,
+            vec![(("pods".to_string(), "default/web-1".to_string()), 2)]
+        );
+        let merging = a.active.iter().find(|t| t.merges).unwrap();
+        assert!(merging.merge_progress(a.clock).is_some());
+    }
+
+    #[test]
     fn a_token_glides_or_steps() {
         let t = Token {
             id: 1,
             lane: 0,
             row: row(1, EventType::Added, &PATH),
             hops: schedule(&row(1, EventType::Added, &PATH), 0.0, Some(2_000.0)),
+            merges: false,
         };
         assert_eq!(t.place(250.0, false).unwrap().at, 0.5);
         assert_eq!(t.place(250.0, true).unwrap().at, 0.0);

@@ -1,7 +1,9 @@
 //! The WebSocket to the bridge: connect, read frames into the model, and when
 //! the link drops or stalls, reconnect with backoff and resume from the cursor.
+//! A bridge that speaks a newer protocol is not retried: only a reload helps.
 
 use crate::model::{Link, Model};
+use crate::view_state::encode;
 use futures::channel::mpsc;
 use futures::future::{Either, select};
 use futures::{SinkExt, StreamExt};
@@ -20,16 +22,20 @@ const STALL_PERIODS: u64 = 3;
 /// Silence allowed before the first `hello` tells the heartbeat period.
 const DEFAULT_STALL_MS: u64 = 15_000;
 
-/// Starts the connection loop; it runs for the life of the page.
-pub fn connect(model: Model) {
+/// Starts the connection loop; it runs for the life of the page. `token`
+/// (from the page's URL, possibly empty) is passed on to the bridge.
+pub fn connect(model: Model, token: String) {
     spawn_local(async move {
         let mut retry_ms = FIRST_RETRY_MS;
         loop {
             model.link.set(Link::Connecting);
-            if let Ok(socket) = WebSocket::open(&url(&model))
+            if let Ok(socket) = WebSocket::open(&url(&model, &token))
                 && read_until_closed(socket, model).await
             {
                 retry_ms = FIRST_RETRY_MS;
+            }
+            if matches!(model.link.get_untracked(), Link::Incompatible { .. }) {
+                return;
             }
             if model.link.get_untracked() != Link::Stalled {
                 model.link.set(Link::Reconnecting { retry_ms });
@@ -75,10 +81,28 @@ async fn read_frames(read: &mut futures::stream::SplitStream<WebSocket>, model: 
                     Ok(frame) => {
                         greeted |= matches!(frame.body, watchlife_protocol::FrameBody::Hello(_));
                         model.apply(frame);
+                        if matches!(model.link.get_untracked(), Link::Incompatible { .. }) {
+                            return greeted;
+                        }
                     }
-                    Err(e) => model
-                        .last_error
-                        .set(Some(format!("a frame from the bridge did not parse: {e}"))),
+                    Err(e) => {
+                        // A newer bridge's hello may not parse as ours: say
+                        // what matters, the protocol, when it can be read.
+                        let newer = serde_json::from_str::<serde_json::Value>(&text)
+                            .ok()
+                            .filter(|v| v["type"] == "hello")
+                            .and_then(|v| v["protocol"].as_u64())
+                            .filter(|p| *p > u64::from(watchlife_protocol::PROTOCOL_VERSION));
+                        if let Some(p) = newer {
+                            let bridge = u32::try_from(p).unwrap_or(u32::MAX);
+                            model.link.set(Link::Incompatible { bridge });
+                            model.tell(crate::model::incompatible_message(bridge), true);
+                            return greeted;
+                        }
+                        model
+                            .last_error
+                            .set(Some(format!("a frame from the bridge did not parse: {e}")))
+                    }
                 }
             }
             Either::Left((Some(Ok(Message::Bytes(_))), _)) => {}
@@ -92,16 +116,54 @@ async fn read_frames(read: &mut futures::stream::SplitStream<WebSocket>, model: 
 }
 
 /// `ws://` or `wss://` URL of the bridge that served the page, with the
-/// cursor to resume from.
-fn url(model: &Model) -> String {
+/// cursor to resume from and the access token, if any.
+fn url(model: &Model, token: &str) -> String {
     let location = web_sys::window().expect("a page has a window").location();
     let scheme = match location.protocol().as_deref() {
         Ok("https:") => "wss",
         _ => "ws",
     };
     let host = location.host().unwrap_or_else(|_| "127.0.0.1:8080".into());
-    match model.cursor.get_untracked() {
-        Some((stream, since)) => format!("{scheme}://{host}/ws?stream={stream}&since={since}"),
-        None => format!("{scheme}://{host}/ws"),
+    ws_url(
+        scheme,
+        &host,
+        model
+            .cursor
+            .get_untracked()
+            .as_ref()
+            .map(|(s, n)| (s.as_str(), *n)),
+        token,
+    )
+}
+
+/// The stream URL from its parts (see [`url`]).
+fn ws_url(scheme: &str, host: &str, cursor: Option<(&str, u64)>, token: &str) -> String {
+    let mut query = Vec::new();
+    if let Some((stream, since)) = cursor {
+        query.push(format!("stream={}", encode(stream)));
+        query.push(format!("since={since}"));
+    }
+    if !token.is_empty() {
+        query.push(format!("token={}", encode(token)));
+    }
+    if query.is_empty() {
+        format!("{scheme}://{host}/ws")
+    } else {
+        format!("{scheme}://{host}/ws?{}", query.join("&"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ws_url;
+
+    #[test]
+    fn the_token_and_the_cursor_go_on_the_stream_url() {
+        assert_eq!(ws_url("ws", "h:1", None, ""), "ws://h:1/ws");
+        assert_eq!(
+            ws_url("wss", "h:1", Some(("18a6", 41)), "a b+/="),
+            "wss://h:1/ws?stream=18a6&since=41&token=a%20b%2B/%3D"
+        );
+        assert_eq!(ws_url("ws", "h", None, "t"), "ws://h/ws?token=t");
     }
 }

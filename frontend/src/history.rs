@@ -37,6 +37,8 @@ pub struct ObjectHistory {
     pub dropped: usize,
     /// Whether the latest event deleted it.
     pub deleted: bool,
+    /// Page time (ms) of the deletion, while a deleted object is still shown.
+    pub deleted_at: Option<f64>,
 }
 
 impl ObjectHistory {
@@ -46,6 +48,7 @@ impl ObjectHistory {
             versions: VecDeque::new(),
             dropped: 0,
             deleted: false,
+            deleted_at: None,
         }
     }
 

@@ -35,7 +35,7 @@ pub fn App() -> impl IntoView {
     provide_context(model);
     provide_context(view);
     provide_context(player);
-    connection::connect(model);
+    connection::connect(model, view.token.get_value());
     keyboard::install(view, player);
     // Captions are on by default for the demo, off for a real cluster,
     // unless the URL says otherwise.
@@ -63,6 +63,10 @@ pub fn App() -> impl IntoView {
             <Show when=move || view.presenter.get()>
                 <p class="presenter-hint">"presenter mode: P or Esc to leave, ? for shortcuts"</p>
             </Show>
+            <div class="insights">
+                <fanout::Fanout/>
+                <plots::Plots/>
+            </div>
             <div class="panels">
                 <objects::Objects/>
                 <event_log::EventLog/>

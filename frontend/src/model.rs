@@ -1,13 +1,14 @@
 //! What the page knows, as signals, and how each frame changes it.
 
 use crate::history::{ObjectHistory, Version};
-use crate::stats::PipelineStats;
+use crate::stats::{PipelineStats, RateSeries};
 use futures::channel::mpsc::UnboundedSender;
 use leptos::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use watchlife_protocol::{
-    ClientMessage, EventType, FrameBody, Hello, ReflectorState, ServerFrame, Snapshot, WatchEvent,
+    ClientMessage, EventType, FrameBody, Hello, PROTOCOL_VERSION, ReflectorState, ServerFrame,
+    Snapshot, WatchCacheReport, WatchEvent,
 };
 
 /// Events kept for the log. Older ones are dropped and counted, so the page's
@@ -16,6 +17,14 @@ pub const EVENT_RING: usize = 2_000;
 /// Events waiting to be handed to the animation. It drains them every frame;
 /// this bounds the queue while frames do not run (a hidden tab).
 pub const ARRIVALS_CAP: usize = 1_024;
+/// How long a deleted object stays in the table (greyed, its history ending
+/// in DELETED), so that what happened to it can still be read.
+pub const DELETED_KEPT_MS: f64 = 60_000.0;
+/// Deleted objects kept at most, however many were deleted in that time.
+pub const DELETED_KEPT: usize = 100;
+/// How often (at most) deleted objects are looked through for expiry: not on
+/// every event, which would cost a pass over every object at high rates.
+const EXPIRY_EVERY_MS: f64 = 1_000.0;
 
 /// The state of the link to the bridge.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +39,11 @@ pub enum Link {
     },
     /// The bridge said the viewer missed frames; a snapshot is on its way.
     Resyncing,
+    /// The bridge speaks a newer protocol than this page: the page must be
+    /// reloaded to get the app that matches it.
+    Incompatible {
+        bridge: u32,
+    },
 }
 
 impl Link {
@@ -41,6 +55,7 @@ impl Link {
             Link::Stalled => "stalled",
             Link::Reconnecting { .. } => "reconnecting",
             Link::Resyncing => "resyncing",
+            Link::Incompatible { .. } => "incompatible",
         }
     }
 }
@@ -80,6 +95,10 @@ pub struct Model {
     pub objects: RwSignal<BTreeMap<ObjectKey, ObjectHistory>>,
     /// Rates, depths and latencies per stage.
     pub stats: RwSignal<PipelineStats>,
+    /// Events received per second, for the rate plot.
+    pub rates: RwSignal<RateSeries>,
+    /// The demo's watch caches: rings and watchers (absent for a cluster).
+    pub watch_caches: RwSignal<Option<WatchCacheReport>>,
     /// Last stream `seq` seen, for resuming after a reconnect.
     pub cursor: RwSignal<Option<(String, u64)>>,
     /// The last error the bridge reported, shown until the next one.
@@ -90,6 +109,8 @@ pub struct Model {
     pub arrivals: StoredValue<VecDeque<EventRow>>,
     /// The open connection's writer, when there is one.
     pub outbox: StoredValue<Option<UnboundedSender<String>>>,
+    /// Page time deleted objects were last looked through for expiry.
+    last_expiry: StoredValue<f64>,
 }
 
 impl Model {
@@ -102,11 +123,14 @@ impl Model {
             reflectors: RwSignal::new(BTreeMap::new()),
             objects: RwSignal::new(BTreeMap::new()),
             stats: RwSignal::new(PipelineStats::default()),
+            rates: RwSignal::new(RateSeries::default()),
+            watch_caches: RwSignal::new(None),
             cursor: RwSignal::new(None),
             last_error: RwSignal::new(None),
             notice: RwSignal::new(None),
             arrivals: StoredValue::new(VecDeque::new()),
             outbox: StoredValue::new(None),
+            last_expiry: StoredValue::new(0.0),
         }
     }
 
@@ -137,6 +161,13 @@ impl Model {
     pub fn apply(&self, frame: ServerFrame) {
         let seq = frame.seq;
         match frame.body {
+            FrameBody::Hello(hello) if hello.protocol > PROTOCOL_VERSION => {
+                self.link.set(Link::Incompatible {
+                    bridge: hello.protocol,
+                });
+                self.tell(incompatible_message(hello.protocol), true);
+                return;
+            }
             FrameBody::Hello(hello) => {
                 self.cursor.set(Some((hello.stream.clone(), seq)));
                 self.hello.set(Some(hello));
@@ -166,6 +197,7 @@ impl Model {
                 self.last_error.set(Some(e.message));
             }
             FrameBody::ActionResult(r) => self.tell(r.message, false),
+            FrameBody::WatchCache(report) => self.watch_caches.set(Some(report)),
         }
         self.cursor.update(|c| {
             if let Some((_, last)) = c {
@@ -181,10 +213,15 @@ impl Model {
         };
         let now = now_ms();
         self.stats.update(|s| s.record(&row.event.stages, now));
-        self.track_object(&row);
+        self.rates.update(|r| r.record(row.event.event_type, now));
+        self.track_object(&row, now);
         self.arrivals.update_value(|a| {
-            if a.len() >= ARRIVALS_CAP {
-                a.pop_front();
+            // Make room by dropping the oldest ordinary event: an error or a
+            // listed object is always handed on.
+            if a.len() >= ARRIVALS_CAP
+                && let Some(i) = a.iter().position(|r| !crate::animator::protected(&r.event))
+            {
+                a.remove(i);
             }
             a.push_back(row.clone());
         });
@@ -197,7 +234,7 @@ impl Model {
         });
     }
 
-    fn track_object(&self, row: &EventRow) {
+    fn track_object(&self, row: &EventRow, now: f64) {
         let e = &row.event;
         if matches!(e.event_type, EventType::Bookmark | EventType::Error) {
             return;
@@ -209,17 +246,26 @@ impl Model {
             initial: e.initial,
             object: Arc::new(e.object.clone()),
         };
+        let expire = e.event_type == EventType::Deleted
+            || now - self.last_expiry.get_value() > EXPIRY_EVERY_MS;
+        if expire {
+            self.last_expiry.set_value(now);
+        }
         self.objects.update(|objects| {
-            // A deleted object leaves the Indexer, and with it the page: the
-            // histories stay bounded by the number of live objects.
-            if e.event_type == EventType::Deleted {
-                objects.remove(&key);
-                return;
-            }
-            objects
+            let history = objects
                 .entry(key)
-                .or_insert_with(|| ObjectHistory::new(e.target.clone()))
-                .push(version);
+                .or_insert_with(|| ObjectHistory::new(e.target.clone()));
+            if history.deleted && e.event_type != EventType::Deleted {
+                // The name is used again: a new object, with a new history.
+                *history = ObjectHistory::new(e.target.clone());
+            }
+            history.push(version);
+            // A deleted object has left the Indexer; the page keeps it a
+            // while, greyed, so its history can still be read.
+            history.deleted_at = history.deleted.then_some(now);
+            if expire {
+                forget_deleted(objects, now);
+            }
         });
     }
 
@@ -231,6 +277,7 @@ impl Model {
                 .map(|r| (r.resource, r.state))
                 .collect(),
         );
+        let now = now_ms();
         self.objects.update(|objects| {
             let mut next = BTreeMap::new();
             for o in snapshot.objects {
@@ -249,6 +296,13 @@ impl Model {
                 }
                 next.insert(key, history);
             }
+            // Recently deleted objects are not in the snapshot: keep them.
+            for (key, history) in std::mem::take(objects) {
+                if history.deleted && !next.contains_key(&key) {
+                    next.insert(key, history);
+                }
+            }
+            forget_deleted(&mut next, now);
             *objects = next;
         });
     }
@@ -258,6 +312,30 @@ impl Default for Model {
     fn default() -> Self {
         Model::new()
     }
+}
+
+/// Drops deleted objects older than [`DELETED_KEPT_MS`], and the oldest
+/// ones beyond [`DELETED_KEPT`].
+fn forget_deleted(objects: &mut BTreeMap<ObjectKey, ObjectHistory>, now: f64) {
+    objects.retain(|_, h| h.deleted_at.is_none_or(|at| now - at < DELETED_KEPT_MS));
+    let mut deleted: Vec<(f64, ObjectKey)> = objects
+        .iter()
+        .filter_map(|(k, h)| h.deleted_at.map(|at| (at, k.clone())))
+        .collect();
+    if deleted.len() > DELETED_KEPT {
+        deleted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (_, key) in &deleted[..deleted.len() - DELETED_KEPT] {
+            objects.remove(key);
+        }
+    }
+}
+
+/// What the page says when the bridge speaks a newer protocol.
+pub fn incompatible_message(bridge: u32) -> String {
+    format!(
+        "This page speaks watchlife protocol {PROTOCOL_VERSION}, but the bridge speaks protocol {bridge}: \
+         the bridge was upgraded. Reload the page to get the app that matches it."
+    )
 }
 
 /// Page time in ms (monotonic: `performance.now()`).

@@ -16,7 +16,8 @@ pub struct Player {
     /// Bumped after every frame that changed what is drawn.
     pub tick: RwSignal<u64>,
     /// The viewer prefers reduced motion: tokens step instead of glide.
-    pub reduced_motion: bool,
+    /// Follows the system setting as it changes, without a reload.
+    pub reduced_motion: RwSignal<bool>,
 }
 
 impl Player {
@@ -25,8 +26,9 @@ impl Player {
         let player = Player {
             state: StoredValue::new(AnimState::default()),
             tick: RwSignal::new(0),
-            reduced_motion: prefers_reduced_motion(),
+            reduced_motion: RwSignal::new(false),
         };
+        follow_reduced_motion(player.reduced_motion);
         next_frame(player, model, view, now_ms());
         player
     }
@@ -78,14 +80,22 @@ fn next_frame(player: Player, model: Model, view: ViewState, last: f64) {
     });
 }
 
-/// Whether the viewer asked the system for less motion.
-fn prefers_reduced_motion() -> bool {
-    web_sys::window()
-        .and_then(|w| {
-            w.match_media("(prefers-reduced-motion: reduce)")
-                .ok()
-                .flatten()
-        })
-        .map(|m| m.matches())
-        .unwrap_or(false)
+/// Keeps `reduced` equal to whether the viewer asked the system for less
+/// motion, now and whenever the setting changes.
+fn follow_reduced_motion(reduced: RwSignal<bool>) {
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen::closure::Closure;
+    let Some(query) = web_sys::window().and_then(|w| {
+        w.match_media("(prefers-reduced-motion: reduce)")
+            .ok()
+            .flatten()
+    }) else {
+        return;
+    };
+    reduced.set(query.matches());
+    let watched = query.clone();
+    let on_change = Closure::<dyn Fn()>::new(move || reduced.set(watched.matches()));
+    query.set_onchange(Some(on_change.as_ref().unchecked_ref()));
+    // The listener lives as long as the page.
+    on_change.forget();
 }

@@ -6,7 +6,7 @@
 //! cannot measure it).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use watchlife_protocol::{Stage, StageTimes};
+use watchlife_protocol::{EventType, Stage, StageTimes};
 
 /// Width of the window the rate is computed over: long enough to smooth a
 /// bursty demo, short enough that a stopped stream reads 0/s within seconds.
@@ -104,6 +104,77 @@ impl PipelineStats {
     }
 }
 
+/// Seconds of history the events-per-second plot keeps and draws.
+pub const SERIES_SECONDS: usize = 60;
+
+/// Events received per second of page time, by type, for the last
+/// [`SERIES_SECONDS`] seconds: what the rate plot draws.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RateSeries {
+    /// `(second, counts)` oldest first; `second` is page time in whole seconds.
+    /// Counts are ADDED, MODIFIED, DELETED, then BOOKMARK and ERROR together.
+    buckets: VecDeque<(u64, [u32; 4])>,
+}
+
+impl RateSeries {
+    /// Counts one event received at page time `now_ms`.
+    pub fn record(&mut self, event_type: EventType, now_ms: f64) {
+        let second = (now_ms.max(0.0) / 1000.0) as u64;
+        if self.buckets.back().is_none_or(|b| b.0 != second) {
+            self.buckets.push_back((second, [0; 4]));
+        }
+        while self
+            .buckets
+            .front()
+            .is_some_and(|b| b.0 + SERIES_SECONDS as u64 <= second)
+        {
+            self.buckets.pop_front();
+        }
+        let slot = match event_type {
+            EventType::Added => 0,
+            EventType::Modified => 1,
+            EventType::Deleted => 2,
+            EventType::Bookmark | EventType::Error => 3,
+        };
+        if let Some(b) = self.buckets.back_mut() {
+            b.1[slot] = b.1[slot].saturating_add(1);
+        }
+    }
+
+    /// The last [`SERIES_SECONDS`] whole seconds up to (not including) the
+    /// one of `now_ms`, oldest first, with zeros for quiet seconds.
+    pub fn seconds(&self, now_ms: f64) -> Vec<[u32; 4]> {
+        let now = (now_ms.max(0.0) / 1000.0) as u64;
+        (1..=SERIES_SECONDS as u64)
+            .rev()
+            .map(|ago| {
+                let second = now.checked_sub(ago);
+                self.buckets
+                    .iter()
+                    .find(|b| Some(b.0) == second)
+                    .map_or([0; 4], |b| b.1)
+            })
+            .collect()
+    }
+}
+
+/// Upper edges (µs) of the latency histogram's bins, three per decade from
+/// 10 µs to 10 s; a last bin takes everything slower.
+pub const LATENCY_BINS: [u64; 18] = [
+    10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000,
+    500_000, 1_000_000, 2_000_000, 5_000_000,
+];
+
+/// Counts latencies (µs) into the bins of [`LATENCY_BINS`] plus one overflow bin.
+pub fn histogram(latencies: impl Iterator<Item = u64>) -> [u32; LATENCY_BINS.len() + 1] {
+    let mut bins = [0; LATENCY_BINS.len() + 1];
+    for us in latencies {
+        let i = LATENCY_BINS.partition_point(|edge| *edge < us);
+        bins[i] += 1;
+    }
+    bins
+}
+
 /// A duration in µs, in the unit that reads best (`12 µs`, `0.21 ms`, `1.4 s`).
 pub fn format_micros(us: u64) -> String {
     if us < 1_000 {
@@ -170,6 +241,32 @@ mod tests {
         assert_eq!(fifo.rate(6_010.0), 2.0);
         assert_eq!(fifo.depth, Some(3));
         assert_eq!(fifo.total, 11);
+    }
+
+    #[test]
+    fn the_rate_series_buckets_by_second_and_forgets_old_ones() {
+        let mut series = RateSeries::default();
+        series.record(EventType::Added, 500.0);
+        series.record(EventType::Modified, 1_200.0);
+        series.record(EventType::Modified, 1_900.0);
+        series.record(EventType::Error, 1_950.0);
+        let s = series.seconds(2_100.0);
+        assert_eq!(s.len(), SERIES_SECONDS);
+        assert_eq!(s[SERIES_SECONDS - 1], [0, 2, 0, 1]);
+        assert_eq!(s[SERIES_SECONDS - 2], [1, 0, 0, 0]);
+        series.record(EventType::Deleted, 120_000.0);
+        assert_eq!(series.buckets.len(), 1, "older seconds are dropped");
+        assert_eq!(series.seconds(121_000.0)[SERIES_SECONDS - 1], [0, 0, 1, 0]);
+    }
+
+    #[test]
+    fn latencies_fall_in_log_bins() {
+        let bins = histogram([1, 10, 11, 150, 9_000, 60_000_000].into_iter());
+        assert_eq!(bins[0], 2, "up to 10 µs");
+        assert_eq!(bins[1], 1, "10 to 20 µs");
+        assert_eq!(bins[4], 1, "100 to 200 µs");
+        assert_eq!(bins[9], 1, "5 to 10 ms");
+        assert_eq!(bins[LATENCY_BINS.len()], 1, "slower than the last edge");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! reproduces the view.
 
 use leptos::prelude::*;
-use watchlife_protocol::WatchEvent;
+use watchlife_protocol::{EventType, WatchEvent};
 
 /// Playback speeds, slowest first: how long one token's whole journey takes
 /// on screen, in ms. `None` is live: the measured times, undilated.
@@ -56,6 +56,9 @@ pub struct ViewQuery {
     pub captions: Option<bool>,
     pub presenter: bool,
     pub theme: Theme,
+    /// The bridge's access token, passed on to `/ws`; kept in the URL so
+    /// that a reload (or the link) still gets in.
+    pub token: String,
 }
 
 impl ViewQuery {
@@ -75,6 +78,7 @@ impl ViewQuery {
                 "captions" => v.captions = Some(val == "1"),
                 "presenter" => v.presenter = val == "1",
                 "theme" => v.theme = Theme::parse(&val),
+                "token" => v.token = val,
                 _ => {}
             }
         }
@@ -108,6 +112,9 @@ impl ViewQuery {
         }
         if self.theme != Theme::System {
             parts.push(format!("theme={}", self.theme.as_str()));
+        }
+        if !self.token.is_empty() {
+            parts.push(format!("token={}", encode(&self.token)));
         }
         if parts.is_empty() {
             String::new()
@@ -145,7 +152,7 @@ fn hex(b: u8) -> Option<u8> {
 }
 
 /// Percent-encodes everything but unreserved characters.
-fn encode(s: &str) -> String {
+pub fn encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~/:".contains(&b) {
@@ -173,6 +180,8 @@ pub struct ViewState {
     pub theme: RwSignal<Theme>,
     /// Whether the `?` panel of shortcuts is open (not kept in the URL).
     pub help: RwSignal<bool>,
+    /// The access token from the URL (fixed for the life of the page).
+    pub token: StoredValue<String>,
 }
 
 impl ViewState {
@@ -188,6 +197,7 @@ impl ViewState {
             presenter: RwSignal::new(q.presenter),
             theme: RwSignal::new(q.theme),
             help: RwSignal::new(false),
+            token: StoredValue::new(q.token),
         }
     }
 
@@ -204,6 +214,7 @@ impl ViewState {
             captions: self.captions.get(),
             presenter: self.presenter.get(),
             theme: self.theme.get(),
+            token: self.token.get_value(),
         }
     }
 
@@ -217,21 +228,34 @@ impl ViewState {
     }
 
     /// Whether an event passes the filters (not tracked).
+    ///
+    /// A BOOKMARK or an ERROR is about the whole watch, not one object: a
+    /// namespace or a name search never hides it (the resource and type
+    /// filters still apply).
     pub fn shows_untracked(&self, e: &WatchEvent) -> bool {
-        let resource = self.resource.read_untracked();
-        let namespace = self.namespace.read_untracked();
-        let event_type = self.event_type.read_untracked();
-        let search = self.search.read_untracked();
-        (resource.is_empty() || e.target.resource == *resource)
-            && (namespace.is_empty() || e.target.namespace.as_deref() == Some(namespace.as_str()))
-            && (event_type.is_empty() || e.event_type.as_str() == *event_type)
-            && (search.is_empty() || e.target.key().contains(search.as_str()))
+        passes(
+            &self.resource.read_untracked(),
+            &self.namespace.read_untracked(),
+            &self.event_type.read_untracked(),
+            &self.search.read_untracked(),
+            e,
+        )
     }
 
     /// Journey length of the current speed (ms), or `None` for live (not tracked).
     pub fn journey_ms_untracked(&self) -> Option<f64> {
         SPEEDS[self.speed.get_untracked().min(SPEEDS.len() - 1)].1
     }
+}
+
+/// Whether `e` passes the filters (each empty for "all"). See
+/// [`ViewState::shows_untracked`].
+fn passes(resource: &str, namespace: &str, event_type: &str, search: &str, e: &WatchEvent) -> bool {
+    let whole_watch = matches!(e.event_type, EventType::Bookmark | EventType::Error);
+    (resource.is_empty() || e.target.resource == resource)
+        && (whole_watch || namespace.is_empty() || e.target.namespace.as_deref() == Some(namespace))
+        && (event_type.is_empty() || e.event_type.as_str() == event_type)
+        && (whole_watch || search.is_empty() || e.target.key().contains(search))
 }
 
 /// Reads the view from the page's URL, and keeps the URL in step with it.
@@ -270,9 +294,40 @@ mod tests {
             captions: Some(false),
             presenter: true,
             theme: Theme::Dark,
+            token: "s3cr+t/=".into(),
         };
         let text = q.to_query();
         assert_eq!(ViewQuery::parse(&text), q);
+    }
+
+    #[test]
+    fn a_search_or_a_namespace_never_hides_a_bookmark_or_an_error() {
+        let event = |event_type, name: &str| WatchEvent {
+            event_type,
+            target: watchlife_protocol::ObjectRef {
+                resource: "pods".into(),
+                kind: "Pod".into(),
+                namespace: (!name.is_empty()).then(|| "default".to_string()),
+                name: name.into(),
+            },
+            resource_version: "9".into(),
+            object: serde_json::Value::Null,
+            stages: Default::default(),
+            initial: false,
+            coalesced: false,
+        };
+        let pod = event(EventType::Modified, "web-1");
+        assert!(passes("", "", "", "web", &pod));
+        assert!(!passes("", "", "", "db", &pod));
+        assert!(!passes("", "kube-system", "", "", &pod));
+        for whole in [event(EventType::Bookmark, ""), event(EventType::Error, "")] {
+            assert!(passes("", "kube-system", "", "db", &whole));
+            assert!(
+                !passes("configmaps", "", "", "", &whole),
+                "resource still applies"
+            );
+            assert!(!passes("", "", "ADDED", "", &whole), "type still applies");
+        }
     }
 
     #[test]

@@ -1,4 +1,7 @@
-//! Headless Chromium driven through chromedriver, cleaned up on drop.
+//! Headless Chromium driven through chromedriver, cleaned up on drop, and a
+//! [`ScriptedBridge`]: the app's files and a `/ws` that sends exactly the
+//! frames a test chooses, for stories the demo tells only by chance (a
+//! coalesced event, a DELETED, a newer protocol).
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use std::os::unix::process::CommandExt;
@@ -178,5 +181,189 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A stand-in for the bridge: serves the built app from `dist/` and, on
+/// `/ws`, sends `hello`, then the opening frames, then whatever the test
+/// sends, with a heartbeat so the page never calls the link stalled.
+pub struct ScriptedBridge {
+    pub addr: std::net::SocketAddr,
+    frames: tokio::sync::broadcast::Sender<String>,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedBridge {
+    /// Starts serving on a free loopback port. `opening` follows `hello`
+    /// on every connection (usually a `snapshot`).
+    pub async fn start(
+        hello: watchlife_protocol::Hello,
+        opening: Vec<watchlife_protocol::ServerFrame>,
+    ) -> ScriptedBridge {
+        let dist = crate::workspace().join("dist");
+        assert!(
+            dist.join("index.html").is_file(),
+            "{} has no app: build it with `make frontend`",
+            dist.display()
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("loopback is available");
+        let addr = listener.local_addr().expect("a bound address");
+        let (frames, _) = tokio::sync::broadcast::channel(256);
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut greeting = vec![frame_text(&watchlife_protocol::ServerFrame {
+            seq: 0,
+            body: watchlife_protocol::FrameBody::Hello(hello),
+        })];
+        greeting.extend(opening.iter().map(frame_text));
+        let (tx, log) = (frames.clone(), requests.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (dist, greeting, live, log) =
+                    (dist.clone(), greeting.clone(), tx.subscribe(), log.clone());
+                tokio::spawn(async move {
+                    let _ = scripted::serve(stream, &dist, greeting, live, log).await;
+                });
+            }
+        });
+        ScriptedBridge {
+            addr,
+            frames,
+            requests,
+            task,
+        }
+    }
+
+    /// `http://addr`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Sends a frame to every connected page.
+    pub fn send(&self, frame: &watchlife_protocol::ServerFrame) {
+        let _ = self.frames.send(frame_text(frame));
+    }
+
+    /// The request targets (`/ws?token=…`) of every `/ws` connection so far.
+    pub fn ws_requests(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for ScriptedBridge {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn frame_text(frame: &watchlife_protocol::ServerFrame) -> String {
+    serde_json::to_string(frame).expect("frames serialize")
+}
+
+mod scripted {
+    use futures_util::{SinkExt, StreamExt};
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    use tokio::sync::broadcast;
+    use tokio_tungstenite::tungstenite::Message;
+
+    /// Longest request head read.
+    const MAX_HEAD: usize = 16 * 1024;
+
+    /// One connection: a file, or the scripted stream.
+    pub async fn serve(
+        mut stream: TcpStream,
+        dist: &Path,
+        greeting: Vec<String>,
+        mut live: broadcast::Receiver<String>,
+        log: Arc<Mutex<Vec<String>>>,
+    ) -> std::io::Result<()> {
+        // Peek at the head without consuming it: a WebSocket handshake must
+        // reach tungstenite whole.
+        let mut buf = vec![0; MAX_HEAD];
+        let head = loop {
+            let n = stream.peek(&mut buf).await?;
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if text.contains("\r\n\r\n") || n == MAX_HEAD {
+                break text;
+            }
+            if n == 0 {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        if target == "/ws" || target.starts_with("/ws?") {
+            log.lock().unwrap_or_else(|p| p.into_inner()).push(target);
+            let mut ws = tokio_tungstenite::accept_async(stream)
+                .await
+                .map_err(std::io::Error::other)?;
+            for text in greeting {
+                ws.send(Message::text(text))
+                    .await
+                    .map_err(std::io::Error::other)?;
+            }
+            let mut heartbeat = tokio::time::interval(Duration::from_secs(2));
+            loop {
+                let out = tokio::select! {
+                    frame = live.recv() => match frame {
+                        Ok(text) => text,
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                    },
+                    incoming = ws.next() => match incoming {
+                        Some(Ok(_)) => continue,
+                        _ => return Ok(()),
+                    },
+                    _ = heartbeat.tick() => r#"{"seq":0,"type":"heartbeat","at":0}"#.to_string(),
+                };
+                ws.send(Message::text(out))
+                    .await
+                    .map_err(std::io::Error::other)?;
+            }
+        }
+        // A plain GET: consume the head, answer with the file.
+        let end = head.find("\r\n\r\n").map_or(head.len(), |i| i + 4);
+        let mut discard = vec![0; end];
+        stream.read_exact(&mut discard).await?;
+        let path = target
+            .split('?')
+            .next()
+            .unwrap_or("/")
+            .trim_start_matches('/');
+        let path = if path.is_empty() { "index.html" } else { path };
+        let file = (!path.contains(".."))
+            .then(|| std::fs::read(dist.join(path)).ok())
+            .flatten();
+        let (status, body, kind) = match file {
+            Some(body) => ("200 OK", body, content_type(path)),
+            None => ("404 Not Found", b"not found".to_vec(), "text/plain"),
+        };
+        let head = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(&body).await?;
+        stream.shutdown().await
+    }
+
+    fn content_type(path: &str) -> &'static str {
+        match path.rsplit('.').next() {
+            Some("html") => "text/html; charset=utf-8",
+            Some("js") => "text/javascript",
+            Some("wasm") => "application/wasm",
+            Some("css") => "text/css",
+            Some("svg") => "image/svg+xml",
+            _ => "application/octet-stream",
+        }
     }
 }

@@ -323,3 +323,141 @@ async fn filters_hide_and_show_and_the_url_restores_the_view() {
         .await;
     again.close().await;
 }
+
+#[tokio::test]
+async fn plots_draw_the_event_rate_and_each_stages_latency_in_both_themes() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
+    let browser = open(&bridge, "?theme=light", 1440, 1000).await;
+    browser
+        .wait_until(
+            "the rate plot has bars",
+            "Number(document.querySelector('#plot-rate').dataset.peak) > 0 \
+             && document.querySelector('#plot-rate rect.bar')",
+        )
+        .await;
+    browser
+        .wait_until(
+            "the Reflector's latency histogram has samples and bars",
+            "Number(document.querySelector('#plot-latency .histogram[data-stage=reflector]').dataset.samples) > 0 \
+             && document.querySelector('#plot-latency .histogram[data-stage=reflector] rect.bar')",
+        )
+        .await;
+    let summary = browser
+        .text("#plot-latency .histogram[data-stage=reflector] .cell-summary")
+        .await;
+    assert!(summary.starts_with("p50 "), "{summary}");
+    // One histogram per stage after the first.
+    let cells = browser
+        .eval("document.querySelectorAll('#plot-latency .histogram').length")
+        .await;
+    assert_eq!(cells, serde_json::json!(STAGES.len() - 1));
+    let colours = "[...document.querySelectorAll('#plot-rate rect.bar, #plot-rate .tick')].map(e => getComputedStyle(e).fill).join()";
+    let light = browser.eval(colours).await;
+    browser.fill("#theme", "dark").await;
+    browser
+        .wait_until(
+            "the dark theme applies",
+            "document.documentElement.dataset.theme === 'dark'",
+        )
+        .await;
+    let dark = browser.eval(colours).await;
+    assert_ne!(light, dark, "the plot follows the theme");
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn resource_and_namespace_filters_hide_and_show() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "6"]).await;
+    let browser = open(&bridge, "", 1280, 900).await;
+    browser
+        .wait_until(
+            "events of pods and of another resource are listed",
+            "new Set([...document.querySelectorAll('tr.event-row')].map(r => r.dataset.resource)).size >= 2",
+        )
+        .await;
+    browser.fill("#filter-resource", "pods").await;
+    browser
+        .wait_until(
+            "only pods are listed, events and objects alike",
+            "document.querySelectorAll('tr.event-row').length > 0 \
+             && [...document.querySelectorAll('tr.event-row')].every(r => r.dataset.resource === 'pods') \
+             && [...document.querySelectorAll('tr.object-row')].every(r => r.dataset.resource === 'pods') \
+             && location.search.includes('resource=pods')",
+        )
+        .await;
+    browser.fill("#filter-resource", "").await;
+    browser
+        .wait_until(
+            "all resources are listed again",
+            "new Set([...document.querySelectorAll('tr.event-row')].map(r => r.dataset.resource)).size >= 2",
+        )
+        .await;
+    browser.close().await;
+
+    // A namespace nothing lives in hides every object and its events.
+    let elsewhere = open(&bridge, "?ns=elsewhere", 1280, 900).await;
+    elsewhere
+        .wait_until(
+            "the namespace is offered",
+            "document.querySelector('#filter-namespace option[value=default]')",
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let shown = elsewhere
+        .eval(
+            "[document.querySelectorAll('tr.object-row').length,
+              [...document.querySelectorAll('tr.event-row')].filter(r => r.dataset.namespace !== '').length]",
+        )
+        .await;
+    assert_eq!(shown, serde_json::json!([0, 0]));
+    elsewhere.fill("#filter-namespace", "default").await;
+    elsewhere
+        .wait_until(
+            "choosing the demo's namespace shows its objects and events",
+            "document.querySelectorAll('tr.object-row').length > 0 \
+             && document.querySelectorAll('tr.event-row').length > 0 \
+             && [...document.querySelectorAll('tr.event-row')].every(r => r.dataset.namespace === 'default' || r.dataset.namespace === '') \
+             && location.search.includes('ns=default')",
+        )
+        .await;
+    elsewhere.close().await;
+}
+
+/// Needs the bridge to publish `watch_cache` frames in demo mode
+/// (`fanout::spawn_reporter` started with the demo control plane).
+#[tokio::test]
+async fn the_fanout_shows_the_demo_watch_cache_and_a_slow_watcher_closed() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
+    let browser = open(&bridge, "?speed=3", 1440, 1000).await;
+    browser
+        .wait_until(
+            "the pods cache is drawn with its watchers",
+            "document.querySelectorAll('#fanout g.cache[data-resource=pods] .watcher').length >= 2",
+        )
+        .await;
+    let ring = browser.text("#fanout .ring-count").await;
+    let (len, capacity) = ring.split_once('/').expect("len/capacity");
+    assert!(
+        len.parse::<u32>().unwrap() <= capacity.parse::<u32>().unwrap(),
+        "{ring}"
+    );
+    browser
+        .wait_until(
+            "copies of an event run down the lanes",
+            "document.querySelector('#fanout circle.copy')",
+        )
+        .await;
+    browser
+        .wait_for("#action-slow")
+        .await
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait_until(
+            "the slow watcher is closed by the cache, and said so",
+            "[...document.querySelectorAll('#fanout .closed-slow')].some(t => t.textContent.includes('slow-watcher'))",
+        )
+        .await;
+    browser.close().await;
+}

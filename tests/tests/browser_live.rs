@@ -1,4 +1,5 @@
-//! Headless Chromium loads the app from a running bridge and shows live events.
+//! Headless Chromium loads the app from a running bridge, shows live events,
+//! and picks the stream up again when the bridge comes back.
 
 use watchlife_tests::bridge::Bridge;
 use watchlife_tests::browser::Browser;
@@ -85,12 +86,26 @@ async fn the_page_reconnects_when_the_bridge_comes_back() {
             "document.querySelector('#link[data-link=reconnecting]')",
         )
         .await;
+    let received = "Number(document.querySelector('.event-log').dataset.received)";
+    let before = browser.eval(received).await.as_u64().expect("a count");
+    let launched = "Number(document.querySelector('#pipeline').dataset.launched)";
     // A new bridge on the same address: the page finds it by itself.
     let _again = Bridge::start_at(addr, &["--demo", "--demo-rate", "4"]).await;
     browser
         .wait_until(
             "connected again",
             "document.querySelector('#link[data-link=connected]')",
+        )
+        .await;
+    // Not just connected: the new bridge's events arrive and travel.
+    let launched_before = browser.eval(launched).await.as_u64().expect("a count");
+    browser
+        .wait_until(
+            "events flow again",
+            &format!(
+                "{received} >= {} && {launched} > {launched_before}",
+                before + 3
+            ),
         )
         .await;
     browser.close().await;

@@ -29,7 +29,7 @@ fn ActionPanel() -> impl IntoView {
         move || {
             model.objects.with(|o| {
                 o.values()
-                    .filter(|h| h.target.kind == kind)
+                    .filter(|h| h.target.kind == kind && !h.deleted)
                     .map(|h| {
                         (
                             h.target.namespace.clone().unwrap_or_default(),
@@ -45,6 +45,7 @@ fn ActionPanel() -> impl IntoView {
     let labellable = move || {
         let mut all: Vec<(String, String, String)> = model.objects.with(|o| {
             o.values()
+                .filter(|h| !h.deleted)
                 .map(|h| {
                     (
                         h.target.resource.clone(),

@@ -12,21 +12,23 @@ pub fn Captions() -> impl IntoView {
     let model = expect_context::<Model>();
     let view = expect_context::<ViewState>();
     let player = expect_context::<Player>();
-    let step = player.reduced_motion;
-    let narration = move || {
+    // A memo: the sentence is recomputed every frame but changes (and is
+    // announced to screen readers) only when the token reaches a new stage.
+    let narration = Memo::new(move |_| {
         player.tick.track();
+        let step = player.reduced_motion.get();
         player.state.with_value(|s| {
             let token = s.narrated()?;
             let place = token.place(s.clock, step)?;
             Some(caption(place.stage, &token.row.event))
         })
-    };
+    });
     let on = move || view.captions.get().unwrap_or(true);
     view! {
         <section class="captions" aria-label="Captions">
             <Show when=on>
-                <p class="narration" id="narration">
-                    {move || narration().unwrap_or_else(|| "Waiting for the next event…".into())}
+                <p class="narration" id="narration" aria-live="polite" aria-atomic="true">
+                    {move || narration.get().unwrap_or_else(|| "Waiting for the next event…".into())}
                 </p>
             </Show>
             <p

@@ -42,7 +42,11 @@ pub fn EventLog() -> impl IntoView {
     };
     let dropped = move || model.dropped.get();
     view! {
-        <section class="event-log panel" aria-label="Live events">
+        <section
+            class="event-log panel"
+            aria-label="Live events"
+            data-received=move || model.events.with(|e| e.len() as u64) + dropped()
+        >
             <h2>
                 "Events "
                 <small>
@@ -100,7 +104,10 @@ fn Row(row: EventRow) -> impl IntoView {
             class="event-row"
             data-type=kind
             data-rv=e.resource_version.clone()
+            data-resource=e.target.resource.clone()
+            data-namespace=e.target.namespace.clone().unwrap_or_default()
             data-initial=e.initial.to_string()
+            data-coalesced=e.coalesced.to_string()
             data-seq=seq
             tabindex="0"
             title="Follow this event's token"
@@ -115,7 +122,7 @@ fn Row(row: EventRow) -> impl IntoView {
             <td>
                 <span class=format!("badge {}", kind.to_lowercase())>{kind}</span>
                 {e.initial.then_some(" listed")}
-                {e.coalesced.then_some(" coalesced")}
+                {e.coalesced.then(|| view! { <span class="merged-note" title="its key was already waiting in the workqueue">" merged"</span> })}
             </td>
             <td class="kind">{e.target.kind.clone()}</td>
             <td class="name">{e.target.key()}</td>

@@ -29,6 +29,10 @@ pub fn Header() -> impl IntoView {
             retry_ms as f64 / 1000.0
         ),
         Link::Stalled => "no word from the bridge for several heartbeats".into(),
+        Link::Incompatible { bridge } => format!(
+            "the bridge speaks protocol {bridge}, this page {}: reload the page",
+            watchlife_protocol::PROTOCOL_VERSION
+        ),
         _ => String::new(),
     };
     view! {

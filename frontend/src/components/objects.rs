@@ -1,5 +1,6 @@
 //! The current objects (the Indexer's view: state as the accumulation of
 //! events) and, for the chosen one, its history with a diff per version.
+//! A deleted object stays a while, greyed, its history ending in DELETED.
 
 use crate::history::diff;
 use crate::model::{Model, ObjectKey};
@@ -29,6 +30,7 @@ pub fn Objects() -> impl IntoView {
                         h.target.kind.clone(),
                         h.resource_version().to_string(),
                         h.versions.len() + h.dropped,
+                        h.deleted,
                     )
                 })
                 .collect::<Vec<_>>()
@@ -50,8 +52,11 @@ pub fn Objects() -> impl IntoView {
                                     <tr
                                         class="object-row"
                                         class:chosen=move || chosen.with(|c| c.as_ref() == Some(&key3))
+                                        class:deleted=row.4
                                         data-resource=key.0.clone()
                                         data-key=key.1.clone()
+                                        data-deleted=row.4.to_string()
+                                        title=row.4.then_some("deleted: kept a while so its history can be read")
                                         tabindex="0"
                                         on:click=move |_| chosen.set(Some(key.clone()))
                                         on:keydown=move |e| {
@@ -61,7 +66,10 @@ pub fn Objects() -> impl IntoView {
                                         }
                                     >
                                         <td>{row.1.clone()}</td>
-                                        <td class="name">{row.0.1.clone()}</td>
+                                        <td class="name">
+                                            {row.0.1.clone()}
+                                            {row.4.then(|| view! { <span class="gone">" deleted"</span> })}
+                                        </td>
                                         <td class="rv">{row.2.clone()}</td>
                                         <td class="count">{row.3}</td>
                                     </tr>
@@ -88,6 +96,9 @@ fn History(chosen: RwSignal<Option<ObjectKey>>) -> impl IntoView {
             let mut previous: Option<&serde_json::Value> = None;
             for v in &h.versions {
                 let changes: Vec<String> = match previous {
+                    _ if v.event_type == watchlife_protocol::EventType::Deleted => {
+                        vec!["deleted: removed from the Indexer".into()]
+                    }
                     None if v.initial => vec!["as listed".into()],
                     None => vec!["created".into()],
                     Some(p) => {
@@ -103,15 +114,18 @@ fn History(chosen: RwSignal<Option<ObjectKey>>) -> impl IntoView {
                 out.push((v.event_type.as_str(), v.resource_version.clone(), changes));
                 previous = Some(&v.object);
             }
-            Some((key.1.clone(), h.dropped, out))
+            Some((key.1.clone(), h.dropped, h.deleted, out))
         })
     };
     view! {
         <div class="history" id="history" aria-live="polite">
             {move || match entries() {
                 None => view! { <p class="hint">"Choose an object to see its history."</p> }.into_any(),
-                Some((name, dropped, versions)) => view! {
-                    <h3>"History of " <span class="name">{name}</span></h3>
+                Some((name, dropped, deleted, versions)) => view! {
+                    <h3>
+                        "History of " <span class="name">{name}</span>
+                        {deleted.then(|| view! { " " <small>"(deleted)"</small> })}
+                    </h3>
                     {(dropped > 0).then(|| view! { <p class="hint">{format!("{dropped} older versions dropped")}</p> })}
                     <ol>
                         {versions

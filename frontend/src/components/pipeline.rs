@@ -34,6 +34,8 @@ const HEIGHT: f64 = TRACK_Y + LANES as f64 * LANE_H + 26.0;
 const MONO_CHAR_W: f64 = 6.6;
 /// How often the numbers on the nodes are refreshed.
 const REFRESH_MS: u64 = 500;
+/// Keys listed on the workqueue's node; more are counted.
+const QUEUED_SHOWN: usize = 2;
 
 /// Left edge of the node at pipeline position `at`.
 fn node_x(at: f64) -> f64 {
@@ -186,9 +188,17 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
             class:unobserved=move || !observed()
             data-stage=stage_id(stage)
             data-observed=move || observed().to_string()
+            role="group"
+            aria-roledescription="stage"
             aria-label=move || {
                 if observed() {
-                    format!("{}: {line1} {line2}", stage.label())
+                    let (rate, latency, depth) = numbers();
+                    let numbers = [rate, latency, depth]
+                        .into_iter()
+                        .filter(|n| !n.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    format!("{}: {line1} {line2} {numbers}", stage.label())
                 } else {
                     format!("{}: not observed for this source", stage.label())
                 }
@@ -211,6 +221,7 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
                 <text class="stage-latency" x=cx y=NODE_Y + 108.0 text-anchor="middle">{move || numbers().1}</text>
                 <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">{move || numbers().2}</text>
                 {(stage == Stage::Reflector).then_some(reflectors)}
+                {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys x/> })}
             </Show>
             <text class="skipped" x=cx y=HEIGHT - 8.0 text-anchor="middle">
                 {move || match skipped() {
@@ -222,28 +233,107 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
     }
 }
 
+/// The keys waiting in the workqueue, as the tokens show them, on its node:
+/// a key that more than one event merged into says how many.
+#[component]
+fn QueuedKeys(x: f64) -> impl IntoView {
+    let player = expect_context::<Player>();
+    // Recomputed every frame, redrawn only when the keys change.
+    let keys = Memo::new(move |_| {
+        player.tick.track();
+        let step = player.reduced_motion.get();
+        player.state.with_value(|s| s.queued(step))
+    });
+    let lines = move || {
+        let keys = keys.get();
+        let more = keys.len().saturating_sub(QUEUED_SHOWN);
+        keys.into_iter()
+            .take(QUEUED_SHOWN)
+            .enumerate()
+            .map(|(i, ((_, key), n))| {
+                let y = NODE_Y + 142.0 + i as f64 * 16.0;
+                let suffix = match (n, i + 1 == QUEUED_SHOWN && more > 0) {
+                    (1, false) => String::new(),
+                    (1, true) => format!(" +{more}"),
+                    (n, false) => format!(" ×{n}"),
+                    (n, true) => format!(" ×{n} +{more}"),
+                };
+                let chars = key.chars().count() + suffix.chars().count();
+                let fit = (chars as f64 * MONO_CHAR_W > NODE_W - 16.0).then_some(NODE_W - 16.0);
+                view! {
+                    <text class="queued-key" class:merged={n > 1} x=x + 8.0 y=y textLength=fit lengthAdjust="spacingAndGlyphs" data-key=key.clone() data-events=n>
+                        {key.clone()}
+                        <tspan class="queued-count">{suffix}</tspan>
+                    </text>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <g class="queued" aria-label="keys waiting in the workqueue">
+            {lines}
+        </g>
+    }
+}
+
 /// The tokens on their lanes, redrawn on every animation frame.
 #[component]
 fn Tokens() -> impl IntoView {
     let player = expect_context::<Player>();
-    let step = player.reduced_motion;
     let tokens = move || {
         player.tick.track();
+        let step = player.reduced_motion.get();
         player.state.with_value(|s| {
             let followed = s.followed;
+            let lane_y = |lane: usize| TRACK_Y + lane as f64 * LANE_H;
+            // A queued token that merging tokens of the same key fold into.
+            let host = |t: &crate::animator::Token| {
+                s.active.iter().find(|h| {
+                    !h.merges
+                        && h.key() == t.key()
+                        && h.place(s.clock, step)
+                            .is_some_and(|p| p.stage == Stage::Workqueue)
+                })
+            };
+            let merged_into = |h: &crate::animator::Token| {
+                s.active
+                    .iter()
+                    .filter(|t| {
+                        t.merge_progress(s.clock).is_some() && host(t).is_some_and(|x| x.id == h.id)
+                    })
+                    .count()
+            };
             s.active
                 .iter()
                 .filter_map(|t| {
                     let place = t.place(s.clock, step)?;
                     let e = &t.row.event;
-                    let x = node_x(place.at) + NODE_W / 2.0 - TOKEN_W / 2.0;
-                    let y = TRACK_Y + t.lane as f64 * LANE_H;
+                    let mut x = node_x(place.at) + NODE_W / 2.0 - TOKEN_W / 2.0;
+                    let mut y = lane_y(t.lane);
+                    let mut scale = 1.0;
+                    let merge = t.merge_progress(s.clock);
+                    if let Some(p) = merge.filter(|_| !step) {
+                        // Glide onto the queued token's lane, shrinking into it.
+                        if let Some(h) = host(t) {
+                            y += (lane_y(h.lane) - y) * p;
+                        }
+                        scale = 1.0 - 0.6 * p;
+                        x += TOKEN_W * (1.0 - scale) / 2.0;
+                        y += TOKEN_H * (1.0 - scale) / 2.0;
+                    }
+                    let absorbed = if t.merges { 0 } else { merged_into(t) };
                     let mut class = format!("token {}", e.event_type.as_str().to_lowercase());
                     if e.initial {
                         class.push_str(" initial");
                     }
                     if e.coalesced {
                         class.push_str(" coalesced");
+                    }
+                    if merge.is_some() {
+                        class.push_str(" merging");
+                    }
+                    if absorbed > 0 {
+                        class.push_str(" absorbing");
                     }
                     if followed == Some(t.row.seq) {
                         class.push_str(" followed");
@@ -252,12 +342,14 @@ fn Tokens() -> impl IntoView {
                     if arrived {
                         class.push_str(" arrived");
                     }
-                    let label = if e.resource_version.is_empty() {
+                    let label = if merge.is_some() {
+                        "merged".to_string()
+                    } else if e.resource_version.is_empty() {
                         e.event_type.as_str().to_string()
                     } else {
                         e.resource_version.clone()
                     };
-                    let what = format!(
+                    let mut what = format!(
                         "{} {} {} (RV {}) at {}",
                         e.event_type.as_str(),
                         e.target.kind,
@@ -265,17 +357,24 @@ fn Tokens() -> impl IntoView {
                         e.resource_version,
                         place.stage.label()
                     );
-                    Some((
-                        t.id,
+                    if merge.is_some() {
+                        what.push_str(": merged into the key already queued");
+                    }
+                    Some(TokenView {
+                        id: t.id,
                         class,
-                        x,
-                        y,
+                        transform: if scale < 1.0 {
+                            format!("translate({x:.1} {y:.1}) scale({scale:.2})")
+                        } else {
+                            format!("translate({x:.1} {y:.1})")
+                        },
                         label,
-                        e.resource_version.clone(),
-                        e.event_type.as_str(),
-                        stage_id(place.stage),
+                        rv: e.resource_version.clone(),
+                        kind: e.event_type.as_str(),
+                        at: stage_id(place.stage),
                         what,
-                    ))
+                        absorbed,
+                    })
                 })
                 .collect::<Vec<_>>()
         })
@@ -291,12 +390,18 @@ fn Tokens() -> impl IntoView {
             {move || {
                 tokens()
                     .into_iter()
-                    .map(|(id, class, x, y, label, rv, kind, at, what)| {
+                    .map(|t| {
                         view! {
-                            <g class=class transform=format!("translate({x:.1} {y:.1})") data-token=id data-rv=rv data-type=kind data-at=at>
+                            <g class=t.class transform=t.transform data-token=t.id data-rv=t.rv data-type=t.kind data-at=t.at>
                                 <rect width=TOKEN_W height=TOKEN_H rx=TOKEN_H / 2.0/>
-                                <text x=TOKEN_W / 2.0 y=TOKEN_H / 2.0 + 4.5 text-anchor="middle">{label}</text>
-                                <title>{what}</title>
+                                <text x=TOKEN_W / 2.0 y=TOKEN_H / 2.0 + 4.5 text-anchor="middle">{t.label}</text>
+                                {(t.absorbed > 0).then(|| view! {
+                                    <g class="merge-badge" data-merged=t.absorbed>
+                                        <circle cx=TOKEN_W cy=0 r=9/>
+                                        <text x=TOKEN_W y=4 text-anchor="middle">{format!("+{}", t.absorbed)}</text>
+                                    </g>
+                                })}
+                                <title>{t.what}</title>
                             </g>
                         }
                     })
@@ -304,4 +409,17 @@ fn Tokens() -> impl IntoView {
             }}
         </g>
     }
+}
+
+/// What one token looks like in one frame.
+struct TokenView {
+    id: u64,
+    class: String,
+    transform: String,
+    label: String,
+    rv: String,
+    kind: &'static str,
+    at: &'static str,
+    what: String,
+    absorbed: usize,
 }

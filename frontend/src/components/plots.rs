@@ -1,0 +1,226 @@
+//! Plots for those who would rather look than read: events received per
+//! second over the last minute, by type, and a histogram of each stage's
+//! latency from the stage before it. Both are redrawn once a second from
+//! the numbers already kept, never on every event.
+
+use crate::model::{Model, now_ms};
+use crate::stats::{LATENCY_BINS, SERIES_SECONDS, format_micros, histogram};
+use leptos::prelude::*;
+use watchlife_protocol::Stage;
+
+/// How often the plots are redrawn.
+const REDRAW_MS: u64 = 1_000;
+/// The rate plot's drawing.
+const RATE_W: f64 = 600.0;
+const RATE_H: f64 = 96.0;
+/// Room left of the bars for the axis labels, and below them for the times.
+const AXIS_W: f64 = 34.0;
+const AXIS_H: f64 = 16.0;
+/// One histogram's cell, four to a row.
+const CELL_W: f64 = 150.0;
+const CELL_H: f64 = 74.0;
+const COLUMNS: usize = 4;
+/// Height of the bars' area in a cell, under its two lines of title.
+const BARS_TOP: f64 = 30.0;
+const BARS_H: f64 = 30.0;
+/// Event types stacked in the rate plot, bottom first (see `RateSeries`).
+const SERIES: [(&str, &str); 4] = [
+    ("added", "ADDED"),
+    ("modified", "MODIFIED"),
+    ("deleted", "DELETED"),
+    ("other", "BOOKMARK/ERROR"),
+];
+/// Bins labelled under the histograms: the first, 1 ms, 100 ms, the last.
+const TICKS: [(usize, &str); 4] = [(0, "≤10µs"), (6, "1ms"), (12, "100ms"), (18, ">5s")];
+
+/// The smallest "round" number (1, 2 or 5 times a power of ten) at least `n`.
+fn nice_max(n: u32) -> u32 {
+    let mut base = 1u32;
+    loop {
+        for m in [1, 2, 5] {
+            if base.saturating_mul(m) >= n.max(1) {
+                return base.saturating_mul(m);
+            }
+        }
+        base = base.saturating_mul(10);
+    }
+}
+
+#[component]
+pub fn Plots() -> impl IntoView {
+    let now = RwSignal::new(now_ms());
+    let handle = set_interval_with_handle(
+        move || now.set(now_ms()),
+        std::time::Duration::from_millis(REDRAW_MS),
+    );
+    on_cleanup(move || {
+        if let Ok(h) = handle {
+            h.clear();
+        }
+    });
+    view! {
+        <section class="plots panel" aria-label="Plots">
+            <h2>"Events per second " <small>"received, last minute, by type"</small></h2>
+            <RatePlot now/>
+            <h2>"Latency per stage " <small>"time from the stage before, last 512 events"</small></h2>
+            <LatencyPlot now/>
+        </section>
+    }
+}
+
+#[component]
+fn RatePlot(now: RwSignal<f64>) -> impl IntoView {
+    let model = expect_context::<Model>();
+    let seconds = move || model.rates.with_untracked(|r| r.seconds(now.get()));
+    let bar_w = (RATE_W - AXIS_W) / SERIES_SECONDS as f64;
+    let plot_h = RATE_H - AXIS_H;
+    let drawing = move || {
+        let seconds = seconds();
+        let peak = seconds
+            .iter()
+            .map(|s| s.iter().sum::<u32>())
+            .max()
+            .unwrap_or(0);
+        let top = nice_max(peak);
+        let latest: u32 = seconds.last().map(|s| s.iter().sum()).unwrap_or(0);
+        let bars = seconds
+            .iter()
+            .enumerate()
+            .flat_map(|(i, counts)| {
+                let x = AXIS_W + i as f64 * bar_w;
+                let mut y = plot_h;
+                counts
+                    .iter()
+                    .zip(SERIES)
+                    .filter(|(c, _)| **c > 0)
+                    .map(|(c, (class, _))| {
+                        let h = *c as f64 / top as f64 * (plot_h - 4.0);
+                        y -= h;
+                        view! {
+                            <rect class=format!("bar {class}") x=format!("{:.1}", x + 0.5) y=format!("{y:.1}")
+                                width=format!("{:.1}", bar_w - 1.0) height=format!("{h:.1}")/>
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect_view();
+        let label = format!(
+            "Events per second over the last minute: {latest} in the last second, at most {peak}"
+        );
+        (top, bars, label, peak)
+    };
+    view! {
+        {move || {
+            let (top, bars, label, peak) = drawing();
+            view! {
+                <svg id="plot-rate" class="plot" viewBox=format!("0 0 {RATE_W} {RATE_H}") role="img" aria-label=label data-peak=peak>
+                    <line class="axis" x1=AXIS_W x2=RATE_W y1=plot_h y2=plot_h/>
+                    <line class="grid" x1=AXIS_W x2=RATE_W y1=4 y2=4/>
+                    <text class="tick" x=AXIS_W - 4.0 y=8 text-anchor="end">{format!("{top}/s")}</text>
+                    <text class="tick" x=AXIS_W - 4.0 y=plot_h text-anchor="end">"0"</text>
+                    <text class="tick" x=AXIS_W y=RATE_H - 2.0>"1 min ago"</text>
+                    <text class="tick" x=RATE_W y=RATE_H - 2.0 text-anchor="end">"now"</text>
+                    {bars}
+                </svg>
+            }
+        }}
+        <p class="legend">
+            {SERIES
+                .iter()
+                .map(|(class, name)| view! { <span class=format!("key {class}")>{*name}</span> })
+                .collect_view()}
+        </p>
+    }
+}
+
+#[component]
+fn LatencyPlot(now: RwSignal<f64>) -> impl IntoView {
+    let model = expect_context::<Model>();
+    // Every stage but the first has a latency: the time from the one before.
+    let stages: Vec<Stage> = Stage::ALL[1..].to_vec();
+    let rows = stages.len().div_ceil(COLUMNS);
+    let height = rows as f64 * CELL_H + 14.0;
+    let width = COLUMNS as f64 * CELL_W;
+    let bin_w = (CELL_W - 16.0) / (LATENCY_BINS.len() + 1) as f64;
+    let cells = move || {
+        now.track();
+        model.stats.with_untracked(|stats| {
+            stages
+                .iter()
+                .enumerate()
+                .map(|(i, stage)| {
+                    let x0 = (i % COLUMNS) as f64 * CELL_W + 4.0;
+                    let y0 = (i / COLUMNS) as f64 * CELL_H;
+                    let st = stats.stage(*stage);
+                    let bins = st.map(|s| histogram(s.latencies())).unwrap_or_default();
+                    let tallest = bins.iter().copied().max().unwrap_or(0);
+                    let summary = match st.and_then(|s| s.latency_quantile(0.5)).zip(st.and_then(|s| s.latency_quantile(0.99))) {
+                        Some((p50, p99)) => format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99)),
+                        None => "no measurements yet".to_string(),
+                    };
+                    let bars = (tallest > 0).then(|| {
+                        bins.iter()
+                            .enumerate()
+                            .filter(|(_, n)| **n > 0)
+                            .map(|(b, n)| {
+                                let h = (*n as f64 / tallest as f64 * BARS_H).max(1.5);
+                                view! {
+                                    <rect class=format!("bar {}", super::pipeline::stage_id(*stage))
+                                        x=format!("{:.1}", x0 + b as f64 * bin_w) y=format!("{:.1}", y0 + BARS_TOP + BARS_H - h)
+                                        width=format!("{:.1}", bin_w - 1.0) height=format!("{h:.1}")/>
+                                }
+                            })
+                            .collect_view()
+                    });
+                    let ticks = TICKS
+                        .iter()
+                        .map(|(b, text)| {
+                            let x = x0 + (*b as f64 + 0.5) * bin_w;
+                            let anchor = match b {
+                                0 => "start",
+                                18 => "end",
+                                _ => "middle",
+                            };
+                            let x = match b {
+                                0 => x0,
+                                18 => x0 + (LATENCY_BINS.len() + 1) as f64 * bin_w,
+                                _ => x,
+                            };
+                            view! { <text class="tick" x=format!("{x:.1}") y=y0 + BARS_TOP + BARS_H + 11.0 text-anchor=anchor>{*text}</text> }
+                        })
+                        .collect_view();
+                    let label = format!("{}: {summary}", stage.label());
+                    let samples: u32 = bins.iter().sum();
+                    view! {
+                        <g class="histogram" data-stage=super::pipeline::stage_id(*stage) data-samples=samples role="img" aria-label=label>
+                            <text class="cell-title" x=x0 y=y0 + 12.0>{stage.label()}</text>
+                            <text class="cell-summary" x=x0 y=y0 + 25.0>{summary}</text>
+                            <line class="axis" x1=x0 x2=x0 + CELL_W - 16.0 y1=y0 + BARS_TOP + BARS_H y2=y0 + BARS_TOP + BARS_H/>
+                            {bars}
+                            {ticks}
+                        </g>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    view! {
+        <svg id="plot-latency" class="plot" viewBox=format!("0 0 {width} {height}") role="group" aria-label="Latency histograms, one per stage">
+            {cells}
+        </svg>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nice_max;
+
+    #[test]
+    fn the_axis_tops_at_a_round_number() {
+        assert_eq!(nice_max(0), 1);
+        assert_eq!(nice_max(3), 5);
+        assert_eq!(nice_max(7), 10);
+        assert_eq!(nice_max(11), 20);
+        assert_eq!(nice_max(4_999), 5_000);
+    }
+}

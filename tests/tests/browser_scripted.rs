@@ -1,0 +1,407 @@
+//! The app in headless Chromium against a scripted stream: stories the demo
+//! tells only by chance, told on cue — a coalesced event merging into its
+//! queued key, the watch cache's fan-out, a DELETED object's history, a
+//! relist that is never sampled away, BOOKMARK and ERROR past a name search,
+//! a newer protocol, and the access token passed on to `/ws`.
+
+use serde_json::json;
+use watchlife_protocol::{
+    CacheState, ClosedWatcherState, EventType, FrameBody, Hello, ObjectRef, ServerFrame, Snapshot,
+    Source, Stage, StageMark, StageTimes, WatchCacheReport, WatchEvent, WatcherState,
+};
+use watchlife_tests::browser::{Browser, ScriptedBridge};
+
+/// A start time for the scripted events (µs), far from zero.
+const T0: u64 = 1_795_338_904_000_000;
+
+fn hello(protocol: u32) -> Hello {
+    Hello {
+        protocol,
+        server_version: "0.1.0".into(),
+        stream: "scripted".into(),
+        source: Source::Demo {
+            api: "http://127.0.0.1:1".into(),
+        },
+        resources: vec!["pods".into(), "configmaps".into()],
+        observed_stages: Stage::ALL.to_vec(),
+        demo_actions: false,
+        heartbeat_ms: 5_000,
+    }
+}
+
+fn pod(name: &str) -> ObjectRef {
+    ObjectRef {
+        resource: "pods".into(),
+        kind: "Pod".into(),
+        namespace: Some("default".into()),
+        name: name.into(),
+    }
+}
+
+/// Stage times from `etcd` at `start`, each later stage `gaps[i]` µs after
+/// the one before (as many stages as gaps + 1).
+fn stages(start: u64, gaps: &[u64]) -> StageTimes {
+    let mut at = start;
+    let mut times = StageTimes::from([(Stage::Etcd, StageMark::at(at))]);
+    for (stage, gap) in Stage::ALL[1..].iter().zip(gaps) {
+        at += gap;
+        times.insert(*stage, StageMark::at(at));
+    }
+    times
+}
+
+fn event(
+    seq: u64,
+    event_type: EventType,
+    target: ObjectRef,
+    rv: u64,
+    times: StageTimes,
+) -> ServerFrame {
+    let object = if target.name.is_empty() {
+        serde_json::Value::Null
+    } else {
+        json!({"kind": target.kind, "metadata": {"name": target.name, "namespace": "default",
+               "resourceVersion": rv.to_string(), "labels": {"app": "web"}}})
+    };
+    ServerFrame {
+        seq,
+        body: FrameBody::Event(WatchEvent {
+            event_type,
+            target,
+            resource_version: rv.to_string(),
+            object,
+            stages: times,
+            initial: false,
+            coalesced: false,
+        }),
+    }
+}
+
+fn snapshot_of(objects: &[(&str, u64)]) -> ServerFrame {
+    ServerFrame {
+        seq: 0,
+        body: FrameBody::Snapshot(Snapshot {
+            objects: objects
+                .iter()
+                .map(|(name, rv)| watchlife_protocol::frame::SnapshotObject {
+                    target: pod(name),
+                    resource_version: rv.to_string(),
+                    object: json!({"kind": "Pod", "metadata": {"name": name, "namespace": "default",
+                                   "resourceVersion": rv.to_string()}}),
+                })
+                .collect(),
+            reflectors: vec![],
+        }),
+    }
+}
+
+async fn open(bridge: &ScriptedBridge, query: &str) -> Browser {
+    let browser = Browser::start(1440, 1000).await;
+    browser
+        .client
+        .goto(&format!("{}/{query}", bridge.url()))
+        .await
+        .expect("open the app");
+    browser
+        .wait_until(
+            "the link is connected",
+            "document.querySelector('#link[data-link=connected]')",
+        )
+        .await;
+    browser
+}
+
+#[tokio::test]
+async fn a_coalesced_event_merges_into_its_queued_key() {
+    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[("web-1", 10)])]).await;
+    let browser = open(&bridge, "?speed=0").await;
+    // web-1 waits 0.9 s in the workqueue; a second change to it arrives
+    // meanwhile and merges: both are reconciled at the same moment.
+    let queued = [10, 5, 200, 50, 50, 20, 30];
+    let first = stages(T0, &[10, 5, 200, 50, 50, 20, 30, 900_000]);
+    let reconciled = first[&Stage::Reconcile].at;
+    let mut second = stages(T0 + 100_000, &queued);
+    second.insert(Stage::Reconcile, StageMark::at(reconciled));
+    bridge.send(&event(1, EventType::Modified, pod("web-1"), 11, first));
+    let mut merged = event(2, EventType::Modified, pod("web-1"), 12, second);
+    if let FrameBody::Event(e) = &mut merged.body {
+        e.coalesced = true;
+    }
+    bridge.send(&merged);
+
+    browser
+        .wait_until(
+            "the log marks the second event as merged",
+            "document.querySelector('tr.event-row[data-rv=\"12\"][data-coalesced=true] .merged-note')",
+        )
+        .await;
+    browser
+        .wait_until(
+            "the second token merges into the queued one",
+            "document.querySelector('#pipeline .token.merging[data-rv=\"12\"][data-at=workqueue]') \
+             && document.querySelector('#pipeline .token.absorbing[data-rv=\"11\"] .merge-badge')",
+        )
+        .await;
+    browser
+        .wait_until(
+            "the workqueue lists the key once, holding two events",
+            "[...document.querySelectorAll('#pipeline .queued-key')].some(k => \
+               k.dataset.key === 'default/web-1' && k.dataset.events === '2')",
+        )
+        .await;
+    let badge = browser
+        .text("#pipeline .token.absorbing .merge-badge text")
+        .await;
+    assert_eq!(badge, "+1");
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
+    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[("web-1", 10)])]).await;
+    let browser = open(&bridge, "?speed=0").await;
+    let watcher = |id, name: &str, buffered| WatcherState {
+        id,
+        name: name.into(),
+        buffered,
+        capacity: 100,
+    };
+    bridge.send(&ServerFrame {
+        seq: 1,
+        body: FrameBody::WatchCache(WatchCacheReport {
+            caches: vec![
+                CacheState {
+                    resource: "pods".into(),
+                    window_start: 600,
+                    window_end: 705,
+                    len: 105,
+                    capacity: 200,
+                    watchers: vec![
+                        watcher(1, "watchlife", 0),
+                        watcher(2, "scheduler", 3),
+                        watcher(5, "kubelet node-a", 80),
+                    ],
+                    closed_slow: 1,
+                    recently_closed: vec![ClosedWatcherState {
+                        id: 4,
+                        name: "slow-watcher".into(),
+                        revision: 702,
+                    }],
+                },
+                CacheState {
+                    resource: "nodes".into(),
+                    window_start: 1,
+                    window_end: 705,
+                    len: 3,
+                    capacity: 100,
+                    watchers: vec![watcher(3, "scheduler", 0)],
+                    closed_slow: 0,
+                    recently_closed: vec![],
+                },
+            ],
+        }),
+    });
+    browser
+        .wait_for("#fanout g.cache[data-resource=pods]")
+        .await;
+    let lanes = browser
+        .eval("[...document.querySelectorAll('#fanout .watcher')].map(w => w.dataset.name)")
+        .await;
+    assert_eq!(lanes, json!(["watchlife", "scheduler", "kubelet node-a"]));
+    assert_eq!(browser.text("#fanout .ring-count").await, "105/200");
+    assert_eq!(browser.text("#fanout .ring-window").await, "RV 600 → 705");
+    let closed = browser.text("#fanout .closed-slow").await;
+    assert!(closed.contains("slow-watcher at RV 702"), "{closed}");
+    let filling = browser
+        .eval("!!document.querySelector('#fanout .watcher.filling[data-name=\"kubelet node-a\"]')")
+        .await;
+    assert_eq!(
+        filling,
+        json!(true),
+        "a buffer 80% full is drawn as filling"
+    );
+    let others = browser.text(".fanout-others").await;
+    assert!(others.contains("nodes (1 watcher)"), "{others}");
+
+    // An event passing the watch cache runs down every lane at once.
+    bridge.send(&event(
+        2,
+        EventType::Modified,
+        pod("web-1"),
+        706,
+        stages(T0, &[10, 400_000, 300_000, 10, 10, 10, 10, 10]),
+    ));
+    browser
+        .wait_until(
+            "a copy of the event is on each of the three lanes",
+            "document.querySelectorAll('#fanout circle.copy').length === 3",
+        )
+        .await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_deleted_object_stays_greyed_with_its_history_ending_in_deleted() {
+    let bridge =
+        ScriptedBridge::start(hello(1), vec![snapshot_of(&[("web-1", 10), ("web-2", 11)])]).await;
+    let browser = open(&bridge, "").await;
+    bridge.send(&event(
+        1,
+        EventType::Modified,
+        pod("web-1"),
+        12,
+        stages(T0, &[10, 10, 10]),
+    ));
+    bridge.send(&event(
+        2,
+        EventType::Deleted,
+        pod("web-1"),
+        13,
+        stages(T0 + 10, &[10, 10, 10]),
+    ));
+    let row = "tr.object-row[data-key='default/web-1'][data-deleted=true]";
+    browser
+        .wait_until(
+            "the deleted object is still listed, greyed",
+            &format!("document.querySelector(\"{row}\")"),
+        )
+        .await;
+    browser.wait_for(row).await.click().await.unwrap();
+    let versions = browser
+        .eval("[...document.querySelectorAll('#history .version')].map(v => v.dataset.type)")
+        .await;
+    assert_eq!(versions, json!(["ADDED", "MODIFIED", "DELETED"]));
+    let last = browser.text("#history .version:last-child .change").await;
+    assert!(last.starts_with("deleted"), "{last}");
+    // The live one is not greyed.
+    let live = browser
+        .eval("document.querySelector(\"tr.object-row[data-key='default/web-2']\").dataset.deleted")
+        .await;
+    assert_eq!(live, json!("false"));
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_search_hides_objects_but_never_a_bookmark_or_an_error() {
+    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[])]).await;
+    let browser = open(&bridge, "?q=web&ns=default").await;
+    let whole_watch = ObjectRef {
+        resource: "pods".into(),
+        kind: "Pod".into(),
+        namespace: None,
+        name: String::new(),
+    };
+    bridge.send(&event(
+        1,
+        EventType::Modified,
+        pod("db-1"),
+        20,
+        stages(T0, &[10, 10, 10]),
+    ));
+    bridge.send(&event(
+        2,
+        EventType::Bookmark,
+        whole_watch.clone(),
+        21,
+        stages(T0, &[10, 10, 10]),
+    ));
+    bridge.send(&event(
+        3,
+        EventType::Error,
+        whole_watch,
+        22,
+        stages(T0, &[10, 10, 10]),
+    ));
+    bridge.send(&event(
+        4,
+        EventType::Modified,
+        pod("web-1"),
+        23,
+        stages(T0, &[10, 10, 10]),
+    ));
+    browser
+        .wait_until(
+            "the last event is listed",
+            "document.querySelector('tr.event-row[data-rv=\"23\"]')",
+        )
+        .await;
+    let listed = browser
+        .eval("[...document.querySelectorAll('tr.event-row')].map(r => r.dataset.type).sort()")
+        .await;
+    assert_eq!(listed, json!(["BOOKMARK", "ERROR", "MODIFIED"]));
+    browser
+        .wait_until(
+            "the ERROR travels as a token",
+            "document.querySelector('#pipeline [data-token][data-type=ERROR]')",
+        )
+        .await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_relist_is_animated_whole_however_many_objects_it_lists() {
+    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[])]).await;
+    let browser = open(&bridge, "").await;
+    const LISTED: u64 = 40;
+    for i in 0..LISTED {
+        let mut frame = event(
+            i + 1,
+            EventType::Added,
+            pod(&format!("web-{i}")),
+            100 + i,
+            StageTimes::from([(Stage::Reflector, StageMark::at(T0))]),
+        );
+        if let FrameBody::Event(e) = &mut frame.body {
+            e.initial = true;
+        }
+        bridge.send(&frame);
+    }
+    browser
+        .wait_until(
+            "every listed object is animated",
+            &format!("Number(document.querySelector('#pipeline').dataset.launched) >= {LISTED}"),
+        )
+        .await;
+    let skipped = browser
+        .eval(
+            "[...document.querySelectorAll('#pipeline .skipped')].map(s => s.textContent).join('')",
+        )
+        .await;
+    assert_eq!(
+        skipped,
+        json!(""),
+        "nothing of a relist is counted instead of drawn"
+    );
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_bridge_with_a_newer_protocol_is_told_plainly() {
+    let bridge = ScriptedBridge::start(hello(2), vec![]).await;
+    let browser = Browser::start(1280, 800).await;
+    browser.client.goto(&bridge.url()).await.unwrap();
+    browser
+        .wait_until(
+            "the link says incompatible",
+            "document.querySelector('#link[data-link=incompatible]')",
+        )
+        .await;
+    let notice = browser.text("#notice").await;
+    assert!(
+        notice.contains("protocol 2") && notice.contains("Reload the page"),
+        "{notice}"
+    );
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn the_token_in_the_address_is_passed_on_to_the_stream() {
+    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[])]).await;
+    let browser = open(&bridge, "?token=s3cr%2Bt&theme=dark").await;
+    let requests = bridge.ws_requests();
+    assert_eq!(requests, vec!["/ws?token=s3cr%2Bt".to_string()]);
+    // The address keeps it, so a reload still gets in.
+    let query = browser.eval("location.search").await;
+    assert_eq!(query, json!("?theme=dark&token=s3cr%2Bt"));
+    browser.close().await;
+}
