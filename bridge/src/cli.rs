@@ -16,6 +16,39 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:8080", env = "WATCHLIFE_LISTEN")]
     pub listen: SocketAddr,
 
+    /// Secret that viewers must present: open the page as
+    /// http://HOST:PORT/?token=SECRET (scripts may send `Authorization:
+    /// Bearer SECRET`). Required when --listen is not a loopback address.
+    /// Prefer the environment variable: flags show in the process list.
+    #[arg(
+        long,
+        env = "WATCHLIFE_TOKEN",
+        hide_env_values = true,
+        value_name = "SECRET"
+    )]
+    pub token: Option<String>,
+
+    /// Serve anyone who can reach --listen, with no token: only on a network
+    /// you trust entirely.
+    #[arg(long, conflicts_with = "token")]
+    pub insecure_no_auth: bool,
+
+    /// Another origin whose pages may open the stream (the bridge's own always
+    /// may), as scheme://host[:port]; repeat for several. For a reverse proxy
+    /// or a page that embeds the app.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+
+    /// Pages that may show the app in a frame (CSP frame-ancestors): 'self',
+    /// 'none', or origins; repeat for several.
+    #[arg(long, value_name = "SOURCE", default_value = "'self'")]
+    pub frame_ancestors: Vec<String>,
+
+    /// Most viewers connected at once; the next one is refused with 503
+    /// until one leaves.
+    #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_viewers: u32,
+
     /// Use the embedded demo control plane even when a cluster is configured.
     #[arg(long)]
     pub demo: bool,

@@ -4,8 +4,22 @@
 //! Stream frames are numbered, encoded to JSON once, kept in a sliding window
 //! for viewers that reconnect, and broadcast to every connected viewer as the
 //! same bytes. The hub also keeps the current objects, so a viewer that joins
-//! (or falls behind) gets a snapshot consistent with a known `seq`.
+//! (or falls behind) gets a snapshot consistent with a known `seq`; the
+//! snapshot too is encoded once per `seq`, however many viewers need it.
+//!
+//! # The slow-viewer policy
+//!
+//! Each viewer reads the broadcast ring at its own pace: the ring *is* its
+//! bounded queue, and [`Hub::publish`] never waits for anyone, so one slow
+//! viewer cannot delay the others or the Reflector. A viewer that falls more
+//! than [`VIEWER_LAG`] frames behind the newest loses its place in the ring;
+//! the next thing it receives is `resync` and a fresh snapshot, never a silent
+//! gap. Memory is bounded for all viewers together (the ring, the window, one
+//! cached snapshot); per viewer it is bounded by the socket's send buffer
+//! ([`crate::server::SEND_BUFFER_BYTES`]) and one batch of frames
+//! ([`crate::viewer::MAX_BATCH`]).
 
+use crate::metrics::Metrics;
 use axum::extract::ws::Utf8Bytes;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,6 +34,9 @@ pub const WINDOW: usize = 4096;
 
 /// Frames one viewer may fall behind the newest before it is resynced. The
 /// broadcast ring is shared, so this bounds memory for all viewers at once.
+/// At the demo's pace that is minutes of slack; at 1,000 events/s it is one
+/// second, longer than a phone's radio takes to wake up, and well under the
+/// point where replaying would cost more than a snapshot.
 pub const VIEWER_LAG: usize = 1024;
 
 /// A stream frame as broadcast: its number, its bytes, and what viewers filter on.
@@ -27,8 +44,9 @@ pub const VIEWER_LAG: usize = 1024;
 pub struct Published {
     pub seq: u64,
     pub text: Utf8Bytes,
-    /// Resource of the frame (events and reflector updates both have one).
-    pub resource: Arc<str>,
+    /// Resource of the frame (events and reflector updates); `None` for
+    /// frames about the whole source, which every filter lets through.
+    pub resource: Option<Arc<str>>,
     /// Namespace of the event's object, if any.
     pub namespace: Option<Arc<str>>,
 }
@@ -37,8 +55,9 @@ pub struct Published {
 pub enum Join {
     /// Frames after the viewer's cursor, still in the window: send them.
     Resume(Vec<Published>),
-    /// A fresh viewer, or one whose cursor is gone: send this snapshot.
-    Snapshot(Snapshot),
+    /// A fresh viewer, or one whose cursor is gone: send this `snapshot`
+    /// frame (already encoded, with `seq` the cursor).
+    Snapshot(Utf8Bytes),
 }
 
 /// What [`Hub::attach`] gives a viewer.
@@ -53,7 +72,9 @@ pub struct Attached {
 struct State {
     seq: u64,
     window: VecDeque<Published>,
-    objects: BTreeMap<ObjectRef, SnapshotObject>,
+    /// Shared with snapshots being encoded, so taking one under the lock is
+    /// a reference count per object, not a deep copy.
+    objects: BTreeMap<ObjectRef, Arc<SnapshotObject>>,
     reflectors: BTreeMap<String, ReflectorUpdate>,
 }
 
@@ -63,6 +84,10 @@ pub struct Hub {
     state: Arc<Mutex<State>>,
     live: broadcast::Sender<Published>,
     stream_id: Arc<str>,
+    /// The newest encoded snapshot and its `seq`. Its own lock: encoding
+    /// never holds up [`Hub::publish`].
+    snapshot: Arc<Mutex<Option<(u64, Utf8Bytes)>>>,
+    metrics: Metrics,
 }
 
 impl Hub {
@@ -77,7 +102,15 @@ impl Hub {
             })),
             live: broadcast::channel(VIEWER_LAG).0,
             stream_id: stream_id.into(),
+            snapshot: Arc::new(Mutex::new(None)),
+            metrics: Metrics::default(),
         }
+    }
+
+    /// The bridge's metrics: the Reflector counts its watches and relists
+    /// here, the viewers their frames.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// Name of this stream (see [`watchlife_protocol::Hello::stream`]).
@@ -98,13 +131,16 @@ impl Hub {
         state.seq += 1;
         let seq = state.seq;
         let (resource, namespace) = match &body {
-            FrameBody::Event(e) => (e.target.resource.as_str(), e.target.namespace.as_deref()),
-            FrameBody::Reflector(r) => (r.resource.as_str(), None),
-            _ => ("", None),
+            FrameBody::Event(e) => (
+                Some(e.target.resource.as_str()),
+                e.target.namespace.as_deref(),
+            ),
+            FrameBody::Reflector(r) => (Some(r.resource.as_str()), None),
+            _ => (None, None),
         };
         let published = Published {
             seq,
-            resource: resource.into(),
+            resource: resource.map(Into::into),
             namespace: namespace.map(Into::into),
             text: encode(&ServerFrame {
                 seq,
@@ -117,15 +153,16 @@ impl Hub {
                 .insert(update.resource.clone(), update.clone());
         }
         if let FrameBody::Event(event) = body {
+            self.metrics.observe_stages(&event.stages);
             match event.event_type {
                 EventType::Added | EventType::Modified => {
                     state.objects.insert(
                         event.target.clone(),
-                        SnapshotObject {
+                        Arc::new(SnapshotObject {
                             target: event.target,
                             resource_version: event.resource_version,
                             object: event.object,
-                        },
+                        }),
                     );
                 }
                 EventType::Deleted => {
@@ -138,8 +175,10 @@ impl Hub {
             state.window.pop_front();
         }
         state.window.push_back(published.clone());
-        // No receiver is not an error: nobody is watching yet.
+        // Never waits: a receiver that is full lags instead (see the module
+        // doc). No receiver is not an error either: nobody is watching yet.
         let _ = self.live.send(published);
+        self.metrics.frame_published();
         seq
     }
 
@@ -157,25 +196,71 @@ impl Hub {
         let live = self.live.subscribe();
         let cursor = state.seq;
         let oldest_kept = state.window.front().map_or(cursor + 1, |p| p.seq);
-        let join = match since {
-            Some(since) if since <= cursor && since + 1 >= oldest_kept => Join::Resume(
-                state
+        match since {
+            Some(since) if since <= cursor && since + 1 >= oldest_kept => {
+                let frames = state
                     .window
                     .iter()
                     .filter(|p| p.seq > since)
                     .cloned()
-                    .collect(),
-            ),
-            _ => Join::Snapshot(snapshot(&state)),
-        };
-        Attached { cursor, join, live }
+                    .collect();
+                Attached {
+                    cursor,
+                    join: Join::Resume(frames),
+                    live,
+                }
+            }
+            _ => {
+                let parts = SnapshotParts::take(&state);
+                drop(state);
+                Attached {
+                    cursor,
+                    join: Join::Snapshot(self.encode_snapshot(cursor, parts)),
+                    live,
+                }
+            }
+        }
     }
 
-    /// The current objects and the `seq` they are consistent with, for a
-    /// viewer that fell behind. Frames after the returned `seq` follow it.
-    pub fn snapshot(&self) -> (u64, Snapshot) {
+    /// The `snapshot` frame of the current objects, and the `seq` it is
+    /// consistent with, for a viewer that fell behind. Frames after the
+    /// returned `seq` follow it.
+    pub fn snapshot(&self) -> (u64, Utf8Bytes) {
         let state = self.lock();
-        (state.seq, snapshot(&state))
+        let seq = state.seq;
+        if let Some(text) = self.cached_snapshot(seq) {
+            return (seq, text);
+        }
+        let parts = SnapshotParts::take(&state);
+        drop(state);
+        (seq, self.encode_snapshot(seq, parts))
+    }
+
+    fn cached_snapshot(&self, seq: u64) -> Option<Utf8Bytes> {
+        let cache = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .as_ref()
+            .filter(|(at, _)| *at == seq)
+            .map(|(_, text)| text.clone())
+    }
+
+    /// Encodes the snapshot taken at `seq`, once: viewers that need the same
+    /// one meanwhile wait for it on the cache's lock and share the bytes.
+    fn encode_snapshot(&self, seq: u64, parts: SnapshotParts) -> Utf8Bytes {
+        let mut cache = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, text)) = cache.as_ref()
+            && *at == seq
+        {
+            return text.clone();
+        }
+        let text = encode(&ServerFrame {
+            seq,
+            body: FrameBody::Snapshot(parts.into_snapshot()),
+        });
+        if cache.as_ref().is_none_or(|(at, _)| *at < seq) {
+            *cache = Some((seq, text.clone()));
+        }
+        text
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -183,10 +268,25 @@ impl Hub {
     }
 }
 
-fn snapshot(state: &State) -> Snapshot {
-    Snapshot {
-        objects: state.objects.values().cloned().collect(),
-        reflectors: state.reflectors.values().cloned().collect(),
+/// What a snapshot is made of, taken under the lock without copying objects.
+struct SnapshotParts {
+    objects: Vec<Arc<SnapshotObject>>,
+    reflectors: Vec<ReflectorUpdate>,
+}
+
+impl SnapshotParts {
+    fn take(state: &State) -> SnapshotParts {
+        SnapshotParts {
+            objects: state.objects.values().cloned().collect(),
+            reflectors: state.reflectors.values().cloned().collect(),
+        }
+    }
+
+    fn into_snapshot(self) -> Snapshot {
+        Snapshot {
+            objects: self.objects.iter().map(|o| (**o).clone()).collect(),
+            reflectors: self.reflectors,
+        }
     }
 }
 
@@ -200,7 +300,7 @@ pub fn encode(frame: &ServerFrame) -> Utf8Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use watchlife_protocol::{ReflectorState, StageTimes, WatchEvent};
+    use watchlife_protocol::{ReflectorState, Stage, StageMark, StageTimes, WatchEvent};
 
     fn event(name: &str, event_type: EventType) -> FrameBody {
         FrameBody::Event(WatchEvent {
@@ -231,6 +331,7 @@ mod tests {
         hub.publish(event("a", EventType::Deleted));
         let (seq, snap) = hub.snapshot();
         assert_eq!(seq, 4);
+        let snap = decode_snapshot(&snap, 4);
         let names: Vec<_> = snap
             .objects
             .iter()
@@ -271,9 +372,52 @@ mod tests {
             Join::Snapshot(_)
         ));
         match hub.attach(None).join {
-            Join::Snapshot(s) => assert_eq!(s.objects.len(), 3),
+            Join::Snapshot(s) => {
+                assert_eq!(decode_snapshot(&s, WINDOW as u64 + 10).objects.len(), 3)
+            }
             Join::Resume(_) => panic!("a new viewer gets a snapshot"),
         }
+    }
+
+    fn decode_snapshot(text: &Utf8Bytes, seq: u64) -> Snapshot {
+        let frame: ServerFrame = serde_json::from_str(text.as_str()).unwrap();
+        assert_eq!(frame.seq, seq);
+        match frame.body {
+            FrameBody::Snapshot(s) => s,
+            other => panic!("not a snapshot: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_snapshot_is_encoded_once_per_seq() {
+        let hub = Hub::new("s");
+        hub.publish(event("a", EventType::Added));
+        let (seq, first) = hub.snapshot();
+        let (_, again) = hub.snapshot();
+        // The same bytes, not an equal copy.
+        assert_eq!(first.as_str().as_ptr(), again.as_str().as_ptr());
+        match hub.attach(None).join {
+            Join::Snapshot(s) => assert_eq!(s.as_str().as_ptr(), first.as_str().as_ptr()),
+            Join::Resume(_) => panic!("a new viewer gets a snapshot"),
+        }
+        hub.publish(event("b", EventType::Added));
+        let (next, newer) = hub.snapshot();
+        assert_eq!(next, seq + 1);
+        assert_eq!(decode_snapshot(&newer, next).objects.len(), 2);
+    }
+
+    #[test]
+    fn publishing_events_feeds_the_stage_latency_metrics() {
+        let hub = Hub::new("s");
+        let FrameBody::Event(mut e) = event("a", EventType::Added) else {
+            unreachable!()
+        };
+        e.stages.insert(Stage::Etcd, StageMark::at(100));
+        e.stages.insert(Stage::WatchCache, StageMark::at(130));
+        hub.publish(FrameBody::Event(e));
+        let text = hub.metrics().render();
+        assert!(text.contains("watchlife_stage_latency_seconds_count{stage=\"watch_cache\"} 1"));
+        assert!(text.contains("watchlife_frames_published_total 1"));
     }
 
     #[tokio::test]

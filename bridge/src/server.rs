@@ -1,53 +1,279 @@
-//! The HTTP side: routes, the WebSocket upgrade, and serving until shutdown.
+//! The HTTP side: routes, the checks before a WebSocket upgrade, the
+//! connection cap, security headers, and serving until a graceful shutdown.
+//!
+//! Routes: `/ws` (the stream, [`crate::viewer`]), `/metrics` (Prometheus
+//! text, [`crate::metrics`]), `/healthz`, `/version`, and the embedded app
+//! for everything else ([`crate::assets`]).
+//!
+//! A `/ws` handshake is checked in this order, each refusal an HTTP answer
+//! with a one-line reason, before anything is upgraded: `Host` (403, see
+//! [`crate::access`]), the token (401), `Origin` (403), the cap (503).
 
+use crate::access::{Access, AccessError, Denied};
 use crate::app::App;
-use crate::{assets, viewer};
+use crate::cli::Args;
+use crate::metrics::Refusal;
+use crate::{assets, csp, viewer};
 use axum::Router;
-use axum::extract::{Query, State, WebSocketUpgrade};
+use axum::extract::{Query, Request, State, WebSocketUpgrade};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use serde::Deserialize;
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Semaphore, watch};
+use tower_http::set_header::SetResponseHeaderLayer;
 
-/// Query of `/ws`: where a returning viewer left off.
+/// Kernel send buffer of each viewer's socket. Without a bound, Linux grows
+/// it up to 4 MiB for a reader that does not keep up: thousands of frames
+/// hidden from the slow-viewer policy, and gigabytes for thousands of stalled
+/// viewers. 64 KiB (the kernel doubles it for its own book-keeping) still
+/// carries 1.2 MB/s to a viewer 100 ms away, some 1,500 event frames a
+/// second; 10,000 stalled viewers hold at most 1.3 GB of kernel memory.
+pub const SEND_BUFFER_BYTES: usize = 64 * 1024;
+
+/// How long viewers get to receive their close frame at shutdown before the
+/// process exits anyway.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// How long a client refused for the cap is told to wait (`Retry-After`).
+const RETRY_AFTER_SECS: u32 = 10;
+
+/// Query of `/ws`: where a returning viewer left off, and its token.
 #[derive(Debug, Deserialize)]
 pub struct WsQuery {
     /// Stream the viewer's cursor belongs to (from `hello`).
     pub stream: Option<String>,
     /// Last stream `seq` the viewer saw.
     pub since: Option<u64>,
+    /// The bridge's `--token`, when it has one.
+    pub token: Option<String>,
 }
 
-/// All routes of the bridge.
-pub fn router(app: Arc<App>) -> Router {
+/// Query of `/metrics` and `/version`: the token only.
+#[derive(Debug, Deserialize)]
+pub struct TokenQuery {
+    pub token: Option<String>,
+}
+
+/// How the server admits clients, from the flags.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub access: Access,
+    /// `--max-viewers`.
+    pub max_viewers: usize,
+    /// The `Content-Security-Policy` of every response.
+    pub csp: HeaderValue,
+}
+
+impl ServerConfig {
+    /// Applies the startup rules (see [`Access::from_args`]).
+    pub fn from_args(args: &Args) -> Result<ServerConfig, AccessError> {
+        Ok(ServerConfig {
+            access: Access::from_args(args)?,
+            max_viewers: args.max_viewers as usize,
+            csp: csp::policy(&args.frame_ancestors)?,
+        })
+    }
+}
+
+/// What the handlers share.
+struct Shared {
+    app: Arc<App>,
+    access: Access,
+    max_viewers: usize,
+    permits: Arc<Semaphore>,
+    shutdown: watch::Receiver<bool>,
+}
+
+/// Serves `app` on `listener` until `signal` completes, then closes every
+/// viewer's socket with a close frame and waits (at most
+/// [`SHUTDOWN_GRACE`]) for them to go.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    config: ServerConfig,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop, shutdown) = watch::channel(false);
+    let permits = Arc::new(Semaphore::new(config.max_viewers));
+    let router = router(app, config.clone(), shutdown, permits.clone());
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+        let _ = socket2::SockRef::from(&*tcp).set_send_buffer_size(SEND_BUFFER_BYTES);
+    });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            signal.await;
+            // Upgraded sockets are not axum's to close: tell the viewers.
+            let _ = stop.send(true);
+        })
+        .await?;
+    let everyone = permits.acquire_many_owned(config.max_viewers as u32);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, everyone).await;
+    Ok(())
+}
+
+/// All routes of the bridge, with the security headers. `shutdown` turns
+/// `true` when viewers must leave; `permits` holds `--max-viewers` places.
+pub fn router(
+    app: Arc<App>,
+    config: ServerConfig,
+    shutdown: watch::Receiver<bool>,
+    permits: Arc<Semaphore>,
+) -> Router {
+    let shared = Arc::new(Shared {
+        app,
+        access: config.access,
+        max_viewers: config.max_viewers,
+        permits,
+        shutdown,
+    });
     Router::new()
         .route("/ws", get(websocket))
+        .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/version", get(version))
         .fallback(assets::serve)
-        .with_state(app)
+        .layer(middleware::from_fn_with_state(shared.clone(), check_host))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            config.csp,
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        // The token may be in the page's URL: never send it on as a Referer.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ))
+        .with_state(shared)
+}
+
+/// Refuses requests to a name a loopback bridge does not answer to.
+async fn check_host(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let host = header_str(request.headers(), header::HOST);
+    match shared.access.check_host(host) {
+        Ok(()) => next.run(request).await,
+        Err(denied) => {
+            if request.uri().path() == "/ws" {
+                shared.app.hub.metrics().viewer_refused(Refusal::Host);
+            }
+            refuse(denied)
+        }
+    }
 }
 
 async fn websocket(
-    State(app): State<Arc<App>>,
+    State(shared): State<Arc<Shared>>,
     Query(query): Query<WsQuery>,
+    headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    // A cursor from another run of the bridge means nothing here.
-    let since = query
-        .since
-        .filter(|_| query.stream.as_deref() == Some(app.hub.stream_id()));
+    let metrics = shared.app.hub.metrics();
+    let access = &shared.access;
+    if let Err(denied) = access.check_token(
+        query.token.as_deref(),
+        header_str(&headers, header::AUTHORIZATION),
+    ) {
+        metrics.viewer_refused(Refusal::Unauthorized);
+        return refuse(denied);
+    }
+    if let Err(denied) = access.check_origin(
+        header_str(&headers, header::ORIGIN),
+        header_str(&headers, header::HOST),
+    ) {
+        metrics.viewer_refused(Refusal::Origin);
+        return refuse(denied);
+    }
+    let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
+        metrics.viewer_refused(Refusal::Capacity);
+        let mut response = refuse(Denied {
+            status: 503,
+            message: format!(
+                "watchlife is serving its maximum of {} viewers (--max-viewers); try again later",
+                shared.max_viewers
+            ),
+        });
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        return response;
+    };
+    // A cursor from another run of the bridge means nothing here: such a
+    // viewer is resynced, as one whose cursor left the window.
+    let since = match (query.since, query.stream.as_deref()) {
+        (Some(since), Some(stream)) if stream == shared.app.hub.stream_id() => Some(since),
+        (Some(_), _) => Some(u64::MAX),
+        (None, _) => None,
+    };
+    let session = viewer::Session {
+        app: shared.app.clone(),
+        since,
+        shutdown: shared.shutdown.clone(),
+        permit,
+    };
     upgrade
-        .max_message_size(viewer::MAX_MESSAGE_BYTES * 4)
-        .on_upgrade(move |socket| viewer::serve(socket, app, since))
+        .max_message_size(viewer::MAX_FRAME_BYTES)
+        .max_frame_size(viewer::MAX_FRAME_BYTES)
+        .on_upgrade(move |socket| viewer::serve(socket, session))
         .into_response()
 }
 
-async fn version(State(app): State<Arc<App>>) -> Json<serde_json::Value> {
+async fn metrics(
+    State(shared): State<Arc<Shared>>,
+    Query(query): Query<TokenQuery>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(denied) = shared.access.check_token(
+        query.token.as_deref(),
+        header_str(&headers, header::AUTHORIZATION),
+    ) {
+        return refuse(denied);
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        shared.app.hub.metrics().render(),
+    )
+        .into_response()
+}
+
+async fn version(
+    State(shared): State<Arc<Shared>>,
+    Query(query): Query<TokenQuery>,
+    headers: HeaderMap,
+) -> Response {
+    // The source names the cluster: only for those who hold the token.
+    if let Err(denied) = shared.access.check_token(
+        query.token.as_deref(),
+        header_str(&headers, header::AUTHORIZATION),
+    ) {
+        return refuse(denied);
+    }
     Json(serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "protocol": watchlife_protocol::PROTOCOL_VERSION,
-        "source": app.source,
+        "source": shared.app.source,
         "app_embedded": assets::is_built(),
     }))
+    .into_response()
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A refusal as plain text, one line.
+fn refuse(denied: Denied) -> Response {
+    let status = StatusCode::from_u16(denied.status).unwrap_or(StatusCode::FORBIDDEN);
+    (status, format!("{}\n", denied.message)).into_response()
 }

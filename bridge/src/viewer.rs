@@ -3,113 +3,462 @@
 //! Sends `hello`, then either the frames the viewer missed or a snapshot, then
 //! the live stream, with a heartbeat on a period. Reads the viewer's messages
 //! (filters, demo actions) and answers a bad one with an `error` frame; a bad
-//! message never closes the connection, let alone the bridge.
+//! message never closes the connection, let alone the bridge. What does close
+//! it, always with a close frame and a reason when the socket still takes
+//! one:
+//!
+//! - the bridge shutting down (1001, going away);
+//! - no answer to pings for [`DEAD_AFTER`] (1001): the viewer is gone;
+//! - a write that does not complete within [`DEAD_AFTER`]: the viewer stopped
+//!   reading altogether, and the socket is dropped (no close frame could get
+//!   through);
+//! - a sustained flood of messages ([`FLOOD_LIMIT`], 1008, policy);
+//! - a message over [`MAX_FRAME_BYTES`] (1009, too big).
+//!
+//! A viewer that merely falls behind is not closed: it gets `resync` and a
+//! snapshot (see [`crate::hub`]).
 
 use crate::app::App;
 use crate::hub::{Join, Published, encode};
-use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
+use crate::metrics::{Closed, Metrics, ResyncCause};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
+use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::watch;
+use tokio::time::Instant;
 use watchlife_protocol::{
     ClientMessage, ErrorCode, ErrorFrame, Filter, FrameBody, Heartbeat, Resync, ServerFrame,
 };
 
-/// How often a heartbeat goes out. A viewer that hears nothing for three
-/// periods calls the connection stalled: a dead link is noticed within seconds.
+/// How often a heartbeat goes out (with a WebSocket ping). A viewer that hears
+/// nothing for three periods calls the connection stalled: a dead link is
+/// noticed within seconds.
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
 
+/// How long the bridge waits for any sign of life from a viewer (a message,
+/// or the pong a browser sends by itself for every ping), and for one write
+/// to it to complete, before it calls the viewer gone. Three heartbeats: the
+/// same rule the viewer applies to the bridge, so a dead connection is
+/// noticed from both ends within 15 to 20 seconds.
+pub const DEAD_AFTER: Duration = Duration::from_secs(3 * HEARTBEAT.as_secs());
+
 /// Largest message a viewer may send. Viewers send small commands; anything
-/// bigger is a mistake or an attack.
+/// bigger is a mistake or an attack. Bigger ones are answered with an error
+/// frame, up to [`MAX_FRAME_BYTES`].
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
+/// Largest message the WebSocket layer reads at all; beyond it the bridge
+/// closes the connection (1009) instead of buffering an attacker's payload.
+pub const MAX_FRAME_BYTES: usize = 4 * MAX_MESSAGE_BYTES;
+
+/// Messages a viewer may send per second, on average. The app sends one
+/// message per filter change or demo action: a person clicking as fast as
+/// they can makes a few a second.
+pub const MESSAGES_PER_SECOND: f64 = 10.0;
+
+/// Messages a viewer may send at once before the rate applies: a page that
+/// restores a view sends a handful together.
+pub const MESSAGE_BURST: f64 = 20.0;
+
+/// Messages over the rate the bridge forgives, minus what it forgave at
+/// [`MESSAGES_PER_SECOND`], before it closes the connection: a client that
+/// goes on sending after being told `rate_limited` is a flood, not a person.
+pub const FLOOD_LIMIT: f64 = 100.0;
+
+/// At most one `rate_limited` error frame this often: answering every message
+/// of a flood would make the bridge flood back.
+pub const RATE_ERROR_EVERY: Duration = Duration::from_secs(1);
+
+/// Most frames written to a socket with one flush. Under load a viewer's
+/// frames are written in batches, one system call for many frames; the batch
+/// is small enough that its memory does not matter.
+pub const MAX_BATCH: usize = 64;
+
+/// Longest accepted resource name (a DNS subdomain) and namespace (a label).
+const MAX_NAME: usize = 253;
+const MAX_NAMESPACE: usize = 63;
+/// Most resources one filter may name.
+const MAX_FILTER_RESOURCES: usize = 64;
+
+/// Everything one connection needs, handed over by the `/ws` handler.
+pub struct Session {
+    pub app: Arc<App>,
+    /// The cursor the viewer resumes from, when it is one of this stream.
+    pub since: Option<u64>,
+    /// Becomes `true` (or closes) when the bridge shuts down.
+    pub shutdown: watch::Receiver<bool>,
+    /// The viewer's place under `--max-viewers`, released when it leaves.
+    pub permit: OwnedSemaphorePermit,
+}
+
+type Sink = SplitSink<WebSocket, Message>;
+
+/// What to do after one turn of the loop.
+enum Step {
+    Send(Vec<Utf8Bytes>),
+    Ping(Utf8Bytes),
+    Nothing,
+    Close(Closed, u16, String),
+    Leave,
+}
+
 /// Serves one viewer until it leaves or the bridge shuts down.
-pub async fn serve(socket: WebSocket, app: Arc<App>, since: Option<u64>) {
-    let (mut sink, mut incoming) = socket.split();
+pub async fn serve(socket: WebSocket, session: Session) {
+    let Session {
+        app,
+        since,
+        mut shutdown,
+        permit: _permit,
+    } = session;
+    let metrics = app.hub.metrics().clone();
+    let _counted = metrics.viewer_connected();
+    let (sink, mut incoming) = socket.split();
+    let mut out = Outbox::new(sink, metrics.clone());
     let attached = app.hub.attach(since);
     let mut cursor = attached.cursor;
     let mut live = attached.live;
     let mut filter = Filter::default();
+    let mut limiter = RateLimiter::new(Instant::now());
 
     let mut opening = vec![control(cursor, FrameBody::Hello(app.hello()))];
     match attached.join {
         Join::Resume(frames) => opening.extend(frames.into_iter().map(|p| p.text)),
         Join::Snapshot(snapshot) => {
             if since.is_some() {
+                metrics.resynced(ResyncCause::Cursor);
                 opening.push(resync(
                     cursor,
                     "your cursor is no longer in the bridge's window",
                 ));
             }
-            opening.push(control(cursor, FrameBody::Snapshot(snapshot)));
+            opening.push(snapshot);
         }
     }
-    for text in opening {
-        if sink.send(Message::Text(text)).await.is_err() {
-            return;
-        }
+    if !out.send(opening).await {
+        return;
     }
 
     let mut heartbeat = tokio::time::interval(HEARTBEAT);
     heartbeat.reset();
+    let mut last_heard = Instant::now();
     loop {
-        let outgoing: Vec<Utf8Bytes> = tokio::select! {
+        let step = tokio::select! {
+            // Biased, in this order: shutdown and liveness first; the
+            // viewer's messages before the stream, so a busy stream cannot
+            // starve them (a flood is rate-limited and closed instead).
+            biased;
+            _ = shutdown.changed() => Step::Close(
+                Closed::Shutdown,
+                close_code::AWAY,
+                "the bridge is shutting down".into(),
+            ),
+            _ = heartbeat.tick() => {
+                if last_heard.elapsed() > DEAD_AFTER {
+                    Step::Close(
+                        Closed::Unresponsive,
+                        close_code::AWAY,
+                        format!("no answer from you for {} s", DEAD_AFTER.as_secs()),
+                    )
+                } else {
+                    Step::Ping(control(cursor, FrameBody::Heartbeat(Heartbeat { at: app.now() })))
+                }
+            }
+            message = incoming.next() => {
+                last_heard = Instant::now();
+                match message {
+                    Some(Ok(Message::Text(text))) => match limiter.admit(last_heard) {
+                        Admit::Yes => Step::Send(handle(&app, &metrics, &text, &mut filter, cursor).await),
+                        Admit::No { tell } => rate_limited(&metrics, tell, cursor),
+                        Admit::Flood => flood(),
+                    },
+                    Some(Ok(Message::Binary(_))) => match limiter.admit(last_heard) {
+                        Admit::Yes => {
+                            metrics.message_rejected(ErrorCode::Malformed);
+                            Step::Send(vec![error(cursor, ErrorCode::Malformed, "binary messages are not accepted; send JSON text")])
+                        }
+                        Admit::No { tell } => rate_limited(&metrics, tell, cursor),
+                        Admit::Flood => flood(),
+                    },
+                    // Pongs answer our pings; pings are answered by the
+                    // WebSocket layer, and count against the rate.
+                    Some(Ok(Message::Pong(_))) => Step::Nothing,
+                    Some(Ok(Message::Ping(_))) => match limiter.admit(last_heard) {
+                        Admit::Flood => flood(),
+                        _ => Step::Nothing,
+                    },
+                    Some(Ok(Message::Close(_))) | None => Step::Leave,
+                    Some(Err(e)) => read_failed(e),
+                }
+            }
             frame = live.recv() => match frame {
-                Ok(p) if p.seq <= cursor => continue,
-                Ok(p) => {
-                    cursor = p.seq;
-                    if !wanted(&filter, &p) { continue; }
-                    vec![p.text]
+                Ok(first) => {
+                    // Take what else is already waiting: one write for many frames.
+                    let mut texts = Vec::new();
+                    let mut next = Ok(first);
+                    loop {
+                        match next {
+                            Ok(p) if p.seq <= cursor => {}
+                            Ok(p) => {
+                                cursor = p.seq;
+                                if wanted(&filter, &p) {
+                                    texts.push(p.text);
+                                }
+                            }
+                            Err(missed) => {
+                                texts.extend(catch_up(&app, &metrics, missed, &mut cursor));
+                            }
+                        }
+                        if texts.len() >= MAX_BATCH {
+                            break;
+                        }
+                        next = match live.try_recv() {
+                            Ok(p) => Ok(p),
+                            Err(TryRecvError::Lagged(missed)) => Err(missed),
+                            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                        };
+                    }
+                    Step::Send(texts)
                 }
-                Err(RecvError::Lagged(missed)) => {
-                    let (seq, snapshot) = app.hub.snapshot();
-                    cursor = seq;
-                    vec![
-                        resync(seq, &format!("you fell {missed} frames behind")),
-                        control(seq, FrameBody::Snapshot(snapshot)),
-                    ]
-                }
-                Err(RecvError::Closed) => break,
+                Err(RecvError::Lagged(missed)) => Step::Send(catch_up(&app, &metrics, missed, &mut cursor)),
+                Err(RecvError::Closed) => Step::Close(
+                    Closed::Shutdown,
+                    close_code::AWAY,
+                    "the bridge is shutting down".into(),
+                ),
             },
-            message = incoming.next() => match message {
-                Some(Ok(Message::Text(text))) => handle(&app, &text, &mut filter, cursor).await,
-                Some(Ok(Message::Binary(_))) => vec![error(cursor, ErrorCode::Malformed, "binary messages are not accepted; send JSON text")],
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            },
-            _ = heartbeat.tick() => vec![control(cursor, FrameBody::Heartbeat(Heartbeat { at: app.now() }))],
         };
-        for text in outgoing {
-            if sink.send(Message::Text(text)).await.is_err() {
+        match step {
+            Step::Send(texts) => {
+                if !out.send(texts).await {
+                    return;
+                }
+            }
+            Step::Ping(heartbeat) => {
+                if !out.send_with_ping(heartbeat).await {
+                    return;
+                }
+            }
+            Step::Nothing => {}
+            Step::Close(why, code, reason) => {
+                metrics.viewer_closed(why);
+                out.close(code, &reason).await;
                 return;
             }
+            Step::Leave => return,
         }
     }
 }
 
+/// `resync` and a snapshot for a viewer that fell `missed` frames behind;
+/// moves its cursor to the snapshot's.
+fn catch_up(app: &App, metrics: &Metrics, missed: u64, cursor: &mut u64) -> Vec<Utf8Bytes> {
+    let (seq, snapshot) = app.hub.snapshot();
+    *cursor = seq;
+    metrics.resynced(ResyncCause::Lagged);
+    vec![
+        resync(
+            seq,
+            &format!(
+                "you fell {missed} frames behind (the limit is {})",
+                crate::hub::VIEWER_LAG
+            ),
+        ),
+        snapshot,
+    ]
+}
+
+fn rate_limited(metrics: &Metrics, tell: bool, cursor: u64) -> Step {
+    metrics.message_rejected(ErrorCode::RateLimited);
+    if !tell {
+        return Step::Nothing;
+    }
+    Step::Send(vec![error(
+        cursor,
+        ErrorCode::RateLimited,
+        &format!(
+            "too many messages: at most {MESSAGES_PER_SECOND} a second (bursts of {MESSAGE_BURST}); this one was dropped"
+        ),
+    )])
+}
+
+fn flood() -> Step {
+    Step::Close(
+        Closed::Flood,
+        close_code::POLICY,
+        format!("too many messages for too long (over {MESSAGES_PER_SECOND} a second)"),
+    )
+}
+
+/// A read error: a message over [`MAX_FRAME_BYTES`] is closed with 1009 and
+/// a reason; anything else (a broken connection, a protocol violation) ends
+/// the connection, with a reason when the socket still takes one.
+fn read_failed(e: axum::Error) -> Step {
+    let text = e.to_string();
+    // The WebSocket layer says "Space limit exceeded: Message too long".
+    if text.contains("Space limit") || text.contains("too long") {
+        Step::Close(
+            Closed::TooLarge,
+            close_code::SIZE,
+            format!("message over {MAX_FRAME_BYTES} bytes"),
+        )
+    } else {
+        tracing::debug!("a viewer's connection failed: {text}");
+        Step::Leave
+    }
+}
+
+/// The sending half, with the write deadline and the frame counts.
+struct Outbox {
+    sink: Sink,
+    metrics: Metrics,
+}
+
+impl Outbox {
+    fn new(sink: Sink, metrics: Metrics) -> Self {
+        Outbox { sink, metrics }
+    }
+
+    /// Writes `texts` with one flush. `false` when the viewer is gone: the
+    /// write failed, or did not complete within [`DEAD_AFTER`].
+    async fn send(&mut self, texts: Vec<Utf8Bytes>) -> bool {
+        self.write(texts, false).await
+    }
+
+    /// Like [`Outbox::send`], followed by a ping the viewer must answer.
+    async fn send_with_ping(&mut self, text: Utf8Bytes) -> bool {
+        self.write(vec![text], true).await
+    }
+
+    async fn write(&mut self, texts: Vec<Utf8Bytes>, ping: bool) -> bool {
+        if texts.is_empty() && !ping {
+            return true;
+        }
+        let frames = texts.len() as u64;
+        let bytes: usize = texts.iter().map(|t| t.len()).sum();
+        let sink = &mut self.sink;
+        let write = async move {
+            for text in texts {
+                sink.feed(Message::Text(text)).await?;
+            }
+            if ping {
+                sink.feed(Message::Ping(Default::default())).await?;
+            }
+            sink.flush().await
+        };
+        match tokio::time::timeout(DEAD_AFTER, write).await {
+            Ok(Ok(())) => {
+                self.metrics.frames_sent(frames, bytes as u64);
+                true
+            }
+            Ok(Err(_)) => false,
+            Err(_) => {
+                // The viewer stopped reading: no close frame could reach it.
+                self.metrics.viewer_closed(Closed::SendStalled);
+                false
+            }
+        }
+    }
+
+    /// Sends a close frame with a reason (best effort: a second at most).
+    async fn close(&mut self, code: u16, reason: &str) {
+        let frame = CloseFrame {
+            code,
+            reason: reason.into(),
+        };
+        let _ = tokio::time::timeout(
+            Duration::from_secs(1),
+            self.sink.send(Message::Close(Some(frame))),
+        )
+        .await;
+    }
+}
+
+/// The per-viewer token bucket, and the count of messages it turned away.
+struct RateLimiter {
+    tokens: f64,
+    /// Messages turned away, forgiven at [`MESSAGES_PER_SECOND`].
+    excess: f64,
+    at: Instant,
+    last_told: Option<Instant>,
+}
+
+enum Admit {
+    Yes,
+    /// Over the rate: drop it; `tell` when an error frame is due.
+    No {
+        tell: bool,
+    },
+    /// A sustained flood: close.
+    Flood,
+}
+
+impl RateLimiter {
+    fn new(now: Instant) -> Self {
+        RateLimiter {
+            tokens: MESSAGE_BURST,
+            excess: 0.0,
+            at: now,
+            last_told: None,
+        }
+    }
+
+    fn admit(&mut self, now: Instant) -> Admit {
+        let refill = now.duration_since(self.at).as_secs_f64() * MESSAGES_PER_SECOND;
+        self.at = now;
+        self.tokens = (self.tokens + refill).min(MESSAGE_BURST);
+        self.excess = (self.excess - refill).max(0.0);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return Admit::Yes;
+        }
+        self.excess += 1.0;
+        if self.excess > FLOOD_LIMIT {
+            return Admit::Flood;
+        }
+        let tell = self
+            .last_told
+            .is_none_or(|t| now.duration_since(t) >= RATE_ERROR_EVERY);
+        if tell {
+            self.last_told = Some(now);
+        }
+        Admit::No { tell }
+    }
+}
+
 /// Answers one message from the viewer.
-async fn handle(app: &App, text: &str, filter: &mut Filter, cursor: u64) -> Vec<Utf8Bytes> {
+async fn handle(
+    app: &App,
+    metrics: &Metrics,
+    text: &str,
+    filter: &mut Filter,
+    cursor: u64,
+) -> Vec<Utf8Bytes> {
+    let refuse = |code: ErrorCode, message: &str| {
+        metrics.message_rejected(code);
+        vec![error(cursor, code, message)]
+    };
     if text.len() > MAX_MESSAGE_BYTES {
-        return vec![error(
-            cursor,
+        return refuse(
             ErrorCode::TooLarge,
             &format!(
                 "message of {} bytes is over the limit of {MAX_MESSAGE_BYTES}",
                 text.len()
             ),
-        )];
+        );
     }
     match serde_json::from_str::<ClientMessage>(text) {
-        Err(e) => vec![error(
-            cursor,
-            ErrorCode::Malformed,
-            &format!("not a valid message: {e}"),
-        )],
-        Ok(ClientMessage::Subscribe { filter: new }) => {
-            *filter = new;
-            vec![]
-        }
+        Err(e) => refuse(ErrorCode::Malformed, &format!("not a valid message: {e}")),
+        Ok(ClientMessage::Subscribe { filter: new }) => match check_filter(&new) {
+            Err(why) => refuse(ErrorCode::Malformed, &why),
+            Ok(()) => {
+                *filter = new;
+                vec![]
+            }
+        },
         Ok(ClientMessage::Action { action }) => vec![match app.run_action(action).await {
             Ok(result) => control(cursor, FrameBody::ActionResult(result)),
             Err(e) => error(cursor, e.code, &e.message),
@@ -117,8 +466,39 @@ async fn handle(app: &App, text: &str, filter: &mut Filter, cursor: u64) -> Vec<
     }
 }
 
+/// A filter names resources and a namespace as Kubernetes spells them.
+fn check_filter(filter: &Filter) -> Result<(), String> {
+    let dns = |s: &str, max: usize| {
+        !s.is_empty()
+            && s.len() <= max
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    if filter.resources.len() > MAX_FILTER_RESOURCES {
+        return Err(format!(
+            "a filter names at most {MAX_FILTER_RESOURCES} resources"
+        ));
+    }
+    if let Some(bad) = filter.resources.iter().find(|r| !dns(r, MAX_NAME)) {
+        return Err(format!(
+            "{bad:?} is not a resource name (like pods or deployments.apps)"
+        ));
+    }
+    match &filter.namespace {
+        Some(ns) if !dns(ns, MAX_NAMESPACE) || ns.contains('.') => {
+            Err(format!("{ns:?} is not a namespace name"))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn wanted(filter: &Filter, frame: &Published) -> bool {
-    (filter.resources.is_empty() || filter.resources.iter().any(|r| **r == *frame.resource))
+    let resource_ok = match &frame.resource {
+        // Frames about the whole source go to everyone.
+        None => true,
+        Some(r) => filter.resources.is_empty() || filter.resources.iter().any(|f| **f == **r),
+    };
+    resource_ok
         && match (&filter.namespace, &frame.namespace) {
             (None, _) => true,
             (Some(want), Some(ns)) => **want == **ns,
@@ -148,4 +528,94 @@ fn error(seq: u64, code: ErrorCode, message: &str) -> Utf8Bytes {
             message: message.into(),
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_allows_a_burst_then_the_rate_then_calls_a_flood() {
+        let start = Instant::now();
+        let mut limiter = RateLimiter::new(start);
+        for _ in 0..MESSAGE_BURST as usize {
+            assert!(matches!(limiter.admit(start), Admit::Yes));
+        }
+        assert!(matches!(limiter.admit(start), Admit::No { tell: true }));
+        assert!(matches!(limiter.admit(start), Admit::No { tell: false }));
+        // A tenth of a second later, one more message is allowed.
+        let later = start + Duration::from_millis(100);
+        assert!(matches!(limiter.admit(later), Admit::Yes));
+        // Going on at once is a flood.
+        let mut outcome = Admit::Yes;
+        for _ in 0..FLOOD_LIMIT as usize + 1 {
+            outcome = limiter.admit(later);
+            if matches!(outcome, Admit::Flood) {
+                break;
+            }
+        }
+        assert!(matches!(outcome, Admit::Flood));
+    }
+
+    #[test]
+    fn sending_at_the_rate_is_never_a_flood() {
+        let start = Instant::now();
+        let mut limiter = RateLimiter::new(start);
+        let step = Duration::from_secs_f64(1.0 / MESSAGES_PER_SECOND);
+        for i in 0..10_000u32 {
+            assert!(matches!(limiter.admit(start + step * i), Admit::Yes));
+        }
+    }
+
+    #[test]
+    fn filters_are_checked() {
+        let ok = Filter {
+            resources: vec!["pods".into(), "deployments.apps".into()],
+            namespace: Some("kube-system".into()),
+        };
+        assert!(check_filter(&ok).is_ok());
+        assert!(check_filter(&Filter::default()).is_ok());
+        let bad_resource = Filter {
+            resources: vec!["Pods<script>".into()],
+            namespace: None,
+        };
+        assert!(check_filter(&bad_resource).is_err());
+        let bad_ns = Filter {
+            resources: vec![],
+            namespace: Some("a.b".into()),
+        };
+        assert!(check_filter(&bad_ns).is_err());
+        let many = Filter {
+            resources: vec!["pods".into(); MAX_FILTER_RESOURCES + 1],
+            namespace: None,
+        };
+        assert!(check_filter(&many).is_err());
+    }
+
+    #[test]
+    fn frames_about_the_whole_source_pass_every_filter() {
+        let frame = |resource: Option<&str>, namespace: Option<&str>| Published {
+            seq: 1,
+            text: "{}".into(),
+            resource: resource.map(Into::into),
+            namespace: namespace.map(Into::into),
+        };
+        let pods_in_default = Filter {
+            resources: vec!["pods".into()],
+            namespace: Some("default".into()),
+        };
+        assert!(wanted(&pods_in_default, &frame(None, None)));
+        assert!(wanted(
+            &pods_in_default,
+            &frame(Some("pods"), Some("default"))
+        ));
+        assert!(!wanted(
+            &pods_in_default,
+            &frame(Some("pods"), Some("other"))
+        ));
+        assert!(!wanted(
+            &pods_in_default,
+            &frame(Some("configmaps"), Some("default"))
+        ));
+    }
 }

@@ -16,12 +16,14 @@
 //!   patch types; [`scale`]: the scale subresource.
 //! - [`response`]: JSON answers and `Status` objects.
 //! - [`kubeconfig`]: the kubeconfig that points clients here.
+//! - [`metrics`]: `GET /metrics`, the watchers of each watch cache.
 //!
 //! See `README.md` beside this crate for what is served and what is not.
 
 pub mod discovery;
 pub mod handlers;
 pub mod kubeconfig;
+pub mod metrics;
 pub mod objects;
 pub mod params;
 pub mod patch;
@@ -52,6 +54,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// The API as an axum router over `cp`.
 pub fn router(cp: ControlPlane) -> Router {
     Router::new()
+        .route("/metrics", axum::routing::get(metrics::serve))
         .fallback(handlers::handle)
         // Bodies are limited by the handlers, which answer 413 as a Status.
         .layer(DefaultBodyLimit::disable())
