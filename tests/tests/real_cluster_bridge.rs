@@ -58,14 +58,19 @@ async fn watch(cluster: &RealCluster, resources: &str, selector: Option<&str>) -
     (bridge, viewer)
 }
 
-/// Waits for the Reflector of `resource` to be watching.
+/// Waits for the Reflector of `resource` to be watching, as a live frame or
+/// as its state in a snapshot (when it started before the viewer came).
 async fn watching(viewer: &mut Viewer, resource: &str) -> String {
+    let started = |r: &watchlife_protocol::ReflectorUpdate| match &r.state {
+        ReflectorState::WatchStarted { resource_version } if r.resource == resource => {
+            Some(resource_version.clone())
+        }
+        _ => None,
+    };
     viewer
         .until(WAIT, |f| match &f.body {
-            FrameBody::Reflector(r) if r.resource == resource => match &r.state {
-                ReflectorState::WatchStarted { resource_version } => Some(resource_version.clone()),
-                _ => None,
-            },
+            FrameBody::Reflector(r) => started(r),
+            FrameBody::Snapshot(s) => s.reflectors.iter().find_map(started),
             _ => None,
         })
         .await
@@ -91,11 +96,17 @@ async fn events_match_what_kubectl_sees_and_secrets_never_leave() {
     let (_bridge, mut viewer) = watch(&cluster, "configmaps,secrets", None).await;
 
     // The initial LIST: the object created before, with its resourceVersion.
+    // Listed before or after the viewer came: in its snapshot, or as an event.
     let listed = viewer
         .until(WAIT, |f| match &f.body {
             FrameBody::Event(e) if e.initial && e.target.name == "before" => {
                 Some(e.resource_version.clone())
             }
+            FrameBody::Snapshot(s) => s
+                .objects
+                .iter()
+                .find(|o| o.target.name == "before")
+                .map(|o| o.resource_version.clone()),
             _ => None,
         })
         .await;
@@ -112,7 +123,6 @@ async fn events_match_what_kubectl_sees_and_secrets_never_leave() {
         )
     };
     assert_eq!(listed, rv_of("before"));
-    watching(&mut viewer, "configmaps").await;
 
     kubectl(kc, &["create", "configmap", "live", "--from-literal=k=v"]);
     let (t, rv) = event_for(&mut viewer, "live").await;

@@ -13,18 +13,22 @@ fn collection(target: &Target) -> Request {
     ))
 }
 
-/// One LIST page: from resourceVersion `from` ("0": any recent state; "":
-/// a consistent read), or the page after `continue_token` (which carries its
-/// own resourceVersion, so none is sent with it).
+/// One LIST page: from resourceVersion `from` ("0": any recent state, whole;
+/// "": a consistent read, in pages of `limit`), or the page after
+/// `continue_token` (which carries its own resourceVersion, so none is sent
+/// with it).
 pub fn list(
     target: &Target,
     from: &str,
     limit: u32,
     continue_token: Option<&str>,
 ) -> Result<http::Request<Vec<u8>>, kube::core::request::Error> {
+    // A LIST from "0" is served whole from the watch cache, which cannot
+    // page: client-go sends it without a limit, and so does this.
+    let paged = from != "0" || continue_token.is_some();
     let params = ListParams {
         label_selector: target.selector.clone(),
-        limit: Some(limit),
+        limit: paged.then_some(limit),
         continue_token: continue_token.map(String::from),
         resource_version: (continue_token.is_none() && !from.is_empty()).then(|| from.into()),
         ..ListParams::default()
