@@ -5,6 +5,7 @@
 //! - [`run`] (here): picks the source, starts it, and serves until Ctrl-C.
 //! - [`source`]: a real cluster (kube config) or the embedded demo control plane.
 //! - [`target`]: the resources to watch, resolved through discovery.
+//! - [`watches`]: starts a Reflector and an informer pipeline per resource.
 //! - [`reflector`]: ListAndWatch, written out as a state machine.
 //! - [`etcd`]: a real cluster's etcd stage, by watching etcd directly.
 //! - [`redact`]: what never leaves the bridge (Secret values, managed fields).
@@ -34,13 +35,13 @@ pub mod server;
 pub mod source;
 pub mod target;
 pub mod viewer;
+pub mod watches;
 
 use app::App;
 use cli::Args;
 use hub::Hub;
-use pipeline::Pipeline;
-use reflector::Reflector;
 use std::sync::Arc;
+use watches::Watches;
 use watchlife_controlplane::Clock;
 
 /// Why the bridge could not run.
@@ -89,8 +90,7 @@ pub async fn run(args: Args) -> Result<(), RunError> {
         .map_err(RunError::Serve)
 }
 
-/// Connects the source, resolves the resources, and starts one Reflector
-/// and one informer pipeline per resource.
+/// Connects the source and starts the list-watch of every resource.
 async fn start(args: &Args) -> Result<App, RunError> {
     let upstream = source::choose(args).await?;
     let clock = Clock::system();
@@ -100,30 +100,24 @@ async fn start(args: &Args) -> Result<App, RunError> {
     } else {
         &args.resources
     };
-    let targets = target::resolve(
-        &upstream.client,
-        names,
-        args.namespace.as_deref(),
-        args.selector.as_deref(),
-    )
-    .await?;
-    for target in &targets {
-        let reflector = Reflector {
-            client: upstream.client.clone(),
-            target: target.clone(),
-            hub: hub.clone(),
-            pipeline: Pipeline::start(hub.clone(), clock.clone(), upstream.server_stages.clone()),
-            clock: clock.clone(),
-        };
-        tokio::spawn(reflector.run());
+    let resources = Watches {
+        client: upstream.client.clone(),
+        names: names.clone(),
+        namespace: args.namespace.clone(),
+        selector: args.selector.clone(),
+        hub: hub.clone(),
+        clock: clock.clone(),
+        server: upstream.server_stages.clone(),
     }
+    .start()
+    .await?;
     if let Some(cp) = &upstream.demo {
         fanout::spawn_reporter(cp.clone(), hub.clone());
     }
     Ok(App {
         hub,
         source: upstream.source,
-        resources: targets.iter().map(|t| t.name.clone()).collect(),
+        resources,
         observed_stages: upstream.observed,
         demo: upstream.demo,
         clock,

@@ -5,8 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-use watchlife_protocol::{EventType, FrameBody, Stage};
-use watchlife_tests::bridge::binary;
+use watchlife_protocol::{EventType, FrameBody, ReflectorState, Stage};
+use watchlife_tests::bridge::{Bridge, binary};
 use watchlife_tests::free_port;
 use watchlife_tests::ws::Viewer;
 
@@ -208,4 +208,69 @@ fn a_missing_kubeconfig_given_explicitly_is_an_error_not_a_fallback() {
     assert!(!out.status.success());
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+}
+
+/// A Backoff state of the Reflector of `resource`, live or in a snapshot.
+async fn backoff_of(viewer: &mut Viewer, resource: &str) -> String {
+    let backoff = |r: &watchlife_protocol::ReflectorUpdate| match &r.state {
+        ReflectorState::Backoff { error, delay_ms } if r.resource == resource => {
+            assert!(
+                *delay_ms >= 800,
+                "client-go's schedule starts at 800 ms: {delay_ms}"
+            );
+            Some(error.clone())
+        }
+        _ => None,
+    };
+    viewer
+        .until(LINE_TIMEOUT, |f| match &f.body {
+            FrameBody::Reflector(r) => backoff(r),
+            FrameBody::Snapshot(s) => s.reflectors.iter().find_map(backoff),
+            _ => None,
+        })
+        .await
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_shows_backoff_while_the_app_is_served() {
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = home.path().join("kubeconfig");
+    // Nothing listens there.
+    let server = format!("http://127.0.0.1:{}", free_port());
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: {server}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: u\ncurrent-context: gone\n"
+        ),
+    )
+    .unwrap();
+    let bridge = Bridge::start(&[
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--resources",
+        "pods",
+    ])
+    .await;
+    let mut viewer = Viewer::connect(&bridge.ws_url()).await;
+    let error = backoff_of(&mut viewer, "pods").await;
+    assert!(!error.is_empty());
+    let page = watchlife_tests::http::get(bridge.addr, "/").await.unwrap();
+    assert_eq!(page.status, 200);
+}
+
+#[tokio::test]
+async fn an_invalid_selector_shows_the_servers_message() {
+    let bridge = Bridge::start(&[
+        "--demo-idle",
+        "--resources",
+        "pods",
+        "--selector",
+        "app in (web",
+    ])
+    .await;
+    let mut viewer = Viewer::connect(&bridge.ws_url()).await;
+    let error = backoff_of(&mut viewer, "pods").await;
+    assert!(error.contains("400"), "{error}");
+    // The server's own words, as it answered.
+    assert!(error.contains("unable to parse requirement"), "{error}");
 }

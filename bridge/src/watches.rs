@@ -1,0 +1,111 @@
+//! Starting the list-watch of every resource asked for: discovery first,
+//! then one Reflector and one informer pipeline per resource.
+//!
+//! An unknown resource is a start-up error (with the closest names). A
+//! cluster that cannot be reached is not: the app is served at once, each
+//! resource's Reflector node shows the backoff, and discovery is tried again
+//! on client-go's schedule until the cluster answers.
+
+use crate::hub::Hub;
+use crate::pipeline::Pipeline;
+use crate::reflector::backoff::Backoff;
+use crate::reflector::{Reflector, ServerStages};
+use crate::target::{self, ResolveError, Target};
+use std::sync::Arc;
+use watchlife_controlplane::Clock;
+use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate};
+
+/// What to watch, where, and who to tell.
+#[derive(Clone)]
+pub struct Watches {
+    pub client: kube::Client,
+    /// Resource names as given (`pods`, `deployments.apps`).
+    pub names: Vec<String>,
+    pub namespace: Option<String>,
+    pub selector: Option<String>,
+    pub hub: Hub,
+    pub clock: Clock,
+    pub server: Option<Arc<dyn ServerStages>>,
+}
+
+impl Watches {
+    /// Resolves the names and starts their Reflectors, or, when discovery
+    /// cannot reach the cluster, starts retrying in the background. Returns
+    /// the names of the resources watched (as resolved, or as given).
+    pub async fn start(self) -> Result<Vec<String>, ResolveError> {
+        match self.resolve().await {
+            Ok(targets) => {
+                let names = targets.iter().map(|t| t.name.clone()).collect();
+                self.spawn_reflectors(targets);
+                Ok(names)
+            }
+            Err(ResolveError::Discovery(e)) => {
+                println!(
+                    "cannot reach the cluster yet ({e}); watchlife keeps trying and serves the app meanwhile"
+                );
+                let names = self.names.clone();
+                tokio::spawn(self.retry());
+                Ok(names)
+            }
+            Err(unknown) => Err(unknown),
+        }
+    }
+
+    async fn resolve(&self) -> Result<Vec<Target>, ResolveError> {
+        target::resolve(
+            &self.client,
+            &self.names,
+            self.namespace.as_deref(),
+            self.selector.as_deref(),
+        )
+        .await
+    }
+
+    /// Tries discovery again after each backoff delay, shown on every
+    /// resource's Reflector node, until it succeeds.
+    async fn retry(self) {
+        let mut backoff = Backoff::default();
+        let mut error = String::from("the cluster cannot be reached");
+        loop {
+            let delay = backoff.next_delay();
+            for name in &self.names {
+                self.hub.publish(FrameBody::Reflector(ReflectorUpdate {
+                    resource: name.clone(),
+                    state: ReflectorState::Backoff {
+                        delay_ms: delay.as_millis() as u64,
+                        error: error.clone(),
+                    },
+                }));
+            }
+            tokio::time::sleep(delay).await;
+            match self.resolve().await {
+                Ok(targets) => {
+                    tracing::info!("the cluster answered: starting the list-watches");
+                    self.spawn_reflectors(targets);
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!("discovery failed, trying again: {e}");
+                    error = e.to_string();
+                }
+            }
+        }
+    }
+
+    fn spawn_reflectors(&self, targets: Vec<Target>) {
+        for target in targets {
+            let reflector = Reflector {
+                client: self.client.clone(),
+                target,
+                hub: self.hub.clone(),
+                pipeline: Pipeline::start(
+                    self.hub.clone(),
+                    self.clock.clone(),
+                    self.server.clone(),
+                ),
+                clock: self.clock.clone(),
+            };
+            tokio::spawn(reflector.run());
+        }
+    }
+}
