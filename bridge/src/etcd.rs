@@ -16,6 +16,7 @@ use crate::reflector::ServerStages;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -81,21 +82,46 @@ impl Arrivals {
     }
 }
 
+/// Longest wait for etcd's report of a revision the apiserver already
+/// delivered. Both come from the same etcd write, but the apiserver's path
+/// can be the faster one (etcd's JSON gateway re-encodes every message);
+/// a report later than this is treated as missing, and the stage stays
+/// unobserved for that event.
+pub const MATCH_WAIT: Duration = Duration::from_millis(250);
+
 /// The etcd stage of every event whose revision etcd reported.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct EtcdStages {
     arrivals: Arc<Mutex<Arrivals>>,
+    /// The newest revision etcd reported; 0 while no watch is connected, so
+    /// that nobody waits for a report that cannot come.
+    latest: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Default for EtcdStages {
+    fn default() -> Self {
+        EtcdStages {
+            arrivals: Arc::default(),
+            latest: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
 }
 
 impl ServerStages for EtcdStages {
-    fn stages_of(&self, resource_version: &str) -> StageTimes {
-        let arrivals = self.arrivals.lock().unwrap_or_else(|p| p.into_inner());
-        resource_version
-            .parse::<u64>()
-            .ok()
-            .and_then(|rv| arrivals.by_revision.get(&rv))
-            .map(|at| StageTimes::from([(Stage::Etcd, StageMark::at(*at))]))
-            .unwrap_or_default()
+    fn stages_of<'a>(&'a self, resource_version: &'a str) -> BoxFuture<'a, StageTimes> {
+        Box::pin(async move {
+            let Ok(revision) = resource_version.parse::<u64>() else {
+                return StageTimes::new();
+            };
+            let connected = *self.latest.borrow() > 0;
+            if connected && self.arrival(revision).is_none() {
+                let mut latest = self.latest.subscribe();
+                let _ = tokio::time::timeout(MATCH_WAIT, latest.wait_for(|l| *l >= revision)).await;
+            }
+            self.arrival(revision)
+                .map(|at| StageTimes::from([(Stage::Etcd, StageMark::at(at))]))
+                .unwrap_or_default()
+        })
     }
 }
 
@@ -113,9 +139,17 @@ impl EtcdStages {
         Ok(stages)
     }
 
+    /// When revision `revision` reached the bridge, if etcd reported it.
+    fn arrival(&self, revision: u64) -> Option<Micros> {
+        let arrivals = self.arrivals.lock().unwrap_or_else(|p| p.into_inner());
+        arrivals.by_revision.get(&revision).copied()
+    }
+
     async fn watch_forever(self, client: HttpClient, endpoints: Vec<String>, clock: Clock) {
         for endpoint in endpoints.iter().cycle() {
-            if let Err(e) = self.watch(&client, endpoint, &clock).await {
+            let result = self.watch(&client, endpoint, &clock).await;
+            self.latest.send_replace(0);
+            if let Err(e) = result {
                 tracing::warn!("watching etcd at {endpoint} failed, again in {RETRY:?}: {e}");
             }
             tokio::time::sleep(RETRY).await;
@@ -169,6 +203,11 @@ impl EtcdStages {
         let Ok(message) = serde_json::from_slice::<Value>(line) else {
             return;
         };
+        // Every message, events or not, carries etcd's current revision.
+        let current = message
+            .pointer("/result/header/revision")
+            .and_then(Value::as_str)
+            .and_then(|r| r.parse::<u64>().ok());
         let mut arrivals = self.arrivals.lock().unwrap_or_else(|p| p.into_inner());
         for event in message
             .pointer("/result/events")
@@ -184,6 +223,14 @@ impl EtcdStages {
             {
                 arrivals.note(revision, at);
             }
+        }
+        drop(arrivals);
+        if let Some(current) = current {
+            self.latest.send_if_modified(|l| {
+                let newer = current > *l;
+                *l = (*l).max(current);
+                newer
+            });
         }
     }
 }
@@ -264,18 +311,32 @@ mod tests {
         assert_eq!(prefix_end("/registry/"), b"/registry0".to_vec());
     }
 
-    #[test]
-    fn watch_messages_are_matched_by_revision() {
+    #[tokio::test]
+    async fn watch_messages_are_matched_by_revision() {
         let stages = EtcdStages::default();
         let put = json!({"result": {"events": [{"kv": {"key": "L3JlZ2lzdHJ5L3BvZHMvYS9i", "mod_revision": "604"}}]}});
         let delete = json!({"result": {"events": [{"type": "DELETE", "kv": {"key": "eA==", "mod_revision": "605"}}]}});
         stages.note(put.to_string().as_bytes(), 10);
         stages.note(delete.to_string().as_bytes(), 11);
         stages.note(b"not json", 12);
-        assert_eq!(stages.stages_of("604")[&Stage::Etcd].at, 10);
-        assert_eq!(stages.stages_of("605")[&Stage::Etcd].at, 11);
-        assert!(stages.stages_of("606").is_empty());
-        assert!(stages.stages_of("x").is_empty());
+        assert_eq!(stages.stages_of("604").await[&Stage::Etcd].at, 10);
+        assert_eq!(stages.stages_of("605").await[&Stage::Etcd].at, 11);
+        assert!(stages.stages_of("606").await.is_empty());
+        assert!(stages.stages_of("x").await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_revision_on_its_way_is_waited_for() {
+        let stages = EtcdStages::default();
+        let header = |rev: u64| json!({"result": {"header": {"revision": rev.to_string()}}});
+        stages.note(header(700).to_string().as_bytes(), 1);
+        let later = stages.clone();
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            let put = json!({"result": {"header": {"revision": "701"}, "events": [{"kv": {"mod_revision": "701"}}]}});
+            later.note(put.to_string().as_bytes(), 42);
+        });
+        assert_eq!(stages.stages_of("701").await[&Stage::Etcd].at, 42);
     }
 
     #[test]

@@ -89,7 +89,7 @@ impl Pipeline {
             match done {
                 Some(reconciled) => {
                     for mut event in reconciled.events {
-                        self.add_server_stages(&mut event);
+                        self.add_server_stages(&mut event).await;
                         hub.publish(FrameBody::Event(event));
                     }
                 }
@@ -100,11 +100,11 @@ impl Pipeline {
 
     /// Server-side stages of a change seen on the watch (a listed object is
     /// state, not a change, and has none).
-    fn add_server_stages(&self, event: &mut WatchEvent) {
+    async fn add_server_stages(&self, event: &mut WatchEvent) {
         if let Some(server) = &self.server
             && !event.initial
         {
-            for (stage, mark) in server.stages_of(&event.resource_version) {
+            for (stage, mark) in server.stages_of(&event.resource_version).await {
                 event.stages.entry(stage).or_insert(mark);
             }
         }

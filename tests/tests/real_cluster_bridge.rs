@@ -298,3 +298,43 @@ async fn compaction_and_a_lost_watch_cache_give_410_then_a_relist_that_converges
         .collect();
     assert_eq!(held, truth);
 }
+
+#[tokio::test]
+async fn with_etcd_access_each_event_is_matched_to_its_etcd_write() {
+    let cluster = RealCluster::start().await;
+    let kc = cluster.kubeconfig();
+    let bridge = Bridge::start(&[
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "--resources",
+        "configmaps",
+        "--namespace",
+        "default",
+        "--etcd-endpoints",
+        cluster.etcd_endpoint(),
+    ])
+    .await;
+    let mut viewer = Viewer::connect(&bridge.ws_url()).await;
+    let hello = match viewer.next_frame(WAIT).await.body {
+        FrameBody::Hello(h) => h,
+        other => panic!("hello first, got {other:?}"),
+    };
+    assert!(hello.observed_stages.contains(&Stage::Etcd), "{hello:?}");
+    watching(&mut viewer, "configmaps").await;
+    for i in 0..3 {
+        let name = format!("matched-{i}");
+        kubectl(kc, &["create", "configmap", &name, "--from-literal=k=v"]);
+        let event = viewer
+            .until(WAIT, |f| match &f.body {
+                FrameBody::Event(e) if e.target.name == name => Some(e.clone()),
+                _ => None,
+            })
+            .await;
+        assert!(
+            event.stages.contains_key(&Stage::Etcd),
+            "the etcd write of resourceVersion {} was matched: {:?}",
+            event.resource_version,
+            event.stages
+        );
+    }
+}

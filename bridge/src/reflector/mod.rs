@@ -26,6 +26,7 @@ use crate::redact::redact;
 use crate::target::Target;
 use backoff::Backoff;
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use rand::Rng;
 use serde_json::Value;
 use std::sync::Arc;
@@ -51,8 +52,9 @@ pub const LIST_PAGE_SIZE: u32 = 500;
 /// drawn as not observed. Looked up as each event leaves the informer
 /// ([`crate::pipeline::Pipeline`]), by when the source has long heard of it.
 pub trait ServerStages: Send + Sync {
-    /// Stage marks of the change at `resource_version`, if known.
-    fn stages_of(&self, resource_version: &str) -> StageTimes;
+    /// Stage marks of the change at `resource_version`, if known. May wait
+    /// a little for a source whose report of the change is on its way.
+    fn stages_of<'a>(&'a self, resource_version: &'a str) -> BoxFuture<'a, StageTimes>;
 }
 
 /// Why the Reflector lists again, or waits.

@@ -5,6 +5,7 @@
 use super::{SourceError, Upstream};
 use crate::cli::Args;
 use crate::reflector::ServerStages;
+use futures_util::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,18 +112,20 @@ const SETTLE: Duration = Duration::from_millis(5);
 struct LedgerStages(ControlPlane);
 
 impl ServerStages for LedgerStages {
-    fn stages_of(&self, resource_version: &str) -> StageTimes {
-        let Some(record) = resource_version
+    /// The ledger records a change before any watcher can receive it: no wait.
+    fn stages_of<'a>(&'a self, resource_version: &'a str) -> BoxFuture<'a, StageTimes> {
+        let stages = resource_version
             .parse()
             .ok()
             .and_then(|rv| self.0.stage_times(rv))
-        else {
-            return StageTimes::new();
-        };
-        StageTimes::from([
-            (Stage::Etcd, StageMark::at(record.committed_at)),
-            (Stage::WatchCache, StageMark::at(record.cached_at)),
-            (Stage::WatchStream, StageMark::at(record.dispatched_at)),
-        ])
+            .map(|record| {
+                StageTimes::from([
+                    (Stage::Etcd, StageMark::at(record.committed_at)),
+                    (Stage::WatchCache, StageMark::at(record.cached_at)),
+                    (Stage::WatchStream, StageMark::at(record.dispatched_at)),
+                ])
+            })
+            .unwrap_or_default();
+        Box::pin(std::future::ready(stages))
     }
 }
