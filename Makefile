@@ -8,7 +8,7 @@ WATCHLIFE := $(TARGET_DIR)/release/watchlife
 ARGS ?=
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run build frontend setup test test-setup lint bench embed clean
+.PHONY: install run build frontend setup test test-setup lint bench embed clean
 
 ## run: build everything and start watchlife on 127.0.0.1:8080 (the embedded demo)
 run: build
@@ -32,6 +32,13 @@ test-setup: setup
 ## test: formatting, lints and every test (unit, integration, browser)
 test: test-setup build lint
 	WATCHLIFE_BIN=$(WATCHLIFE) $(CARGO) test --workspace
+
+## install: the binary, and a link that makes it `kubectl watchlife` (PREFIX=~/.local by default)
+PREFIX ?= $(HOME)/.local
+install: build
+	install -D -m 0755 $(WATCHLIFE) $(PREFIX)/bin/watchlife
+	ln -sf watchlife $(PREFIX)/bin/kubectl-watchlife
+	@echo "installed $(PREFIX)/bin/watchlife; 'kubectl watchlife' works when $(PREFIX)/bin is on PATH"
 
 lint:
 	$(CARGO) fmt --all --check

@@ -274,3 +274,23 @@ async fn an_invalid_selector_shows_the_servers_message() {
     // The server's own words, as it answered.
     assert!(error.contains("unable to parse requirement"), "{error}");
 }
+
+#[test]
+fn kubectl_runs_it_as_a_plugin() {
+    // kubectl runs any `kubectl-NAME` on the PATH as `kubectl NAME`.
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(binary(), dir.path().join("kubectl-watchlife")).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("kubectl")
+        .args(["watchlife", "--help"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains("--kubeconfig") && help.contains("--resources"), "{help}");
+}
