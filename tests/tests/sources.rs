@@ -290,7 +290,39 @@ fn kubectl_runs_it_as_a_plugin() {
         .env("PATH", path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let help = String::from_utf8(out.stdout).unwrap();
-    assert!(help.contains("--kubeconfig") && help.contains("--resources"), "{help}");
+    assert!(
+        help.contains("--kubeconfig") && help.contains("--resources"),
+        "{help}"
+    );
+}
+
+#[tokio::test]
+async fn bookmarks_move_the_reflectors_resource_version_on() {
+    let bridge = Bridge::start(&["--demo-idle", "--resources", "configmaps"]).await;
+    let mut viewer = Viewer::connect(&bridge.ws_url()).await;
+    // The demo API sends a bookmark every few seconds; the Reflector reports
+    // each one and shows it passing as a BOOKMARK token.
+    let reported = viewer
+        .until(LINE_TIMEOUT, |f| match &f.body {
+            FrameBody::Reflector(r) => match &r.state {
+                ReflectorState::Bookmark { resource_version } => Some(resource_version.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .await;
+    assert!(reported.parse::<u64>().is_ok(), "{reported}");
+    let token = viewer
+        .until(LINE_TIMEOUT, |f| match &f.body {
+            FrameBody::Event(e) if e.event_type == EventType::Bookmark => Some(e.clone()),
+            _ => None,
+        })
+        .await;
+    assert!(token.stages.contains_key(&Stage::Reflector));
 }
