@@ -86,6 +86,9 @@ pub fn caption(stage: Stage, e: &WatchEvent) -> String {
 pub fn reflector_state(state: &ReflectorState) -> String {
     match state {
         ReflectorState::ListStarted { .. } => "LIST…".into(),
+        ReflectorState::ListProgress { bytes } => {
+            format!("LIST… {:.1} MB received", *bytes as f64 / 1e6)
+        }
         ReflectorState::ListFinished {
             count,
             resource_version,

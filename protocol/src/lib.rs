@@ -37,3 +37,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// Microseconds because a stage can take less than a millisecond in-process; a
 /// `u64` of them stays exact in a JavaScript number until the year 2255.
 pub type Micros = u64;
+
+/// How often a Reflector reports the progress of a long LIST: often enough
+/// that a 150,000-object LIST visibly moves, rarely enough to cost nothing.
+pub const LIST_PROGRESS_EVERY_MS: u64 = 500;

@@ -17,6 +17,9 @@ pub struct ReflectorUpdate {
 pub enum ReflectorState {
     /// A LIST request went out (`resource_version` as requested: "0", "" or exact).
     ListStarted { resource_version: String },
+    /// A long LIST is still coming in: this much of it has arrived (sent at
+    /// most every [`crate::LIST_PROGRESS_EVERY_MS`] while it lasts).
+    ListProgress { bytes: u64 },
     /// The LIST (all its pages) came back.
     ListFinished {
         count: u64,

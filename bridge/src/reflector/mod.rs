@@ -156,8 +156,8 @@ impl Reflector {
                 continue_token.as_deref(),
             )
             .map_err(|e| Failure::Refused(e.to_string()))?;
-            let text = self.client.request_text(request).await.map_err(classify)?;
-            let page: Value = serde_json::from_str(&text)
+            let body = self.read_list(request).await?;
+            let page: Value = serde_json::from_slice(&body)
                 .map_err(|e| Failure::Refused(format!("the LIST answer is not JSON: {e}")))?;
             resource_version = page
                 .pointer("/metadata/resourceVersion")
@@ -192,6 +192,39 @@ impl Reflector {
             .collect();
         self.pipeline.deliver_list(deltas);
         Ok(resource_version)
+    }
+
+    /// Reads one LIST answer whole, reporting how much has arrived while a
+    /// long one comes in (a 150,000-pod LIST takes seconds to minutes).
+    async fn read_list(&self, request: http::Request<Vec<u8>>) -> Result<Vec<u8>, Failure> {
+        use futures_util::AsyncReadExt;
+        let every = Duration::from_millis(watchlife_protocol::LIST_PROGRESS_EVERY_MS);
+        let reader = self
+            .client
+            .request_stream(request)
+            .await
+            .map_err(classify)?;
+        let mut reader = std::pin::pin!(reader);
+        let mut body = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut next_report = tokio::time::Instant::now() + every;
+        loop {
+            let n = reader
+                .read(&mut chunk)
+                .await
+                .map_err(|e| Failure::Connection(format!("reading the LIST: {e}")))?;
+            if n == 0 {
+                return Ok(body);
+            }
+            body.extend_from_slice(&chunk[..n]);
+            if tokio::time::Instant::now() >= next_report {
+                next_report += every;
+                tracing::info!(resource = %self.target.name, "LIST in progress: {} bytes received", body.len());
+                self.report(ReflectorState::ListProgress {
+                    bytes: body.len() as u64,
+                });
+            }
+        }
     }
 
     /// WATCHes from `last`, moving it on with every event and bookmark.
