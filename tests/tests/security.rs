@@ -1,0 +1,220 @@
+//! Who may connect, against the real binary: the token, the Origin and Host
+//! checks at the handshake, the startup rule beyond loopback, and the
+//! security headers of the app.
+
+mod fanout_support;
+
+use fanout_support::{Client, Process, metric};
+use std::process::Command;
+use watchlife_tests::bridge::{Bridge, binary};
+use watchlife_tests::http;
+
+#[tokio::test]
+async fn without_the_token_the_handshake_is_refused_with_401() {
+    let bridge = Bridge::start(&["--demo", "--demo-idle", "--token", "s3cret"]).await;
+    let missing = Client::try_connect(&bridge.ws_url(), &[])
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(missing.status, 401);
+    assert!(missing.body.contains("?token="), "{}", missing.body);
+    let wrong = Client::try_connect(&format!("{}?token=guess", bridge.ws_url()), &[])
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(wrong.status, 401);
+    // The page passes it on the URL; scripts may send a header.
+    Client::connect(&format!("{}?token=s3cret", bridge.ws_url()))
+        .await
+        .greeting()
+        .await;
+    Client::try_connect(&bridge.ws_url(), &[("authorization", "Bearer s3cret")])
+        .await
+        .expect("a bearer token is accepted")
+        .greeting()
+        .await;
+    // /metrics and /version hold the token too; /healthz does not.
+    assert_eq!(
+        http::get(bridge.addr, "/metrics").await.unwrap().status,
+        401
+    );
+    assert_eq!(
+        http::get(bridge.addr, "/version").await.unwrap().status,
+        401
+    );
+    assert_eq!(
+        http::get(bridge.addr, "/healthz").await.unwrap().status,
+        200
+    );
+    let refused = metric_with_token(
+        bridge.addr,
+        "watchlife_viewers_refused_total{reason=\"unauthorized\"}",
+    )
+    .await;
+    assert_eq!(refused, 2.0);
+}
+
+async fn metric_with_token(addr: std::net::SocketAddr, series: &str) -> f64 {
+    fanout_support::metric_at(addr, "/metrics?token=s3cret", series)
+        .await
+        .expect("the series exists")
+}
+
+#[tokio::test]
+async fn a_page_from_another_origin_is_refused_with_403() {
+    let bridge = Bridge::start(&[
+        "--demo",
+        "--demo-idle",
+        "--allow-origin",
+        "https://slides.example.com",
+    ])
+    .await;
+    let url = bridge.ws_url();
+    let evil = Client::try_connect(&url, &[("origin", "http://evil.example")])
+        .await
+        .err()
+        .expect("another site's page is refused");
+    assert_eq!(evil.status, 403);
+    assert!(evil.body.contains("--allow-origin"), "{}", evil.body);
+    let other_port = Client::try_connect(&url, &[("origin", "http://127.0.0.1:1")])
+        .await
+        .err()
+        .expect("another port is another origin");
+    assert_eq!(other_port.status, 403);
+    // The bridge's own page, and an allowed origin, get in.
+    let own = format!("http://{}", bridge.addr);
+    Client::try_connect(&url, &[("origin", &own)])
+        .await
+        .expect("same origin")
+        .greeting()
+        .await;
+    Client::try_connect(&url, &[("origin", "https://slides.example.com")])
+        .await
+        .expect("allowed origin")
+        .greeting()
+        .await;
+    assert_eq!(
+        metric(
+            bridge.addr,
+            "watchlife_viewers_refused_total{reason=\"origin\"}"
+        )
+        .await,
+        Some(2.0)
+    );
+}
+
+#[tokio::test]
+async fn a_loopback_bridge_without_token_refuses_other_host_names() {
+    let bridge = Bridge::start(&["--demo", "--demo-idle"]).await;
+    // A page whose name was re-pointed at 127.0.0.1 (DNS rebinding) is
+    // same-origin with itself, so the Origin check alone would let it in.
+    let rebound = Client::try_connect(
+        &bridge.ws_url(),
+        &[
+            ("host", "rebind.example:80"),
+            ("origin", "http://rebind.example"),
+        ],
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(rebound.status, 403);
+    let raw = format!("GET /version HTTP/1.1\r\nHost: rebind.example\r\nConnection: close\r\n\r\n");
+    assert_eq!(http::request(bridge.addr, &raw).await.unwrap().status, 403);
+    let local = format!(
+        "GET /version HTTP/1.1\r\nHost: localhost:{}\r\nConnection: close\r\n\r\n",
+        bridge.addr.port()
+    );
+    assert_eq!(
+        http::request(bridge.addr, &local).await.unwrap().status,
+        200
+    );
+}
+
+#[test]
+fn beyond_loopback_without_a_token_startup_refuses_in_one_line() {
+    let out = Command::new(binary())
+        .args(["--demo", "--demo-idle", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(lines[0].contains("--token"), "{stderr}");
+    assert!(lines[0].contains("--insecure-no-auth"), "{stderr}");
+}
+
+#[tokio::test]
+async fn beyond_loopback_with_an_explicit_opt_out_it_serves() {
+    let port = watchlife_tests::free_port();
+    let any: std::net::SocketAddr = format!("0.0.0.0:{port}").parse().unwrap();
+    let bridge = Process::start(any, &["--demo", "--demo-idle", "--insecure-no-auth"]).await;
+    let _ = bridge.addr;
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    Client::connect(&url).await.greeting().await;
+}
+
+#[tokio::test]
+async fn the_app_is_served_with_security_headers_and_no_inline_script() {
+    let bridge = Bridge::start(&[
+        "--demo",
+        "--demo-idle",
+        "--frame-ancestors",
+        "'self'",
+        "--frame-ancestors",
+        "https://slides.example.com",
+    ])
+    .await;
+    let page = http::get(bridge.addr, "/").await.unwrap();
+    let csp = page
+        .header("content-security-policy")
+        .expect("a CSP")
+        .to_string();
+    let script_src = csp
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with("script-src"))
+        .expect("script-src");
+    assert_eq!(script_src, "script-src 'self' 'wasm-unsafe-eval'");
+    assert!(
+        csp.contains("frame-ancestors 'self' https://slides.example.com"),
+        "{csp}"
+    );
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+    if page.status == 200 {
+        // The app is built in: every script of the page has a src, and the
+        // loader it points to is served.
+        let html = page.text();
+        let mut rest = html.as_str();
+        while let Some(at) = rest.find("<script") {
+            let tag_end = rest[at..].find('>').unwrap() + at;
+            let tag = &rest[at..=tag_end];
+            assert!(tag.contains(" src="), "an inline script: {tag}");
+            let src = tag
+                .split("src=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            let script = http::get(bridge.addr, src).await.unwrap();
+            assert_eq!(script.status, 200, "{src}");
+            assert!(
+                script
+                    .header("content-type")
+                    .unwrap()
+                    .contains("javascript")
+            );
+            rest = &rest[tag_end..];
+        }
+    }
+    let default = Bridge::start(&["--demo", "--demo-idle"]).await;
+    let csp = http::get(default.addr, "/healthz").await.unwrap();
+    assert!(
+        csp.header("content-security-policy")
+            .unwrap()
+            .ends_with("frame-ancestors 'self'")
+    );
+}
