@@ -119,8 +119,8 @@ async fn a_loopback_bridge_without_token_refuses_other_host_names() {
     .err()
     .expect("refused");
     assert_eq!(rebound.status, 403);
-    let raw = format!("GET /version HTTP/1.1\r\nHost: rebind.example\r\nConnection: close\r\n\r\n");
-    assert_eq!(http::request(bridge.addr, &raw).await.unwrap().status, 403);
+    let raw = "GET /version HTTP/1.1\r\nHost: rebind.example\r\nConnection: close\r\n\r\n";
+    assert_eq!(http::request(bridge.addr, raw).await.unwrap().status, 403);
     let local = format!(
         "GET /version HTTP/1.1\r\nHost: localhost:{}\r\nConnection: close\r\n\r\n",
         bridge.addr.port()
