@@ -1,0 +1,598 @@
+//! Fan-out: many real WebSocket viewers of one `watchlife --demo` process
+//! relaying the demo's workload at 1,000 changes per second.
+//!
+//! The viewers are tokio-tungstenite clients in the bench process, added in
+//! steps (1, 100, 1,000, 10,000) to the same `watchlife`. At each step, after
+//! the new viewers settle, a window of [`WINDOW`] measures:
+//!
+//! - **delivery latency**: for every event frame a viewer reads, the time
+//!   from the frame's `reflector` stage (the event's arrival from upstream)
+//!   to the read, and from its `reconcile` stage (when the hub got it) to
+//!   the read. Both clocks are this machine's;
+//! - **what each viewer got**: event frames per second per viewer against
+//!   the events the hub published, and `resync`s (a viewer that fell behind);
+//! - **the process's cost**: CPU time of `watchlife` over the window, and its
+//!   resident memory, less what it used with no viewer, per viewer.
+
+use crate::machine::{cpu_time, fd_limit, now_micros, rss_bytes};
+use crate::process::{Watchlife, get, metric, metric_sum};
+use crate::report::{Report, Section, Table};
+use crate::stats::{Histogram, Spread, bytes, count, micros, num};
+use futures_util::StreamExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tokio_tungstenite::tungstenite::Message;
+
+/// How long each step is measured.
+const WINDOW: Duration = Duration::from_secs(6);
+/// How long new viewers get to take their snapshot before a window starts.
+const SETTLE: Duration = Duration::from_secs(2);
+/// Viewers connecting at once.
+const CONNECTING: usize = 64;
+/// The demo's pace for up to 1,000 viewers.
+const FULL_RATE: u32 = 1000;
+/// The demo's pace for the largest crowd of viewers.
+const CROWD_RATE: u32 = 10;
+/// File descriptors kept free for everything else in the bench.
+const SPARE_FDS: u64 = 512;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub runs: usize,
+    pub watchlife: PathBuf,
+    pub viewers: usize,
+    pub quick: bool,
+}
+
+/// One measured step: `viewers` viewers of a demo at `rate` changes per second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Step {
+    viewers: usize,
+    rate: u32,
+}
+
+#[derive(Default)]
+struct Figures {
+    reflector_p50: Spread,
+    reflector_p99: Spread,
+    hub_p50: Spread,
+    hub_p99: Spread,
+    published_per_second: Spread,
+    delivered_share: Spread,
+    resyncs_per_viewer_minute: Spread,
+    cpu_percent: Spread,
+    viewers_cpu_percent: Spread,
+    rss: Spread,
+    reflector: Histogram,
+}
+
+/// Per step, on a bridge with no workload.
+#[derive(Default)]
+struct Idle {
+    rss_per_viewer: Spread,
+    connects_per_second: Spread,
+}
+
+pub fn run(report: &mut Report, config: &Config) {
+    let started = Instant::now();
+    let limit = fd_limit();
+    let affordable = limit.saturating_sub(SPARE_FDS) as usize;
+    let crowd = config.viewers.min(affordable);
+    let mut notes = Vec::new();
+    if config.viewers > affordable {
+        notes.push(format!(
+            "This process may open {limit} files, so the largest step is {} viewers instead \
+             of {}: raise the limit (`ulimit -n`) to measure more.",
+            count(crowd),
+            count(config.viewers)
+        ));
+    }
+    // At the demo's full pace, up to 1,000 viewers: beyond that, every viewer
+    // reading every event is more frames per second than two cores can write
+    // and read (see the notes). The crowd gets a tenth of the pace.
+    let mut busy: Vec<Step> = [1, 100, 1000]
+        .into_iter()
+        .filter(|n| *n <= crowd)
+        .map(|viewers| Step {
+            viewers,
+            rate: FULL_RATE,
+        })
+        .collect();
+    let mut crowded = vec![Step {
+        viewers: crowd,
+        rate: CROWD_RATE,
+    }];
+    let mut memory_steps: Vec<usize> = [100, 1000, crowd]
+        .into_iter()
+        .filter(|n| *n <= crowd)
+        .collect();
+    memory_steps.dedup();
+    if config.quick {
+        busy.retain(|s| s.viewers <= 100);
+        crowded = vec![Step {
+            viewers: crowd.min(1000),
+            rate: CROWD_RATE,
+        }];
+        memory_steps.retain(|n| *n <= 1000);
+    }
+    let steps: Vec<Step> = busy.iter().chain(&crowded).copied().collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let mut figures: Vec<Figures> = steps.iter().map(|_| Figures::default()).collect();
+    let mut idle: Vec<Idle> = memory_steps.iter().map(|_| Idle::default()).collect();
+    let mut quiet_cpu = Spread::default();
+    let mut quiet_rate = Spread::default();
+    let mut failures = 0;
+    let mut failure = None;
+    for run in 0..config.runs {
+        let outcome = runtime.block_on(async {
+            progress!(
+                "fan-out: run {}/{}, memory per viewer",
+                run + 1,
+                config.runs
+            );
+            idle_run(config, &memory_steps, &mut idle).await?;
+            progress!(
+                "fan-out: run {}/{}, {FULL_RATE} changes/s",
+                run + 1,
+                config.runs
+            );
+            let (busy_figures, rest) = figures.split_at_mut(busy.len());
+            let (cpu, rate, lost) = busy_run(config, FULL_RATE, &busy, busy_figures).await?;
+            quiet_cpu.push(cpu);
+            quiet_rate.push(rate);
+            progress!(
+                "fan-out: run {}/{}, {CROWD_RATE} changes/s",
+                run + 1,
+                config.runs
+            );
+            let (_, _, lost_crowd) = busy_run(config, CROWD_RATE, &crowded, rest).await?;
+            Ok::<u64, String>(lost + lost_crowd)
+        });
+        match outcome {
+            Ok(lost) => failures += lost,
+            Err(e) => {
+                progress!("fan-out failed: {e}");
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    // The viewers' sockets close as the runtime goes.
+    runtime.shutdown_timeout(Duration::from_secs(5));
+
+    let mut table = Table::new(
+        "",
+        &[
+            "viewers",
+            "demo changes/s",
+            "upstream arrival → viewer p50",
+            "p99",
+            "hub → viewer p50",
+            "p99",
+            "events each viewer got ÷ published",
+            "resyncs per viewer-minute",
+            "watchlife CPU (100% = one core)",
+            "the viewers' CPU (the bench)",
+            "watchlife RSS",
+        ],
+    );
+    for (f, s) in figures.iter().zip(&steps) {
+        table.row(vec![
+            count(s.viewers),
+            count(s.rate as usize),
+            f.reflector_p50.show(micros),
+            f.reflector_p99.show(micros),
+            f.hub_p50.show(micros),
+            f.hub_p99.show(micros),
+            f.delivered_share.show(|v| format!("{:.0}%", v * 100.0)),
+            f.resyncs_per_viewer_minute.show(num),
+            f.cpu_percent.show(|v| format!("{v:.0}%")),
+            f.viewers_cpu_percent.show(|v| format!("{v:.0}%")),
+            f.rss.show(bytes),
+        ]);
+        report.series(
+            "fan-out: upstream arrival → WebSocket viewer",
+            &format!(
+                "{} viewer{} at {}/s",
+                count(s.viewers),
+                if s.viewers == 1 { "" } else { "s" },
+                count(s.rate as usize)
+            ),
+            f.reflector.shape(),
+        );
+    }
+    let mut memory = Table::new(
+        "Memory per viewer, on `watchlife --demo --demo-idle` (no workload, so nothing else \
+         grows meanwhile):",
+        &["viewers", "RSS per viewer", "viewers connected per second"],
+    );
+    for (f, n) in idle.iter().zip(&memory_steps) {
+        memory.row(vec![
+            count(*n),
+            f.rss_per_viewer.show(bytes),
+            f.connects_per_second.show(num),
+        ]);
+    }
+    notes.insert(
+        0,
+        format!(
+            "With no viewer, `watchlife --demo --demo-rate {FULL_RATE}` published {} stream \
+             frames per second and used {} of a core: the demo's workload, its control plane, \
+             its HTTP API and the bridge's list-watch of it all run in that one process. \
+             \"Upstream arrival\" is the event's `reflector` stage, so that latency includes \
+             the informer's stages before the hub; \"hub\" is its `reconcile` stage, right \
+             before the hub publishes it, so that latency is the fan-out alone. \"Events each \
+             viewer got\" counts, over the window, the event frames the viewers read against \
+             those the hub published; a viewer still reading an earlier backlog can exceed \
+             100%.",
+            quiet_rate.show(num),
+            quiet_cpu.show(|v| format!("{v:.0}%"))
+        ),
+    );
+    notes.push(format!(
+        "**Why the crowd gets {CROWD_RATE} changes/s, not {FULL_RATE}.** {} viewers each \
+         reading the 1,100 or so frames per second of the full pace (about 1 KB each) is some \
+         11 million WebSocket messages and 10 GB per second through loopback, written and read \
+         on these two cores: more than they can do, whatever the server. Tried while this bench \
+         was written (at 1,000 and at 100 changes/s), the bench's own viewers took the CPU: \
+         `watchlife` stayed under one core while they fell seconds, then tens of seconds, \
+         behind, and connecting the crowd took minutes. That would measure the bench, not \
+         `watchlife`. {} viewers at {FULL_RATE} changes/s is already about a million frames \
+         per second between the two.",
+        count(crowd),
+        count(busy.last().map_or(1, |s| s.viewers))
+    ));
+    notes.push(
+        "The viewers run in the bench, on the same two cores as `watchlife`: at the larger \
+         steps they compete with it for CPU, and their reading is part of the latency."
+            .to_string(),
+    );
+    if failures > 0 {
+        notes.push(format!(
+            "{failures} viewer connections failed or were closed by `watchlife` over all runs."
+        ));
+    }
+    if let Some(e) = &failure {
+        notes.push(format!("The measurement stopped early: {e}."));
+    }
+    let mut summary = Vec::new();
+    for (f, s) in figures.iter().zip(&steps) {
+        summary.push(format!(
+            "{} viewers at {}/s: upstream → viewer p50 {} p99 {}, hub → viewer p50 {}; got {:.0}% of events; CPU {:.0}%",
+            count(s.viewers),
+            count(s.rate as usize),
+            micros(f.reflector_p50.median()),
+            micros(f.reflector_p99.median()),
+            micros(f.hub_p50.median()),
+            f.delivered_share.median() * 100.0,
+            f.cpu_percent.median()
+        ));
+    }
+    if let (Some(f), Some(n)) = (idle.last(), memory_steps.last()) {
+        summary.push(format!(
+            "memory per viewer at {}: {} (no workload)",
+            count(*n),
+            bytes(f.rss_per_viewer.median())
+        ));
+    }
+    if let (Some(first), Some(last)) = (figures.first(), figures.get(busy.len().saturating_sub(1)))
+    {
+        report.headline(
+            format!(
+                "fan-out: hub → viewer p50, {} viewers ÷ 1 viewer, at {FULL_RATE} changes/s",
+                count(busy.last().map_or(1, |s| s.viewers))
+            ),
+            crate::stats::ratio(&last.hub_p50, &first.hub_p50).show(|v| format!("{}×", num(v))),
+        );
+        report.headline(
+            format!(
+                "fan-out: upstream → viewer p50 ÷ hub → viewer p50, {} viewers (the informer's share)",
+                count(busy.last().map_or(1, |s| s.viewers))
+            ),
+            crate::stats::ratio(&last.reflector_p50, &last.hub_p50)
+                .show(|v| format!("{}×", num(v))),
+        );
+    }
+    report.sections.push(Section {
+        title: "Fan-out: WebSocket viewers of one watchlife".into(),
+        method: format!(
+            "`{} --demo --demo-rate N` (its demo API on a free port), and real WebSocket \
+             viewers (tokio-tungstenite, on two threads in the bench) added in steps to the \
+             same process; each step is measured for {} s after {} s to settle. A viewer reads \
+             every frame and looks only at its type and stage times, without parsing the JSON. \
+             {} runs, each with fresh `watchlife` processes.",
+            config.watchlife.display(),
+            WINDOW.as_secs(),
+            SETTLE.as_secs(),
+            config.runs
+        ),
+        tables: vec![table, memory],
+        notes,
+        summary,
+        seconds: started.elapsed().as_secs_f64(),
+    });
+}
+
+/// What every viewer task shares.
+struct Shared {
+    /// 0 when not recording; else the step's index + 1.
+    recording: AtomicUsize,
+    reflector: Vec<Histogram>,
+    hub: Vec<Histogram>,
+    events: AtomicU64,
+    resyncs: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl Shared {
+    fn new(steps: usize) -> Shared {
+        Shared {
+            recording: AtomicUsize::new(0),
+            reflector: (0..steps).map(|_| Histogram::new()).collect(),
+            hub: (0..steps).map(|_| Histogram::new()).collect(),
+            events: AtomicU64::new(0),
+            resyncs: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+        }
+    }
+}
+
+/// One `watchlife` at `rate`, viewers added step by step. Returns its CPU
+/// (% of a core) and frames published per second with no viewer, and the
+/// viewer connections that failed.
+async fn busy_run(
+    config: &Config,
+    rate: u32,
+    steps: &[Step],
+    figures: &mut [Figures],
+) -> Result<(f64, f64, u64), String> {
+    let rate_arg = rate.to_string();
+    let bridge = Watchlife::start(
+        &config.watchlife,
+        &[
+            "--demo",
+            "--demo-rate",
+            &rate_arg,
+            "--demo-api",
+            "127.0.0.1:0",
+            "--max-viewers",
+            "1000000",
+        ],
+    )?;
+    let pid = bridge.pid();
+    // The demo's story takes a moment to reach its pace.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let quiet = window(&bridge, WINDOW / 2).await?;
+
+    let shared = Arc::new(Shared::new(steps.len()));
+    let mut viewers = Vec::new();
+    let gate = Arc::new(Semaphore::new(CONNECTING));
+    for (i, step) in steps.iter().enumerate() {
+        let n = step.viewers;
+        progress!("fan-out: {n} viewers");
+        connect(&bridge, n, &mut viewers, &shared, &gate).await;
+        tokio::time::sleep(SETTLE).await;
+        let events_before = shared.events.load(Ordering::Relaxed);
+        let resyncs_before = shared.resyncs.load(Ordering::Relaxed);
+        shared.recording.store(i + 1, Ordering::Relaxed);
+        let measured = window(&bridge, WINDOW).await?;
+        shared.recording.store(0, Ordering::Relaxed);
+        let seconds = measured.seconds;
+        let events = (shared.events.load(Ordering::Relaxed) - events_before) as f64;
+        let resyncs = (shared.resyncs.load(Ordering::Relaxed) - resyncs_before) as f64;
+        let rss = rss_bytes(pid).ok_or("watchlife is gone")? as f64;
+        let f = &mut figures[i];
+        let q = |h: &Histogram, p: f64| h.quantile(p).unwrap_or(f64::NAN);
+        f.reflector_p50.push(q(&shared.reflector[i], 0.5));
+        f.reflector_p99.push(q(&shared.reflector[i], 0.99));
+        f.hub_p50.push(q(&shared.hub[i], 0.5));
+        f.hub_p99.push(q(&shared.hub[i], 0.99));
+        f.reflector.merge(&shared.reflector[i]);
+        f.published_per_second
+            .push(measured.events_published / seconds);
+        if measured.events_published > 0.0 {
+            f.delivered_share
+                .push(events / n as f64 / measured.events_published);
+        }
+        f.resyncs_per_viewer_minute
+            .push(resyncs / n as f64 / seconds * 60.0);
+        f.cpu_percent.push(measured.cpu / seconds * 100.0);
+        f.viewers_cpu_percent
+            .push(measured.viewers_cpu / seconds * 100.0);
+        f.rss.push(rss);
+    }
+    for v in &viewers {
+        v.abort();
+    }
+    drop(bridge);
+    Ok((
+        quiet.cpu / quiet.seconds * 100.0,
+        quiet.frames_published / quiet.seconds,
+        shared.failures.load(Ordering::Relaxed),
+    ))
+}
+
+/// Connects viewers until there are `n`; returns when each has connected or failed.
+async fn connect(
+    bridge: &Watchlife,
+    n: usize,
+    viewers: &mut Vec<tokio::task::JoinHandle<()>>,
+    shared: &Arc<Shared>,
+    gate: &Arc<Semaphore>,
+) {
+    while viewers.len() < n {
+        let permit = gate.clone().acquire_owned().await.expect("never closed");
+        let url = bridge.ws_url();
+        let shared = shared.clone();
+        viewers.push(tokio::spawn(async move {
+            view(url, shared, permit).await;
+        }));
+    }
+    // Every viewer has connected (or failed) once the gate is whole again.
+    let all = gate
+        .acquire_many(CONNECTING as u32)
+        .await
+        .expect("never closed");
+    drop(all);
+}
+
+/// Memory per viewer on a bridge with no workload: resident memory after
+/// each step, less before the first viewer, per viewer.
+async fn idle_run(config: &Config, steps: &[usize], idle: &mut [Idle]) -> Result<(), String> {
+    if steps.is_empty() {
+        return Ok(());
+    }
+    let bridge = Watchlife::start(
+        &config.watchlife,
+        &[
+            "--demo",
+            "--demo-idle",
+            "--demo-api",
+            "127.0.0.1:0",
+            "--max-viewers",
+            "1000000",
+        ],
+    )?;
+    let pid = bridge.pid();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = rss_bytes(pid).ok_or("no /proc entry for watchlife")? as f64;
+    let shared = Arc::new(Shared::new(steps.len()));
+    let gate = Arc::new(Semaphore::new(CONNECTING));
+    let mut viewers = Vec::new();
+    for (i, &n) in steps.iter().enumerate() {
+        let (had, t) = (viewers.len(), Instant::now());
+        connect(&bridge, n, &mut viewers, &shared, &gate).await;
+        idle[i]
+            .connects_per_second
+            .push((n - had) as f64 / t.elapsed().as_secs_f64());
+        tokio::time::sleep(SETTLE).await;
+        let rss = rss_bytes(pid).ok_or("watchlife is gone")? as f64;
+        idle[i].rss_per_viewer.push((rss - before) / n as f64);
+    }
+    for v in &viewers {
+        v.abort();
+    }
+    Ok(())
+}
+
+struct Window {
+    seconds: f64,
+    cpu: f64,
+    /// CPU time of the bench itself: the viewers, mostly.
+    viewers_cpu: f64,
+    frames_published: f64,
+    events_published: f64,
+}
+
+/// Watches `watchlife` for `length`: its CPU time and what its hub published.
+async fn window(bridge: &Watchlife, length: Duration) -> Result<Window, String> {
+    let pid = bridge.pid();
+    let read = || async {
+        let m = get(bridge.addr, "/metrics").await.unwrap_or_default();
+        (
+            metric(&m, "watchlife_frames_published_total").unwrap_or(0.0),
+            // Events that came out of the informer: what viewers count.
+            metric_sum(
+                &m,
+                "watchlife_stage_latency_seconds_count{stage=\"reconcile\"}",
+            ),
+        )
+    };
+    let me = std::process::id();
+    let cpu0 = cpu_time(pid).ok_or("watchlife is gone")?;
+    let own0 = cpu_time(me).unwrap_or_default();
+    let (frames0, events0) = read().await;
+    let t0 = Instant::now();
+    tokio::time::sleep(length).await;
+    let cpu1 = cpu_time(pid).ok_or("watchlife is gone")?;
+    let own1 = cpu_time(me).unwrap_or_default();
+    let (frames1, events1) = read().await;
+    Ok(Window {
+        seconds: t0.elapsed().as_secs_f64(),
+        cpu: (cpu1 - cpu0).as_secs_f64(),
+        viewers_cpu: own1.saturating_sub(own0).as_secs_f64(),
+        frames_published: frames1 - frames0,
+        events_published: events1 - events0,
+    })
+}
+
+/// One viewer: connects, then reads until aborted.
+async fn view(url: String, shared: Arc<Shared>, permit: tokio::sync::OwnedSemaphorePermit) {
+    let socket = tokio_tungstenite::connect_async(&url).await;
+    drop(permit);
+    let Ok((mut ws, _)) = socket else {
+        shared.failures.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    while let Some(message) = ws.next().await {
+        let Ok(Message::Text(text)) = message else {
+            if message.is_err() {
+                shared.failures.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            continue;
+        };
+        let text = text.as_str();
+        match frame_type(text) {
+            Some("event") => {
+                let now = now_micros();
+                let stages = &text[text.rfind("\"stages\":").unwrap_or(0)..];
+                // Only events that passed the informer (not BOOKMARKs).
+                let Some(reconciled) = stage_at(stages, "reconcile") else {
+                    continue;
+                };
+                shared.events.fetch_add(1, Ordering::Relaxed);
+                let step = shared.recording.load(Ordering::Relaxed);
+                if step > 0 {
+                    shared.hub[step - 1].record(now.saturating_sub(reconciled));
+                    if let Some(at) = stage_at(stages, "reflector") {
+                        shared.reflector[step - 1].record(now.saturating_sub(at));
+                    }
+                }
+            }
+            Some("resync") => {
+                shared.resyncs.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The `type` of a frame as the bridge writes it: `{"seq":N,"type":"…"`.
+fn frame_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("{\"seq\":")?;
+    let rest = &rest[rest.find(",\"type\":\"")? + 9..];
+    Some(&rest[..rest.find('"')?])
+}
+
+/// The `at` of a stage in a frame's `stages` object.
+fn stage_at(stages: &str, stage: &str) -> Option<u64> {
+    let key = format!("\"{stage}\":{{\"at\":");
+    let rest = &stages[stages.find(&key)? + key.len()..];
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..digits].parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_type_and_stage_times_without_parsing() {
+        let frame = r#"{"seq":42,"type":"event","event":"MODIFIED","object":{"a":1},"stages":{"etcd":{"at":10},"reflector":{"at":1795338904500210},"reconcile":{"at":20,"depth":1}}}"#;
+        assert_eq!(frame_type(frame), Some("event"));
+        let stages = &frame[frame.rfind("\"stages\":").unwrap()..];
+        assert_eq!(stage_at(stages, "reflector"), Some(1795338904500210));
+        assert_eq!(stage_at(stages, "reconcile"), Some(20));
+        assert_eq!(stage_at(stages, "fifo"), None);
+    }
+}

@@ -1,0 +1,201 @@
+//! Events per second through the informer on one core, from the raw bytes of
+//! a watch stream to reconcile.
+//!
+//! One thread does everything, in the order the bridge does it for each
+//! event: parse the watch line (serde_json), make the Reflector's
+//! `WatchEvent` (stage `reflector` stamped), `Informer::enqueue` (FIFO),
+//! `process_one` (Indexer, handlers, workqueue), `reconcile_one`, and encode
+//! the event frame the hub sends to every viewer. Each stage reads the system
+//! clock, as the bridge's do. The references on the same bytes: parsing
+//! alone, and parsing plus the encoding of the frame, so the informer's own
+//! share is visible.
+
+use crate::objects::watch_stream;
+use crate::report::{Report, Section, Table};
+use crate::stats::{Spread, micros, num, ratio};
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+use watchlife_controlplane::Clock;
+use watchlife_informer::Informer;
+use watchlife_protocol::{
+    EventType, FrameBody, ObjectRef, ServerFrame, Stage, StageMark, StageTimes, WatchEvent,
+};
+
+/// Distinct pods the events go round.
+const KEYS: usize = 1000;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub runs: usize,
+    pub events: usize,
+}
+
+/// One line of a watch stream.
+#[derive(Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    event_type: EventType,
+    object: Value,
+}
+
+#[derive(Clone, Copy)]
+enum Path {
+    ParseOnly,
+    ParseAndEncode,
+    Pipeline,
+}
+
+pub fn run(report: &mut Report, config: &Config) {
+    let started = Instant::now();
+    let stream = watch_stream(config.events, KEYS);
+    let lines: Vec<&[u8]> = stream
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mean_line = stream.len() as f64 / lines.len() as f64;
+    let mut parse = Spread::default();
+    let mut parse_encode = Spread::default();
+    let mut pipeline = Spread::default();
+    for run in 0..config.runs {
+        progress!("pipeline: run {}/{}", run + 1, config.runs);
+        parse.push(events_per_second(&lines, Path::ParseOnly));
+        parse_encode.push(events_per_second(&lines, Path::ParseAndEncode));
+        pipeline.push(events_per_second(&lines, Path::Pipeline));
+    }
+    let per_event = |s: &Spread| Spread {
+        runs: s.runs.iter().map(|r| 1e6 / r).collect(),
+    };
+    let mut table = Table::new(
+        "",
+        &[
+            "path, on one thread",
+            "events/s",
+            "time per event",
+            "MB/s of watch bytes",
+        ],
+    );
+    for (name, s) in [
+        ("parse the watch line only (reference)", &parse),
+        ("parse + encode the viewer frame (reference)", &parse_encode),
+        (
+            "**watchlife: parse → Reflector event → FIFO → Indexer → handlers → workqueue → reconcile → frame**",
+            &pipeline,
+        ),
+    ] {
+        table.row(vec![
+            name.into(),
+            s.show(num),
+            per_event(s).show(micros),
+            s.show(|v| num(v * mean_line / 1e6)),
+        ]);
+    }
+    let informer_share = Spread {
+        runs: pipeline
+            .runs
+            .iter()
+            .zip(&parse_encode.runs)
+            .map(|(p, r)| 1e6 / p - 1e6 / r)
+            .collect(),
+    };
+    report.headline(
+        "pipeline: events/s through the whole pipeline ÷ events/s of parsing alone",
+        ratio(&pipeline, &parse).show(|v| format!("{:.2}", v)),
+    );
+    report.sections.push(Section {
+        title: "Informer pipeline: raw watch bytes to reconcile, one core".into(),
+        method: format!(
+            "{} watch events (pods of about {:.0} bytes per line, over {KEYS} keys: ADDED, then \
+             MODIFIED, with a DELETED now and then) are generated in memory, then driven through \
+             the `watchlife-informer` crate on one thread: `serde_json` parses each line, the \
+             Reflector's `WatchEvent` is made, then `enqueue`, `process_one`, `reconcile_one`, \
+             and the event's viewer frame is encoded with `serde_json`, as the hub does once \
+             for all viewers. Every stage stamps its time from the system clock. {} runs.",
+            num(lines.len() as f64),
+            mean_line,
+            config.runs
+        ),
+        tables: vec![table],
+        notes: vec![format!(
+            "The informer's own stages (FIFO to reconcile, with their timestamps and the \
+             event's copy into the frame) cost {} per event on top of parsing and encoding.",
+            informer_share.show(micros)
+        )],
+        summary: vec![format!(
+            "{} events/s through the whole pipeline (parsing alone: {} events/s)",
+            num(pipeline.median()),
+            num(parse.median())
+        )],
+        seconds: started.elapsed().as_secs_f64(),
+    });
+}
+
+fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
+    let clock = Clock::system();
+    let mut informer = Informer::new();
+    let mut frames = 0usize;
+    let mut seq = 0u64;
+    let start = Instant::now();
+    for line in lines {
+        let parsed: Line = serde_json::from_slice(line).expect("the bench's own JSON parses");
+        match path {
+            Path::ParseOnly => {
+                std::hint::black_box(&parsed);
+            }
+            Path::ParseAndEncode => {
+                let event = reflector_event(parsed, clock.now());
+                seq += 1;
+                frames += encode(seq, event.0).len();
+            }
+            Path::Pipeline => {
+                let (event, object) = reflector_event(parsed, clock.now());
+                informer.enqueue(event, object, clock.now());
+                informer.process_one(clock.now());
+                if let Some(done) = informer.reconcile_one(clock.now()) {
+                    for event in done.events {
+                        seq += 1;
+                        frames += encode(seq, event).len();
+                    }
+                }
+            }
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    std::hint::black_box(frames);
+    lines.len() as f64 / elapsed
+}
+
+/// The event the Reflector makes of a watch line, as the bridge's does.
+fn reflector_event(line: Line, at: u64) -> (WatchEvent, Arc<Value>) {
+    let object = Arc::new(line.object);
+    let meta = |field: &str| {
+        object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let event = WatchEvent {
+        event_type: line.event_type,
+        target: ObjectRef {
+            resource: "pods".into(),
+            kind: "Pod".into(),
+            namespace: meta("namespace"),
+            name: meta("name").unwrap_or_default(),
+        },
+        resource_version: meta("resourceVersion").unwrap_or_default(),
+        object: (*object).clone(),
+        stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
+        initial: false,
+        coalesced: false,
+    };
+    (event, object)
+}
+
+fn encode(seq: u64, event: WatchEvent) -> String {
+    serde_json::to_string(&ServerFrame {
+        seq,
+        body: FrameBody::Event(event),
+    })
+    .expect("frames always serialize")
+}

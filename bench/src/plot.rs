@@ -1,0 +1,145 @@
+//! The latency plot: one box per distribution, side by side, on a log scale.
+//! A few dozen lines of SVG by hand: no plotting library to build.
+
+use crate::report::Series;
+use crate::stats::micros;
+use std::fmt::Write as _;
+
+const COLUMN: f64 = 64.0;
+const GROUP_GAP: f64 = 28.0;
+const TOP: f64 = 48.0;
+const PLOT_HEIGHT: f64 = 360.0;
+const LEFT: f64 = 72.0;
+const BOTTOM: f64 = 96.0;
+/// One colour per group, readable on white and by most colour-blind readers.
+const COLOURS: [&str; 6] = [
+    "#1b6ca8", "#d1711b", "#2e8b57", "#8e44ad", "#b03a2e", "#5d6d7e",
+];
+
+/// The SVG document for `series` (grouped in the order given).
+pub fn svg(series: &[Series]) -> String {
+    let mut groups: Vec<(&str, Vec<&Series>)> = Vec::new();
+    for s in series {
+        match groups.last_mut() {
+            Some((g, members)) if *g == s.group => members.push(s),
+            _ => groups.push((&s.group, vec![s])),
+        }
+    }
+    let width = LEFT
+        + groups
+            .iter()
+            .map(|(_, m)| m.len() as f64 * COLUMN + GROUP_GAP)
+            .sum::<f64>()
+        + 16.0;
+    let width = width.max(480.0);
+    let height = TOP + PLOT_HEIGHT + BOTTOM + 18.0 * groups.len() as f64;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(
+        out,
+        r##"<rect width="100%" height="100%" fill="#ffffff"/><text x="{LEFT}" y="22" font-size="14" font-weight="bold">Latency distributions (log scale): box p25–p75, line p50, whiskers p1–p99, dot p99.9</text>"##
+    );
+    if series.is_empty() {
+        let _ = writeln!(
+            out,
+            r#"<text x="{LEFT}" y="{}">no latency was measured in this run</text></svg>"#,
+            TOP + 20.0
+        );
+        return out;
+    }
+    let low = series
+        .iter()
+        .map(|s| s.shape.p1.max(1.0))
+        .fold(f64::INFINITY, f64::min);
+    let high = series
+        .iter()
+        .map(|s| s.shape.p999.max(s.shape.p99))
+        .fold(1.0, f64::max);
+    let (lo_decade, hi_decade) = (
+        low.log10().floor(),
+        high.log10().ceil().max(low.log10().floor() + 1.0),
+    );
+    let y = |v: f64| {
+        let v = v.max(10f64.powf(lo_decade));
+        TOP + PLOT_HEIGHT * (1.0 - (v.log10() - lo_decade) / (hi_decade - lo_decade))
+    };
+    // Axis, decade lines and labels.
+    let mut decade = lo_decade;
+    while decade <= hi_decade {
+        let v = 10f64.powf(decade);
+        let yy = y(v);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{LEFT}" x2="{:.0}" y1="{yy:.1}" y2="{yy:.1}" stroke="#dddddd"/><text x="{:.0}" y="{:.1}" text-anchor="end">{}</text>"##,
+            width - 16.0,
+            LEFT - 6.0,
+            yy + 4.0,
+            micros(v)
+        );
+        decade += 1.0;
+    }
+    let mut x = LEFT + GROUP_GAP / 2.0;
+    for (gi, (group, members)) in groups.iter().enumerate() {
+        let colour = COLOURS[gi % COLOURS.len()];
+        for s in members {
+            let cx = x + COLUMN / 2.0;
+            let half = COLUMN * 0.3;
+            let sh = s.shape;
+            let _ = writeln!(
+                out,
+                r#"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" stroke="{colour}"/>"#,
+                y(sh.p1),
+                y(sh.p99)
+            );
+            let _ = writeln!(
+                out,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{colour}" fill-opacity="0.35" stroke="{colour}"/>"#,
+                cx - half,
+                y(sh.p75),
+                2.0 * half,
+                (y(sh.p25) - y(sh.p75)).max(1.0)
+            );
+            let _ = writeln!(
+                out,
+                r#"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{colour}" stroke-width="3"/><circle cx="{cx:.1}" cy="{:.1}" r="3" fill="{colour}"/>"#,
+                cx - half,
+                cx + half,
+                y(sh.p50),
+                y(sh.p50),
+                y(sh.p999)
+            );
+            let _ = writeln!(
+                out,
+                r#"<text x="{cx:.1}" y="{:.1}" text-anchor="end" transform="rotate(-40 {cx:.1} {:.1})">{}</text>"#,
+                TOP + PLOT_HEIGHT + 16.0,
+                TOP + PLOT_HEIGHT + 16.0,
+                escape(&format!(
+                    "{} (n={})",
+                    s.label,
+                    crate::stats::count(sh.count as usize)
+                ))
+            );
+            x += COLUMN;
+        }
+        let _ = writeln!(
+            out,
+            r#"<rect x="{LEFT}" y="{:.1}" width="10" height="10" fill="{colour}"/><text x="{:.0}" y="{:.1}">{}</text>"#,
+            TOP + PLOT_HEIGHT + BOTTOM + 18.0 * gi as f64 - 9.0,
+            LEFT + 16.0,
+            TOP + PLOT_HEIGHT + BOTTOM + 18.0 * gi as f64,
+            escape(group)
+        );
+        x += GROUP_GAP;
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

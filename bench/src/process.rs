@@ -1,0 +1,108 @@
+//! The `watchlife` binary as a child process, and the little HTTP the bench
+//! needs to talk to it (`/metrics`).
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How long `watchlife` may take to print the address it serves.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running `watchlife`, killed on drop.
+pub struct Watchlife {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Watchlife {
+    /// Starts `binary --listen 127.0.0.1:0 args...` and waits for the line
+    /// `watchlife is serving http://ADDR/`.
+    pub fn start(binary: &Path, args: &[&str]) -> Result<Watchlife, String> {
+        let mut child = Command::new(binary)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("serving http://").nth(1) {
+                    let _ = tx.send(rest.trim_end_matches('/').to_string());
+                }
+            }
+        });
+        let mut process = Watchlife {
+            child,
+            addr: "127.0.0.1:0".parse().expect("an address"),
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(addr) = rx.recv_timeout(Duration::from_millis(100)) {
+                process.addr = addr
+                    .parse()
+                    .map_err(|e| format!("watchlife printed an odd address {addr}: {e}"))?;
+                return Ok(process);
+            }
+            if let Ok(Some(status)) = process.child.try_wait() {
+                return Err(format!("watchlife exited at start: {status}"));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("watchlife did not start within {START_TIMEOUT:?}"));
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/ws", self.addr)
+    }
+}
+
+impl Drop for Watchlife {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET path` over plain HTTP/1.0; the body, or `None` on any failure.
+pub async fn get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.lines().next()?;
+    (status.split_whitespace().nth(1) == Some("200")).then(|| body.to_string())
+}
+
+/// The value of an unlabelled Prometheus metric in `text`.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The sum of a metric over all its labels (`name{...} value` lines).
+pub fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
