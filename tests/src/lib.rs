@@ -37,3 +37,13 @@ pub fn free_port() -> u16 {
         .expect("loopback is available")
         .port()
 }
+
+/// The one line a failed command printed on stderr, for errors that must fit
+/// on one line; panics when the command succeeded or printed more.
+pub fn one_line_error(out: &std::process::Output) -> String {
+    assert!(!out.status.success(), "the command should have failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    lines[0].to_string()
+}

@@ -20,15 +20,9 @@ async fn a_port_in_use_is_a_one_line_error_naming_it() {
         .args(["--demo", "--listen", &bridge.addr.to_string()])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line: {stderr}");
-    assert!(
-        lines[0].contains(&bridge.addr.port().to_string()),
-        "{stderr}"
-    );
-    assert!(lines[0].contains("in use"), "{stderr}");
+    let line = watchlife_tests::one_line_error(&out);
+    assert!(line.contains(&bridge.addr.port().to_string()), "{line}");
+    assert!(line.contains("in use"), "{line}");
 }
 
 #[tokio::test]

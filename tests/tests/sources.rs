@@ -162,12 +162,9 @@ fn a_demo_api_port_in_use_is_a_one_line_error_naming_it() {
         .env("HOME", home.path())
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line: {stderr}");
-    assert!(lines[0].contains(&port.to_string()), "{stderr}");
-    assert!(lines[0].contains("--demo-api"), "{stderr}");
+    let line = watchlife_tests::one_line_error(&out);
+    assert!(line.contains(&port.to_string()), "{line}");
+    assert!(line.contains("--demo-api"), "{line}");
 }
 
 #[test]
