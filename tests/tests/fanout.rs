@@ -8,7 +8,7 @@
 
 mod fanout_support;
 
-use fanout_support::{Client, Read, WAIT, free_addr, metric, metric_at, wait_for_metric};
+use fanout_support::{Client, Read, WAIT, free_addr, metric, wait_for_metric};
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -394,27 +394,28 @@ async fn a_cursor_out_of_the_window_or_from_another_run_gets_resync_and_a_snapsh
     );
 }
 
-/// Watches each resource's cache holds for clients of the demo API over
-/// HTTP (the bridge's Reflectors), by kind.
-async fn http_watchers(api: std::net::SocketAddr, kind: &str) -> f64 {
-    metric_at(
-        api,
-        "/metrics",
-        &format!("watchlife_demo_watchers{{group=\"\",kind=\"{kind}\",watcher=\"http\"}}"),
-    )
-    .await
-    .unwrap_or(0.0)
+/// Samples of the demo API's `/metrics` whose name is `name` and whose
+/// labels contain `having`, as (labels, value).
+async fn samples(api: std::net::SocketAddr, name: &str, having: &str) -> Vec<(String, f64)> {
+    let text = watchlife_tests::http::get(api, "/metrics")
+        .await
+        .expect("the demo API answers /metrics")
+        .text();
+    text.lines()
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let labels = series.strip_prefix(name)?.strip_prefix('{')?;
+            labels
+                .contains(having)
+                .then(|| (labels.to_string(), value.parse().expect("a number")))
+        })
+        .collect()
 }
 
-/// `apiserver_registered_watchers` of each kind: every watcher, the demo's
-/// own controllers included.
-async fn registered(api: std::net::SocketAddr, kinds: &[&str]) -> Vec<Option<f64>> {
-    let mut values = Vec::new();
-    for kind in kinds {
-        let series = format!("apiserver_registered_watchers{{group=\"\",kind=\"{kind}\"}}");
-        values.push(metric_at(api, "/metrics", &series).await);
-    }
-    values
+/// Watches held on the demo API by its HTTP clients (the bridge's
+/// Reflectors), by group and kind.
+async fn http_watches(api: std::net::SocketAddr) -> Vec<(String, f64)> {
+    samples(api, "watchlife_demo_watchers", "watcher=\"http\"").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -423,20 +424,36 @@ async fn upstream_watches_stay_one_per_resource_with_one_and_with_three_hundred_
     let api_flag = api.to_string();
     let bridge = Bridge::start(&["--demo", "--demo-idle", "--demo-api", &api_flag]).await;
     let mut one = Client::connect(&bridge.ws_url()).await;
-    one.greeting().await;
-    // The core kinds the demo watches by default: one watch each.
-    let kinds = ["Pod", "ConfigMap"];
-    for kind in kinds {
-        let deadline = std::time::Instant::now() + WAIT;
-        while http_watchers(api, kind).await != 1.0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "no watch of {kind} upstream"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    let FrameBody::Hello(hello) = one.frame().await.0.body else {
+        panic!("hello first")
+    };
+    let resources = hello.resources.len();
+    assert!(
+        resources >= 2,
+        "the demo watches several resources: {:?}",
+        hello.resources
+    );
+    // One watch per resource, once every Reflector is watching.
+    let deadline = std::time::Instant::now() + WAIT;
+    let with_one = loop {
+        let watches = http_watches(api).await;
+        if watches.len() == resources {
+            break watches;
         }
-    }
-    let registered_with_one = registered(api, &kinds).await;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "watches upstream: {watches:?} for {:?}",
+            hello.resources
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(with_one.iter().all(|(_, n)| *n == 1.0), "{with_one:?}");
+    let registered_with_one = samples(api, "apiserver_registered_watchers", "kind=").await;
+    assert_eq!(
+        metric(bridge.addr, "watchlife_upstream_watches").await,
+        Some(resources as f64),
+        "the bridge counts the same watches"
+    );
 
     let url = bridge.ws_url();
     let mut viewers = Vec::new();
@@ -444,14 +461,18 @@ async fn upstream_watches_stay_one_per_resource_with_one_and_with_three_hundred_
         viewers.extend(join_all((0..50).map(|_| greeted(&url))).await);
     }
     wait_for_metric(bridge.addr, "watchlife_viewers", |v| v == 301.0).await;
-    for kind in kinds {
-        assert_eq!(
-            http_watchers(api, kind).await,
-            1.0,
-            "{kind}: one watch for 301 viewers"
-        );
-    }
-    let registered_with_many = registered(api, &kinds).await;
-    assert_eq!(registered_with_one, registered_with_many);
+    assert_eq!(
+        http_watches(api).await,
+        with_one,
+        "one watch per resource for 301 viewers"
+    );
+    assert_eq!(
+        samples(api, "apiserver_registered_watchers", "kind=").await,
+        registered_with_one
+    );
+    assert_eq!(
+        metric(bridge.addr, "watchlife_upstream_watches").await,
+        Some(resources as f64)
+    );
     drop(viewers);
 }

@@ -203,12 +203,14 @@ pub struct Process {
 }
 
 impl Process {
-    /// Starts `watchlife --listen ADDR ARGS` and waits for `/healthz`.
+    /// Starts `watchlife --listen ADDR ARGS` (the demo's API on a free
+    /// port) and waits for `/healthz`.
     pub async fn start(addr: SocketAddr, args: &[&str]) -> Process {
         let child = Command::new(watchlife_tests::bridge::binary())
             .current_dir(watchlife_tests::workspace())
             .arg("--listen")
             .arg(addr.to_string())
+            .args(["--demo-api", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
