@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// watchlife: watch the life of Kubernetes watch events, live in the browser.
@@ -62,6 +63,55 @@ pub struct Args {
     /// kubectl or the demo actions).
     #[arg(long)]
     pub demo_idle: bool,
+
+    /// Where the demo control plane serves the Kubernetes API, for kubectl and
+    /// any other client (and for watchlife's own list-watch). Port 0 picks a
+    /// free port. watchlife writes a kubeconfig for it and prints its path.
+    #[arg(long, default_value = "127.0.0.1:8081", value_name = "ADDR")]
+    pub demo_api: SocketAddr,
+
+    /// Kubeconfig file of the cluster to watch (default: $KUBECONFIG, then
+    /// ~/.kube/config; inside a pod, its service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use instead of the current one.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// Resources to list-watch, comma separated: plural names, with the API
+    /// group for anything outside the core group (`pods,configmaps,
+    /// deployments.apps,widgets.example.com`). Resolved through discovery.
+    /// Default: pods on a cluster; pods, configmaps, deployments and
+    /// replicasets on the demo.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub resources: Vec<String>,
+
+    /// Watch one namespace only (default: all namespaces).
+    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// Label selector applied to every list-watch (`app=web,tier!=cache`).
+    #[arg(long, short = 'l', value_name = "SELECTOR")]
+    pub selector: Option<String>,
+
+    /// The cluster's etcd, to measure when each change was written
+    /// (comma separated, such as https://10.0.0.5:2379). Without it, a
+    /// cluster's server-side stages are shown as not observed.
+    #[arg(long, value_delimiter = ',', value_name = "URLS")]
+    pub etcd_endpoints: Vec<String>,
+
+    /// CA certificate that signed etcd's serving certificate.
+    #[arg(long, value_name = "FILE", requires = "etcd_endpoints")]
+    pub etcd_cacert: Option<PathBuf>,
+
+    /// Client certificate presented to etcd.
+    #[arg(long, value_name = "FILE", requires_all = ["etcd_endpoints", "etcd_key"])]
+    pub etcd_cert: Option<PathBuf>,
+
+    /// Key of the client certificate presented to etcd.
+    #[arg(long, value_name = "FILE", requires_all = ["etcd_endpoints", "etcd_cert"])]
+    pub etcd_key: Option<PathBuf>,
 }
 
 impl Args {
