@@ -137,12 +137,9 @@ fn beyond_loopback_without_a_token_startup_refuses_in_one_line() {
         .args(["--demo", "--demo-idle", "--listen", "0.0.0.0:0"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line: {stderr}");
-    assert!(lines[0].contains("--token"), "{stderr}");
-    assert!(lines[0].contains("--insecure-no-auth"), "{stderr}");
+    let line = watchlife_tests::one_line_error(&out);
+    assert!(line.contains("--token"), "{line}");
+    assert!(line.contains("--insecure-no-auth"), "{line}");
 }
 
 #[tokio::test]
