@@ -30,6 +30,9 @@ pub const LAUNCH_GAP_MS: f64 = 350.0;
 pub const LIVE_LAUNCH_GAP_MS: f64 = 40.0;
 /// How long a token stays on its last stage after arriving.
 pub const LINGER_MS: f64 = 700.0;
+/// How long a coalesced token takes to merge into its queued key: longer
+/// than a linger, so that the merge itself can be watched.
+pub const MERGE_MS: f64 = 1_500.0;
 /// Longest frame step counted, so a tab coming back from the background
 /// does not jump every token to the end at once.
 pub const MAX_FRAME_MS: f64 = 100.0;
@@ -72,11 +75,16 @@ impl Token {
         self.hops.last().map(|h| h.1).unwrap_or(0.0)
     }
 
+    /// How long it stays on screen after reaching its last stage.
+    pub fn linger(&self) -> f64 {
+        if self.merges { MERGE_MS } else { LINGER_MS }
+    }
+
     /// For a merging token that has reached the workqueue, how far the
     /// merge has gone at animation time `t` (0 on arrival, 1 when gone).
     pub fn merge_progress(&self, t: f64) -> Option<f64> {
         (self.merges && t >= self.arrival())
-            .then(|| ((t - self.arrival()) / LINGER_MS).clamp(0.0, 1.0))
+            .then(|| ((t - self.arrival()) / MERGE_MS).clamp(0.0, 1.0))
     }
 
     /// The object's key as the workqueue holds it: resource and `namespace/name`.
@@ -191,11 +199,17 @@ impl AnimState {
             self.stepping = None;
             self.step_requested = false;
         }
-        if !paused || self.stepping.is_some() {
+        // A step waiting for a free lane lets the tokens on screen move on
+        // until one is free, as a step in progress does.
+        let step_waits_for_lane = self.step_requested
+            && self.stepping.is_none()
+            && !self.waiting.is_empty()
+            && self.free_lane().is_none();
+        if !paused || self.stepping.is_some() || step_waits_for_lane {
             self.clock += dt.clamp(0.0, MAX_FRAME_MS);
         }
         let clock = self.clock;
-        self.active.retain(|t| t.arrival() + LINGER_MS > clock);
+        self.active.retain(|t| t.arrival() + t.linger() > clock);
         if let Some(id) = self.stepping
             && !self
                 .active
@@ -205,9 +219,13 @@ impl AnimState {
             self.stepping = None;
         }
         if paused {
-            if self.step_requested && self.stepping.is_none() && !self.waiting.is_empty() {
+            if self.step_requested
+                && self.stepping.is_none()
+                && !self.waiting.is_empty()
+                && let Some(id) = self.launch(journey_ms)
+            {
                 self.step_requested = false;
-                self.stepping = self.launch(journey_ms);
+                self.stepping = Some(id);
             }
             return;
         }
@@ -229,9 +247,14 @@ impl AnimState {
         }
     }
 
+    /// A lane no token is on.
+    fn free_lane(&self) -> Option<usize> {
+        (0..LANES).find(|l| !self.active.iter().any(|t| t.lane == *l))
+    }
+
     /// Launches the next waiting event in a free lane.
     fn launch(&mut self, journey_ms: Option<f64>) -> Option<u64> {
-        let lane = (0..LANES).find(|l| !self.active.iter().any(|t| t.lane == *l))?;
+        let lane = self.free_lane()?;
         let row = self.waiting.pop_front()?;
         self.next_id += 1;
         self.launched += 1;
@@ -363,6 +386,25 @@ mod tests {
         assert!(a.clock >= 2_000.0 && a.clock < 2_100.0, "clock {}", a.clock);
         let place = a.active[0].place(a.clock, false).unwrap();
         assert_eq!(place.stage, Stage::Reflector);
+    }
+
+    #[test]
+    fn a_step_with_every_lane_taken_waits_for_one_then_launches_one() {
+        let mut a = AnimState::default();
+        for seq in 1..=20 {
+            a.push(row(seq, EventType::Modified, &PATH));
+        }
+        while a.active.len() < LANES {
+            a.frame(16.0, false, Some(8_000.0));
+        }
+        let before = a.launched;
+        a.frame(16.0, true, Some(8_000.0));
+        a.step();
+        for _ in 0..2_000 {
+            a.frame(16.0, true, Some(8_000.0));
+        }
+        assert_eq!(a.launched, before + 1, "exactly one, once a lane was free");
+        assert!(!a.step_requested);
     }
 
     #[test]

@@ -110,6 +110,26 @@ pub fn reflector_state(state: &ReflectorState) -> String {
     }
 }
 
+/// The Reflector's state in as few words as fit on its node beside the
+/// resource's name (the full words are its tooltip and its label).
+pub fn reflector_state_short(state: &ReflectorState) -> String {
+    match state {
+        ReflectorState::ListStarted { .. } => "LIST…".into(),
+        ReflectorState::ListProgress { bytes } => format!("LIST… {:.1} MB", *bytes as f64 / 1e6),
+        ReflectorState::ListFinished { count, .. } => format!("LISTED {count}"),
+        ReflectorState::WatchStarted { resource_version } => {
+            format!("WATCH from {resource_version}")
+        }
+        ReflectorState::Bookmark { resource_version } => format!("BOOKMARK {resource_version}"),
+        ReflectorState::WatchEnded {
+            resource_version, ..
+        } => format!("re-WATCH {resource_version}"),
+        ReflectorState::Gone { .. } => "410 → RELIST".into(),
+        ReflectorState::Relist { .. } => "RELIST".into(),
+        ReflectorState::Backoff { delay_ms, .. } => format!("backoff {delay_ms} ms"),
+    }
+}
+
 /// Whether a Reflector state is trouble worth drawing in the error colour.
 pub fn reflector_alarming(state: &ReflectorState) -> bool {
     matches!(

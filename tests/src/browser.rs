@@ -140,6 +140,17 @@ impl Browser {
         .await;
     }
 
+    /// Clicks the element matching `css` as it is now. Unlike clicking a
+    /// found element, this cannot miss a row that was redrawn in between.
+    pub async fn click(&self, css: &str) {
+        self.wait_for(css).await;
+        let css = serde_json::to_string(css).expect("a selector is a string");
+        self.eval(&format!(
+            "(() => {{ document.querySelector({css}).click(); return true; }})()"
+        ))
+        .await;
+    }
+
     /// Saves a PNG screenshot.
     pub async fn screenshot(&self, path: &std::path::Path) {
         let png = self.client.screenshot().await.expect("screenshot");

@@ -36,7 +36,10 @@ async fn the_page_shows_live_watch_events() {
         .text()
         .await
         .unwrap();
-    assert!(["Pod", "ConfigMap"].contains(&kind.as_str()), "kind {kind}");
+    assert!(
+        ["Pod", "ConfigMap", "Deployment", "ReplicaSet"].contains(&kind.as_str()),
+        "kind {kind}"
+    );
     let name = row
         .find(fantoccini::Locator::Css(".name"))
         .await
@@ -44,7 +47,7 @@ async fn the_page_shows_live_watch_events() {
         .text()
         .await
         .unwrap();
-    assert!(name.starts_with("default/web-"), "namespace/name {name}");
+    assert!(name.starts_with("default/web"), "namespace/name {name}");
     let rv = row.attr("data-rv").await.unwrap().unwrap();
     assert!(rv.parse::<u64>().unwrap() > 1, "resourceVersion {rv}");
     let event_type = row.attr("data-type").await.unwrap().unwrap();
@@ -53,7 +56,7 @@ async fn the_page_shows_live_watch_events() {
     browser
         .wait_until(
             "the pods Reflector is watching",
-            "[...document.querySelectorAll('.reflector[data-resource=pods] .reflector-state')].some(e => e.textContent.startsWith('WATCH from RV'))",
+            "[...document.querySelectorAll('.reflector[data-resource=pods] .reflector-state')].some(e => /^(WATCH from|BOOKMARK) [0-9]+/.test(e.textContent))",
         )
         .await;
 

@@ -66,9 +66,20 @@ fn ActionPanel() -> impl IntoView {
     let value = RwSignal::new(DEFAULT_LABEL.1.to_string());
     let image = RwSignal::new(DEFAULT_IMAGE.to_string());
     let replicas = RwSignal::new(3_u32);
-    // The chosen `namespace/name`, or the first one offered.
-    let pick = move |chosen: RwSignal<String>, offered: Vec<(String, String)>| {
-        let c = chosen.get_untracked();
+    // The selects, read when a button is pressed: the action acts on what
+    // the select shows, even when the list changed since it was chosen.
+    let object_select = NodeRef::<leptos::html::Select>::new();
+    let pod_select = NodeRef::<leptos::html::Select>::new();
+    let deployment_select = NodeRef::<leptos::html::Select>::new();
+    let shown = |select: NodeRef<leptos::html::Select>| {
+        select
+            .get_untracked()
+            .map(|s| s.value())
+            .unwrap_or_default()
+    };
+    // The shown `namespace/name`, or the first one offered.
+    let pick = move |select: NodeRef<leptos::html::Select>, offered: Vec<(String, String)>| {
+        let c = shown(select);
         offered
             .into_iter()
             .find(|(ns, n)| c.is_empty() || format!("{ns}/{n}") == c)
@@ -81,12 +92,14 @@ fn ActionPanel() -> impl IntoView {
             );
         }
     };
-    let options = move |offered: Vec<(String, String)>| {
+    // Options that keep the viewer's choice selected when the list is redrawn.
+    let options = move |offered: Vec<(String, String)>, chosen: RwSignal<String>| {
         offered
             .into_iter()
             .map(|(ns, n)| {
                 let v = format!("{ns}/{n}");
-                view! { <option value=v.clone()>{v.clone()}</option> }
+                let selected = chosen.get_untracked() == v;
+                view! { <option value=v.clone() selected=selected>{v.clone()}</option> }
             })
             .collect_view()
     };
@@ -95,13 +108,14 @@ fn ActionPanel() -> impl IntoView {
             <h2>"Demo actions " <small>"change the demo cluster and watch the events travel"</small></h2>
             <div class="action-row">
                 <label>"object "
-                    <select id="action-object" on:change=move |ev| target.set(event_target_value(&ev))>
+                    <select node_ref=object_select id="action-object" on:change=move |ev| target.set(event_target_value(&ev))>
                         {move || {
                             labellable()
                                 .into_iter()
                                 .map(|(r, ns, n)| {
                                     let v = format!("{r} {ns}/{n}");
-                                    view! { <option value=v.clone()>{v.clone()}</option> }
+                                    let selected = target.get_untracked() == v;
+                                    view! { <option value=v.clone() selected=selected>{v.clone()}</option> }
                                 })
                                 .collect_view()
                         }}
@@ -113,7 +127,7 @@ fn ActionPanel() -> impl IntoView {
                 "="
                 <input id="label-value" size="10" aria-label="label value" prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))/>
                 <button id="action-label" on:click=move |_| {
-                    let chosen = target.get_untracked();
+                    let chosen = shown(object_select);
                     let found = labellable()
                         .into_iter()
                         .find(|(r, ns, n)| chosen.is_empty() || format!("{r} {ns}/{n}") == chosen);
@@ -130,20 +144,20 @@ fn ActionPanel() -> impl IntoView {
             </div>
             <div class="action-row">
                 <label>"pod "
-                    <select id="action-pod" on:change=move |ev| pod.set(event_target_value(&ev))>
-                        {move || options(pods())}
+                    <select node_ref=pod_select id="action-pod" on:change=move |ev| pod.set(event_target_value(&ev))>
+                        {move || options(pods(), pod)}
                     </select>
                 </label>
                 <button id="action-delete-pod" disabled=move || pods().is_empty() on:click=move |_| {
-                    if let Some((namespace, name)) = pick(pod, pods()) {
+                    if let Some((namespace, name)) = pick(pod_select, pods()) {
                         send(DemoAction::DeletePod { namespace, name });
                     }
                 }>"delete pod"</button>
             </div>
             <div class="action-row">
                 <label>"deployment "
-                    <select id="action-deployment" on:change=move |ev| deployment.set(event_target_value(&ev))>
-                        {move || options(deployments())}
+                    <select node_ref=deployment_select id="action-deployment" on:change=move |ev| deployment.set(event_target_value(&ev))>
+                        {move || options(deployments(), deployment)}
                     </select>
                 </label>
                 <label>"replicas "
@@ -151,7 +165,7 @@ fn ActionPanel() -> impl IntoView {
                         on:input=move |ev| if let Ok(n) = event_target_value(&ev).parse() { replicas.set(n) }/>
                 </label>
                 <button id="action-scale" disabled=move || deployments().is_empty() on:click=move |_| {
-                    if let Some((namespace, name)) = pick(deployment, deployments()) {
+                    if let Some((namespace, name)) = pick(deployment_select, deployments()) {
                         send(DemoAction::Scale { namespace, name, replicas: replicas.get_untracked() });
                     }
                 }>"scale"</button>
@@ -159,7 +173,7 @@ fn ActionPanel() -> impl IntoView {
                     <input id="image" size="14" prop:value=move || image.get() on:input=move |ev| image.set(event_target_value(&ev))/>
                 </label>
                 <button id="action-image" disabled=move || deployments().is_empty() on:click=move |_| {
-                    if let Some((namespace, name)) = pick(deployment, deployments()) {
+                    if let Some((namespace, name)) = pick(deployment_select, deployments()) {
                         send(DemoAction::SetImage { namespace, name, image: image.get_untracked() });
                     }
                 }>"set image"</button>

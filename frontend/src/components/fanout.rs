@@ -135,7 +135,7 @@ pub fn Fanout() -> impl IntoView {
             <section class="fanout panel" aria-label="The watch cache's fan-out">
                 <h2>
                     "Fan-out "
-                    <small>"one watch cache, many watchers: each event goes into every watcher's buffer"</small>
+                    <small>"one watch cache, many watchers"</small>
                 </h2>
                 <div class="tabs" role="group" aria-label="Watch cache of">
                     {move || {
@@ -163,7 +163,7 @@ pub fn Fanout() -> impl IntoView {
                     id="fanout"
                     viewBox=move || format!("0 0 {WIDTH} {}", selected.with(|c| c.as_ref().map_or(BLOCK_MIN_H, block_h)))
                     role="group"
-                    aria-label="The watch cache's ring of recent events and the watchers it serves"
+                    aria-label="The watch cache's ring of recent events, and one lane per watcher it copies each event to"
                 >
                     {move || selected.get().map(|cache| view! { <CacheBlock cache top=0.0/> })}
                 </svg>

@@ -3,7 +3,7 @@
 
 use crate::animator::{LANES, index};
 use crate::model::{Model, now_ms};
-use crate::narration::{explain, reflector_alarming, reflector_state};
+use crate::narration::{explain, reflector_alarming, reflector_state, reflector_state_short};
 use crate::player::Player;
 use crate::stats::format_micros;
 use leptos::prelude::*;
@@ -29,11 +29,19 @@ const TOKEN_H: f64 = 20.0;
 /// Whole drawing.
 const WIDTH: f64 = 2.0 * MARGIN + 9.0 * NODE_W + 8.0 * GAP;
 const HEIGHT: f64 = TRACK_Y + LANES as f64 * LANE_H + 26.0;
-/// Width of one character of the Reflector's lines (11px monospace), to
+/// Width of one character of the workqueue's keys (11px monospace), to
 /// squeeze a long line into its node rather than let it overflow.
 const MONO_CHAR_W: f64 = 6.6;
+/// The same for the Reflector's lines (10.5px).
+const REFLECTOR_CHAR_W: f64 = 6.3;
+/// A generous average width of one character of the latency line (12px
+/// sans-serif), to squeeze a long one rather than let it cross its node.
+const SANS_CHAR_W: f64 = 6.4;
 /// How often the numbers on the nodes are refreshed.
 const REFRESH_MS: u64 = 500;
+/// Reflector lines on its node (one per resource); more are counted.
+const REFLECTOR_LINES: usize = 4;
+const REFLECTOR_LINE_H: f64 = 13.5;
 /// Keys listed on the workqueue's node; more are counted.
 const QUEUED_SHOWN: usize = 2;
 
@@ -154,27 +162,33 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
             .with_value(|s| s.skipped.get(&stage).copied().unwrap_or(0))
     };
     let reflectors = move || {
-        model
-            .reflectors
-            .get()
-            .into_iter()
+        let all = model.reflectors.get();
+        let more = all.len().saturating_sub(REFLECTOR_LINES);
+        all.into_iter()
+            .take(REFLECTOR_LINES)
             .enumerate()
             .map(|(i, (resource, state))| {
-                let y = NODE_Y + 132.0 + i as f64 * 15.0;
+                let y = NODE_Y + 122.0 + i as f64 * REFLECTOR_LINE_H;
                 let alarming = reflector_alarming(&state);
-                let text = format!("{resource}: {}", reflector_state(&state));
-                let title = text.clone();
+                // `deployments.apps` reads as `deployments` on the node.
+                let short = resource.split('.').next().unwrap_or(&resource).to_string();
+                let mut words = reflector_state_short(&state);
+                if i + 1 == REFLECTOR_LINES && more > 0 {
+                    words.push_str(&format!(" +{more}"));
+                }
+                let chars = short.chars().count() + 1 + words.chars().count();
+                let title = format!("{resource}: {}", reflector_state(&state));
                 view! {
                     <g class="reflector" class:alarming=alarming data-resource=resource.clone()>
                         <text
                             class="reflector-line"
                             x=x + 8.0
                             y=y
-                            textLength=(text.chars().count() as f64 * MONO_CHAR_W > NODE_W - 16.0).then_some(NODE_W - 16.0)
+                            textLength=(chars as f64 * REFLECTOR_CHAR_W > NODE_W - 16.0).then_some(NODE_W - 16.0)
                             lengthAdjust="spacingAndGlyphs"
                         >
-                            <tspan class="reflector-resource">{resource.clone()}": "</tspan>
-                            <tspan class="reflector-state">{reflector_state(&state)}</tspan>
+                            <tspan class="reflector-resource">{short}" "</tspan>
+                            <tspan class="reflector-state">{words}</tspan>
                         </text>
                         <title>{title}</title>
                     </g>
@@ -218,7 +232,19 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
                 }
             >
                 <text class="stage-rate" x=cx y=NODE_Y + 90.0 text-anchor="middle">{move || numbers().0}</text>
-                <text class="stage-latency" x=cx y=NODE_Y + 108.0 text-anchor="middle">{move || numbers().1}</text>
+                <text
+                    class="stage-latency"
+                    x=cx
+                    y=NODE_Y + 108.0
+                    text-anchor="middle"
+                    textLength=move || {
+                        let chars = numbers().1.chars().count() as f64;
+                        (chars * SANS_CHAR_W > NODE_W - 12.0).then_some(NODE_W - 12.0)
+                    }
+                    lengthAdjust="spacingAndGlyphs"
+                >
+                    {move || numbers().1}
+                </text>
                 <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">{move || numbers().2}</text>
                 {(stage == Stage::Reflector).then_some(reflectors)}
                 {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys x/> })}

@@ -31,7 +31,7 @@ const SERIES: [(&str, &str); 4] = [
     ("other", "BOOKMARK/ERROR"),
 ];
 /// Bins labelled under the histograms: the first, 1 ms, 100 ms, the last.
-const TICKS: [(usize, &str); 4] = [(0, "≤10µs"), (6, "1ms"), (12, "100ms"), (18, ">5s")];
+const TICKS: [(usize, &str); 4] = [(0, "10µs"), (6, "1ms"), (12, "100ms"), (18, ">5s")];
 
 /// The smallest "round" number (1, 2 or 5 times a power of ten) at least `n`.
 fn nice_max(n: u32) -> u32 {
@@ -59,11 +59,18 @@ pub fn Plots() -> impl IntoView {
         }
     });
     view! {
+        // Side by side when the panel is wide (no fan-out beside it), else stacked.
         <section class="plots panel" aria-label="Plots">
-            <h2>"Events per second " <small>"received, last minute, by type"</small></h2>
-            <RatePlot now/>
-            <h2>"Latency per stage " <small>"time from the stage before, last 512 events"</small></h2>
-            <LatencyPlot now/>
+            <div class="plot-grid">
+                <div class="plot-block">
+                    <h2>"Events per second " <small>"received, last minute, by type"</small></h2>
+                    <RatePlot now/>
+                </div>
+                <div class="plot-block">
+                    <h2>"Latency per stage " <small>"time from the stage before, last 512 events"</small></h2>
+                    <LatencyPlot now/>
+                </div>
+            </div>
         </section>
     }
 }
