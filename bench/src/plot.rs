@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 
 const COLUMN: f64 = 64.0;
 const GROUP_GAP: f64 = 28.0;
-const TOP: f64 = 48.0;
+const TOP: f64 = 64.0;
 const PLOT_HEIGHT: f64 = 360.0;
 const LEFT: f64 = 72.0;
-const BOTTOM: f64 = 96.0;
+const BOTTOM: f64 = 170.0;
 /// One colour per group, readable on white and by most colour-blind readers.
 const COLOURS: [&str; 6] = [
     "#1b6ca8", "#d1711b", "#2e8b57", "#8e44ad", "#b03a2e", "#5d6d7e",
@@ -31,7 +31,7 @@ pub fn svg(series: &[Series]) -> String {
             .map(|(_, m)| m.len() as f64 * COLUMN + GROUP_GAP)
             .sum::<f64>()
         + 16.0;
-    let width = width.max(480.0);
+    let width = width.max(640.0);
     let height = TOP + PLOT_HEIGHT + BOTTOM + 18.0 * groups.len() as f64;
     let mut out = String::new();
     let _ = writeln!(
@@ -40,7 +40,7 @@ pub fn svg(series: &[Series]) -> String {
     );
     let _ = writeln!(
         out,
-        r##"<rect width="100%" height="100%" fill="#ffffff"/><text x="{LEFT}" y="22" font-size="14" font-weight="bold">Latency distributions (log scale): box p25–p75, line p50, whiskers p1–p99, dot p99.9</text>"##
+        r##"<rect width="100%" height="100%" fill="#ffffff"/><text x="{LEFT}" y="22" font-size="14" font-weight="bold">Latency distributions, side by side (log scale)</text><text x="{LEFT}" y="40">box: p25–p75 · thick line: p50 · whiskers: p1–p99 · dot: p99.9 · n: samples</text>"##
     );
     if series.is_empty() {
         let _ = writeln!(
