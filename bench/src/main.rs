@@ -7,6 +7,7 @@
 //! - [`pipeline`]: watch bytes → FIFO → Indexer → handlers → workqueue → reconcile on one core.
 //! - [`scale`]: memory per cached object, and the initial LIST of 150k objects.
 //! - [`page`]: the browser app's weight, gzipped; [`browser`]: its frame rate under load.
+//! - [`apiserver`]: the demo API beside kube-apiserver + etcd, with 1, 100, 1,000 watchers.
 //! - [`stats`], [`alloc`], [`machine`]: percentiles and spread, heap counting, `/proc`.
 //! - [`report`] and [`plot`]: BENCHMARKS.md, the summary, and the SVG.
 
@@ -18,6 +19,7 @@ macro_rules! progress {
 }
 
 mod alloc;
+mod apiserver;
 mod browser;
 mod controlplane;
 mod fanout;
@@ -72,8 +74,8 @@ struct Args {
     /// Small sizes and one run each: to check the bench itself, not to publish.
     #[arg(long)]
     quick: bool,
-    /// Only these measurements (comma separated: controlplane, fanout,
-    /// pipeline, scale, page, browser).
+    /// Only these measurements (comma separated: controlplane, apiserver,
+    /// fanout, pipeline, scale, page, browser).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The command to name in the report.
@@ -115,6 +117,19 @@ fn main() {
             paced_writes: if args.quick { 100 } else { 400 },
         };
         controlplane::run(&mut report, &config);
+    }
+    if wanted("apiserver") {
+        let config = apiserver::Config {
+            runs: process_runs,
+            watchers: if args.quick {
+                vec![1, 100]
+            } else {
+                vec![1, 100, 1000]
+            },
+            writes: if args.quick { 100 } else { 200 },
+            paced_writes: if args.quick { 50 } else { 100 },
+        };
+        apiserver::run(&mut report, &config);
     }
     if wanted("fanout") {
         let config = fanout::Config {
@@ -214,8 +229,6 @@ fn not_measured(report: &mut Report, wanted: &dyn Fn(&str) -> bool) {
             "**Upstream cost of viewers on a real kube-apiserver**: watches open at the \
              apiserver and apiserver/etcd CPU with 1, 100 and 1,000 viewers, against a naive \
              relay that opens one watch per viewer.",
-            "**kube-apiserver + etcd under the same writes** as the demo control plane \
-             (writes/s and commit → watcher latency with 1, 100, 1,000 watchers).",
             "**`kube_runtime::watcher` + reflector on the same watch bytes** as the pipeline \
              figure: `kube-runtime` is not a dependency of the workspace.",
             "**10,000 viewers at 1,000 events per second**: on two cores, with the viewers \

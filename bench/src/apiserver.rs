@@ -1,0 +1,556 @@
+//! The demo control plane against the real one, over the same HTTP: the demo
+//! API (in the bench) and kube-apiserver v1.20.2 with etcd 3.4 (started on
+//! loopback by the tests' harness), each with 1, 100 and 1,000 watchers.
+//!
+//! The same client does the same thing to both: it opens the watches
+//! (`GET .../configmaps?watch=1&resourceVersion=RV`), then
+//!
+//! - **writes/s delivered to every watcher**: [`WRITERS`] writers each merge-
+//!   patch a configmap of their own, in batches of [`BATCH`] writes, and
+//!   every batch is waited for until each watcher has read its events;
+//! - **write → watcher latency** at a steady [`PACED_RATE`] writes/s: from the
+//!   moment the write was sent to the moment a watcher has read its event
+//!   line (neither server says when it committed, so the write's send time
+//!   stands for it, on both).
+//!
+//! The watchers read raw lines and look for the write's number without
+//! parsing the JSON, so that the reading costs little beside the servers.
+
+use crate::machine::now_micros;
+use crate::report::{Report, Section, Table};
+use crate::stats::{Histogram, Spread, count, micros, num, ratio};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use watchlife_controlplane::{Clock, ControlPlane};
+
+/// Concurrent writers, each on a configmap of its own.
+const WRITERS: usize = 4;
+/// Writes between two waits for every watcher.
+const BATCH: usize = 20;
+/// Writes per second while latency is measured.
+const PACED_RATE: f64 = 50.0;
+/// How long a batch may take to reach every watcher.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(60);
+const NAMESPACE_PATH: &str = "/api/v1/namespaces/default/configmaps";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub runs: usize,
+    pub watchers: Vec<usize>,
+    /// Writes per throughput measurement.
+    pub writes: usize,
+    /// Writes per latency measurement.
+    pub paced_writes: usize,
+}
+
+#[derive(Default)]
+struct Figures {
+    writes_per_second: Spread,
+    p50: Spread,
+    p99: Spread,
+    latency: Histogram,
+}
+
+/// One API server as the client sees it.
+struct Target {
+    name: &'static str,
+    api: Api,
+}
+
+pub fn run(report: &mut Report, config: &Config) {
+    let started = Instant::now();
+    let check = std::process::Command::new("scripts/ensure-real-cluster.sh")
+        .arg("--check")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !check.is_ok_and(|s| s.success()) {
+        report.not_measured.push(
+            "**kube-apiserver + etcd under the same writes** as the demo API: etcd and \
+             kube-apiserver v1.20.2 are not installed here (`make test` installs and builds \
+             them once)."
+                .into(),
+        );
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let names = ["demo API (watchlife)", "kube-apiserver + etcd"];
+    let mut figures: Vec<Vec<Figures>> = names
+        .iter()
+        .map(|_| config.watchers.iter().map(|_| Figures::default()).collect())
+        .collect();
+    let mut failure = None;
+    runtime.block_on(async {
+        progress!("real cluster: starting etcd and kube-apiserver");
+        let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
+        let cp = ControlPlane::new(Clock::system());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let demo_addr = listener.local_addr().expect("a bound address");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(watchlife_demo_apiserver::serve(cp, listener, async move {
+            let _ = stopped.await;
+        }));
+        let targets = [
+            Target {
+                name: names[0],
+                api: Api::plain(&format!("http://{demo_addr}")),
+            },
+            Target {
+                name: names[1],
+                api: Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert()),
+            },
+        ];
+        'runs: for run in 0..config.runs {
+            for (t, target) in targets.iter().enumerate() {
+                for (i, &n) in config.watchers.iter().enumerate() {
+                    progress!(
+                        "real cluster: run {}/{}, {}, {n} watchers",
+                        run + 1,
+                        config.runs,
+                        target.name
+                    );
+                    match measure(&target.api, n, config).await {
+                        Ok(m) => {
+                            let f = &mut figures[t][i];
+                            f.writes_per_second.push(m.writes_per_second);
+                            f.p50.push(m.latency.quantile(0.5).unwrap_or(f64::NAN));
+                            f.p99.push(m.latency.quantile(0.99).unwrap_or(f64::NAN));
+                            f.latency.merge(&m.latency);
+                        }
+                        Err(e) => {
+                            progress!("real cluster failed: {e}");
+                            failure = Some(format!("{}: {e}", target.name));
+                            break 'runs;
+                        }
+                    }
+                }
+            }
+        }
+        let _ = stop.send(());
+        let _ = server.await;
+        drop(cluster);
+    });
+
+    let mut table = Table::new(
+        "",
+        &[
+            "server",
+            "watchers",
+            "writes/s, delivered to every watcher",
+            "write → watcher p50",
+            "write → watcher p99",
+        ],
+    );
+    for (t, name) in names.iter().enumerate() {
+        for (i, n) in config.watchers.iter().enumerate() {
+            let f = &figures[t][i];
+            table.row(vec![
+                name.to_string(),
+                count(*n),
+                f.writes_per_second.show(num),
+                f.p50.show(micros),
+                f.p99.show(micros),
+            ]);
+            report.series(
+                "write → watcher over HTTP",
+                &format!("{} {}", if t == 0 { "demo" } else { "kube" }, count(*n)),
+                f.latency.shape(),
+            );
+        }
+    }
+    let mut summary = Vec::new();
+    for (i, n) in config.watchers.iter().enumerate() {
+        let (demo, kube) = (&figures[0][i], &figures[1][i]);
+        let writes = ratio(&demo.writes_per_second, &kube.writes_per_second);
+        let latency = ratio(&kube.p50, &demo.p50);
+        report.headline(
+            format!(
+                "demo API ÷ kube-apiserver + etcd, writes/s delivered to {} watcher{}",
+                count(*n),
+                if *n == 1 { "" } else { "s" }
+            ),
+            writes.show(|v| format!("{}×", num(v))),
+        );
+        if i + 1 == config.watchers.len() {
+            report.headline(
+                format!(
+                    "kube-apiserver + etcd ÷ demo API, write → watcher p50 at {} watchers",
+                    count(*n)
+                ),
+                latency.show(|v| format!("{}×", num(v))),
+            );
+        }
+        summary.push(format!(
+            "{} watchers: demo {} writes/s, p50 {}; kube-apiserver {} writes/s, p50 {} (p50 ratio kube ÷ demo {})",
+            count(*n),
+            num(demo.writes_per_second.median()),
+            micros(demo.p50.median()),
+            num(kube.writes_per_second.median()),
+            micros(kube.p50.median()),
+            latency.show(|v| format!("{}×", num(v)))
+        ));
+    }
+    let mut notes = vec![
+        "The two servers are not doing the same work, and the table should be read with \
+         that in mind: kube-apiserver speaks TLS, authenticates a token, runs admission and \
+         validation, writes to etcd (which syncs its log to disk) and reads the change back \
+         through its watch before its cache fans it out; the demo API keeps everything in \
+         memory in the bench's own process, behind one lock. The comparison says what the \
+         demo's numbers mean beside the real thing, not which is better."
+            .to_string(),
+    ];
+    if let Some(e) = failure {
+        notes.push(format!("The measurement stopped early: {e}."));
+    }
+    report.sections.push(Section {
+        title: "The demo control plane beside kube-apiserver + etcd".into(),
+        method: format!(
+            "Both servers on loopback, on the same machine, in the same run: the demo API \
+             (`watchlife-demo-apiserver` over `ControlPlane::new(Clock::system())`, plain HTTP, \
+             served from the bench) and kube-apiserver v1.20.2 over etcd 3.4 (TLS, a bearer \
+             token; started by the tests' `RealCluster`). For each, N watches of the \
+             `default` namespace's configmaps, then {WRITERS} writers merge-patch a configmap \
+             each: {} writes in batches of {BATCH}, each batch waited for until every watcher \
+             has read it (writes/s); then {} writes at {} writes/s, timed from send to each \
+             watcher's read (latency). {} runs against the same two servers.",
+            num(config.writes as f64),
+            num(config.paced_writes as f64),
+            num(PACED_RATE),
+            config.runs
+        ),
+        tables: vec![table],
+        notes,
+        summary,
+        seconds: started.elapsed().as_secs_f64(),
+    });
+}
+
+struct Measured {
+    writes_per_second: f64,
+    latency: Histogram,
+}
+
+/// What the watcher tasks share.
+struct Watching {
+    lines: AtomicU64,
+    recording: AtomicBool,
+    /// When each numbered write was sent (micros), by its number.
+    sent: Vec<AtomicU64>,
+    latency: Histogram,
+    /// Which measurement this is, in the bench's run.
+    measurement: u64,
+}
+
+async fn measure(api: &Api, n: usize, config: &Config) -> Result<Measured, String> {
+    // One configmap per writer, created once (a second run finds them).
+    for w in 0..WRITERS {
+        let body = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("bench-writer-{w}"), "namespace": "default"},
+            "data": {"n": "0"}
+        });
+        let (code, _) = api
+            .request("POST", NAMESPACE_PATH, Some(body.to_string()))
+            .await?;
+        if code != 201 && code != 409 {
+            return Err(format!("creating a configmap: {code}"));
+        }
+    }
+    let (code, list) = api.request("GET", NAMESPACE_PATH, None).await?;
+    if code != 200 {
+        return Err(format!("listing configmaps: {code}"));
+    }
+    let rv = serde_json::from_slice::<serde_json::Value>(&list)
+        .ok()
+        .and_then(|v| v["metadata"]["resourceVersion"].as_str().map(String::from))
+        .ok_or("a LIST without a resourceVersion")?;
+    let total = config.writes.div_ceil(BATCH) * BATCH + config.paced_writes + 1;
+    let shared = Arc::new(Watching {
+        lines: AtomicU64::new(0),
+        recording: AtomicBool::new(false),
+        sent: (0..total).map(|_| AtomicU64::new(0)).collect(),
+        latency: Histogram::new(),
+        measurement: {
+            static MEASUREMENTS: AtomicU64 = AtomicU64::new(0);
+            MEASUREMENTS.fetch_add(1, Ordering::Relaxed)
+        },
+    });
+    let path = format!("{NAMESPACE_PATH}?watch=1&resourceVersion={rv}&timeoutSeconds=1800");
+    let mut watchers = Vec::with_capacity(n);
+    for _ in 0..n {
+        let body = api.watch(&path).await?;
+        let shared = shared.clone();
+        watchers.push(tokio::spawn(read_watch(body, shared)));
+    }
+    let result = async {
+        let mut expected = 0u64;
+        let mut number = 0usize;
+        // Throughput: batches, each delivered to every watcher.
+        let start = Instant::now();
+        let batches = config.writes.div_ceil(BATCH);
+        for _ in 0..batches {
+            let mut writers = Vec::new();
+            for w in 0..WRITERS {
+                let numbers: Vec<usize> = (0..BATCH / WRITERS)
+                    .map(|k| number + w + k * WRITERS)
+                    .collect();
+                let (api, shared) = (api.clone(), shared.clone());
+                writers.push(tokio::spawn(async move {
+                    for m in numbers {
+                        write(&api, w, m, &shared).await?;
+                    }
+                    Ok::<(), String>(())
+                }));
+            }
+            for writer in writers {
+                writer.await.map_err(|e| e.to_string())??;
+            }
+            number += BATCH;
+            expected += (BATCH * n) as u64;
+            delivered(&shared, expected).await?;
+        }
+        let writes_per_second = (batches * BATCH) as f64 / start.elapsed().as_secs_f64();
+        // Latency: one writer at a steady pace.
+        shared.recording.store(true, Ordering::Relaxed);
+        let period = Duration::from_secs_f64(1.0 / PACED_RATE);
+        let paced_start = tokio::time::Instant::now();
+        for k in 0..config.paced_writes {
+            tokio::time::sleep_until(paced_start + period * k as u32).await;
+            write(api, 0, number, &shared).await?;
+            number += 1;
+        }
+        expected += (config.paced_writes * n) as u64;
+        delivered(&shared, expected).await?;
+        shared.recording.store(false, Ordering::Relaxed);
+        Ok::<f64, String>(writes_per_second)
+    }
+    .await;
+    for w in &watchers {
+        w.abort();
+    }
+    let latency = Histogram::new();
+    latency.merge(&shared.latency);
+    Ok(Measured {
+        writes_per_second: result?,
+        latency,
+    })
+}
+
+/// Merge-patches writer `w`'s configmap with the write's number. The
+/// measurement's own number goes in too, so that no write repeats the value
+/// it finds: kube-apiserver sends no event for a write that changes nothing.
+async fn write(api: &Api, w: usize, number: usize, shared: &Watching) -> Result<(), String> {
+    let body = format!(
+        r#"{{"data":{{"m":"{}","n":"{number}"}}}}"#,
+        shared.measurement
+    );
+    shared.sent[number].store(now_micros(), Ordering::Relaxed);
+    let (code, _) = api
+        .request_typed(
+            "PATCH",
+            &format!("{NAMESPACE_PATH}/bench-writer-{w}"),
+            "application/merge-patch+json",
+            body,
+        )
+        .await?;
+    if code == 200 {
+        Ok(())
+    } else {
+        Err(format!("a write was answered {code}"))
+    }
+}
+
+/// Waits until the watchers have read `expected` lines between them.
+async fn delivered(shared: &Watching, expected: u64) -> Result<(), String> {
+    let deadline = Instant::now() + DELIVERY_TIMEOUT;
+    while shared.lines.load(Ordering::Relaxed) < expected {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the watchers read {} of {expected} events",
+                shared.lines.load(Ordering::Relaxed)
+            ));
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    Ok(())
+}
+
+/// Reads one watch to its end, a line at a time, without parsing it.
+async fn read_watch(mut body: hyper::body::Incoming, shared: Arc<Watching>) {
+    let mut pending: Vec<u8> = Vec::new();
+    while let Some(Ok(frame)) = body.frame().await {
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        pending.extend_from_slice(&data);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let now = now_micros();
+            if shared.recording.load(Ordering::Relaxed)
+                && let Some(number) = written_number(&pending[..end])
+                && let Some(sent) = shared.sent.get(number)
+            {
+                let at = sent.load(Ordering::Relaxed);
+                if at > 0 {
+                    shared.latency.record(now.saturating_sub(at));
+                }
+            }
+            pending.drain(..=end);
+            shared.lines.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The write number in an event line: the value of `"n":"…"` in the data.
+fn written_number(line: &[u8]) -> Option<usize> {
+    let key = b"\"n\":\"";
+    let at = line.windows(key.len()).rposition(|w| w == key)? + key.len();
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// A small HTTP client for one API server: plain HTTP, or TLS trusting one CA
+/// with a bearer token. Cloning shares the connection pool.
+#[derive(Clone)]
+struct Api {
+    base: String,
+    token: Option<String>,
+    http: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
+}
+
+impl Api {
+    fn plain(base: &str) -> Api {
+        Api::with_roots(base, None, rustls::RootCertStore::empty())
+    }
+
+    fn tls(base: &str, token: &str, ca: &std::path::Path) -> Api {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_file_iter(ca)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", ca.display()))
+            .flatten()
+        {
+            let _ = roots.add(cert);
+        }
+        Api::with_roots(base, Some(token.to_string()), roots)
+    }
+
+    fn with_roots(base: &str, token: Option<String>, roots: rustls::RootCertStore) -> Api {
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Api {
+            base: base.trim_end_matches('/').to_string(),
+            token,
+            http: HyperClient::builder(TokioExecutor::new()).build(connector),
+        }
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: Option<String>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base));
+        if let Some(ct) = content_type {
+            request = request.header("content-type", ct);
+        }
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| e.to_string())?;
+        self.http
+            .request(request)
+            .await
+            .map_err(|e| format!("{method} {path}: {e}"))
+    }
+
+    async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<String>,
+    ) -> Result<(u16, Bytes), String> {
+        let content_type = body.as_ref().map(|_| "application/json");
+        let response = self.send(method, path, content_type, body).await?;
+        let code = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((code, bytes))
+    }
+
+    async fn request_typed(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: String,
+    ) -> Result<(u16, Bytes), String> {
+        let response = self
+            .send(method, path, Some(content_type), Some(body))
+            .await?;
+        let code = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((code, bytes))
+    }
+
+    async fn watch(&self, path: &str) -> Result<hyper::body::Incoming, String> {
+        let response = self.send("GET", path, None, None).await?;
+        if response.status() != 200 {
+            return Err(format!("a watch was answered {}", response.status()));
+        }
+        Ok(response.into_body())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::written_number;
+
+    #[test]
+    fn finds_the_write_number_in_a_line() {
+        let line = br#"{"type":"MODIFIED","object":{"data":{"n":"4711"},"metadata":{"name":"bench-writer-1"}}}"#;
+        assert_eq!(written_number(line), Some(4711));
+        assert_eq!(written_number(b"{\"type\":\"BOOKMARK\"}"), None);
+    }
+}
