@@ -36,6 +36,8 @@ const WRITERS: usize = 4;
 const BATCH: usize = 20;
 /// Writes per second while latency is measured.
 const PACED_RATE: f64 = 50.0;
+/// Watches opened at once.
+const OPENING: usize = 32;
 /// How long a batch may take to reach every watcher.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(60);
 const NAMESPACE_PATH: &str = "/api/v1/namespaces/default/configmaps";
@@ -166,7 +168,12 @@ pub fn run(report: &mut Report, config: &Config) {
             ]);
             report.series(
                 "write → watcher over HTTP",
-                &format!("{} {}", if t == 0 { "demo" } else { "kube" }, count(*n)),
+                &format!(
+                    "{}, {} watcher{}",
+                    if t == 0 { "demo API" } else { "kube-apiserver" },
+                    count(*n),
+                    if *n == 1 { "" } else { "s" }
+                ),
                 f.latency.shape(),
             );
         }
@@ -289,11 +296,19 @@ async fn measure(api: &Api, n: usize, config: &Config) -> Result<Measured, Strin
         },
     });
     let path = format!("{NAMESPACE_PATH}?watch=1&resourceVersion={rv}&timeoutSeconds=1800");
+    // Opened [`OPENING`] at a time: one after the other, a thousand TLS
+    // handshakes would take most of a minute.
     let mut watchers = Vec::with_capacity(n);
-    for _ in 0..n {
-        let body = api.watch(&path).await?;
-        let shared = shared.clone();
-        watchers.push(tokio::spawn(read_watch(body, shared)));
+    let mut opening = tokio::task::JoinSet::new();
+    for k in 0..n {
+        let (api, path) = (api.clone(), path.clone());
+        opening.spawn(async move { api.watch(&path).await });
+        if opening.len() >= OPENING || k + 1 == n {
+            while let Some(opened) = opening.join_next().await {
+                let body = opened.map_err(|e| e.to_string())??;
+                watchers.push(tokio::spawn(read_watch(body, shared.clone())));
+            }
+        }
     }
     let result = async {
         let mut expected = 0u64;

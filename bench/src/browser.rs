@@ -209,13 +209,14 @@ async fn measure(config: &Config, rate: u32) -> Result<Measured, String> {
             get(bridge.addr, "/metrics")
                 .await
                 .and_then(|m| metric(&m, "watchlife_frames_sent_total"))
-                .unwrap_or(0.0)
+                // Unanswered (a bridge too busy): not a zero.
+                .unwrap_or(f64::NAN)
         };
         let resyncs = || async {
             get(bridge.addr, "/metrics")
                 .await
                 .map(|m| crate::process::metric_sum(&m, "watchlife_resyncs_total"))
-                .unwrap_or(0.0)
+                .unwrap_or(f64::NAN)
         };
         let resyncs0 = resyncs().await;
         let sent0 = sent().await;

@@ -71,6 +71,7 @@ pub fn run(report: &mut Report, config: &Config) {
     let mut figures: Vec<Figures> = config.watchers.iter().map(|_| Figures::default()).collect();
     let pooled: Vec<Histogram> = config.watchers.iter().map(|_| Histogram::new()).collect();
     let most = *config.watchers.iter().max().unwrap_or(&1);
+    let shown = count(most);
     let mut naive = Spread::default();
     let mut shared_at_most = Spread::default();
     let mut encode_micros = Spread::default();
@@ -96,7 +97,7 @@ pub fn run(report: &mut Report, config: &Config) {
             }
         }
         progress!(
-            "control plane: run {}, {most} watchers each encoding",
+            "control plane: run {}, {shown} watchers each encoding",
             run + 1
         );
         let reference = Config {
@@ -130,7 +131,7 @@ pub fn run(report: &mut Report, config: &Config) {
     }
     let mut reference = Table::new(
         &format!(
-            "The reference, at {most} watchers (the per-watcher encoding with {} writes a run: it is slow):",
+            "The reference, at {shown} watchers (the per-watcher encoding with {} writes a run: it is slow):",
             num((config.writes / 5) as f64)
         ),
         &["each watcher gets", "writes/s, delivered to every watcher"],
@@ -157,29 +158,29 @@ pub fn run(report: &mut Report, config: &Config) {
                 .collect(),
         };
         report.headline(
-            format!("control plane: time in a write call, {most} watchers ÷ 1 watcher"),
+            format!("control plane: time in a write call, {shown} watchers ÷ 1 watcher"),
             cost.show(|v| format!("{}×", num(v))),
         );
         report.headline(
-            format!("control plane: writes/s delivered to all, 1 watcher ÷ {most} watchers"),
+            format!("control plane: writes/s delivered to all, 1 watcher ÷ {shown} watchers"),
             rate.show(|v| format!("{}×", num(v))),
         );
         report.headline(
             format!(
-                "control plane: shared encoding ÷ per-watcher encoding, writes/s at {most} watchers"
+                "control plane: shared encoding ÷ per-watcher encoding, writes/s at {shown} watchers"
             ),
             ratio(&shared_at_most, &naive).show(|v| format!("{}×", num(v))),
         );
         notes.push(format!(
             "**Do watchers multiply the cost of a write?** Not its encoding: the event is \
              encoded once, however many watchers take it, and giving every watcher its own \
-             encoding instead cuts the sustained rate at {most} watchers by {}. But the write \
+             encoding instead cuts the sustained rate at {shown} watchers by {}. But the write \
              call does grow with watchers: by {} per extra watcher, against {} to encode the \
              event once. Each watcher costs the write a reference-counted pointer, a send into \
              its buffer and the wake-up of its task, and the cache does that dispatch inside \
-             the write, under the control plane's lock; so at {most} watchers the write call \
+             the write, under the control plane's lock; so at {shown} watchers the write call \
              takes {} the time it takes with one. The sustained rate falls by {}, because it \
-             also holds the watchers' own work: {most} deliveries per write, on the one other \
+             also holds the watchers' own work: {shown} deliveries per write, on the one other \
              core.",
             ratio(&shared_at_most, &naive).show(|v| format!("{}×", num(v))),
             per_watcher.show(|v| format!("{} ns", num(v))),
@@ -188,36 +189,36 @@ pub fn run(report: &mut Report, config: &Config) {
             rate.show(|v| format!("{}×", num(v))),
         ));
         summary.push(format!(
-            "write call: {} at 1 watcher, {} at {most} ({} per extra watcher)",
+            "write call: {} at 1 watcher, {} at {shown} ({} per extra watcher)",
             first.write_call_micros.show(micros),
             last.write_call_micros.show(micros),
             per_watcher.show(|v| format!("{} ns", num(v)))
         ));
         summary.push(format!(
-            "writes/s delivered to all: {} at 1, {} at {most}; heap per watcher {}",
+            "writes/s delivered to all: {} at 1, {} at {shown}; heap per watcher {}",
             num(first.writes_per_second.median()),
             num(last.writes_per_second.median()),
             bytes(last.bytes_per_watcher.median())
         ));
         summary.push(format!(
-            "commit → watcher p50/p99 at {most} watchers: {} / {}",
+            "commit → watcher p50/p99 at {shown} watchers: {} / {}",
             micros(last.p50.median()),
             micros(last.p99.median())
         ));
     }
     notes.push(format!(
         "Latency is measured at {} writes/s for {} writes per run; the watchers all run on one \
-         thread, as tasks, so at {most} watchers the last watcher of a write waits for the \
+         thread, as tasks, so at {shown} watchers the last watcher of a write waits for the \
          {} before it: that is the spread between p50 and p99. The HTTP layer of the demo API \
          is not in these figures: they are the core's.",
         num(PACED_RATE),
         num(config.paced_writes as f64),
-        num(most as f64 - 1.0)
+        count(most - 1)
     ));
     for (i, n) in config.watchers.iter().enumerate() {
         report.series(
             "control plane: commit → watcher",
-            &format!("{n} watcher{}", if *n == 1 { "" } else { "s" }),
+            &format!("{} watcher{}", count(*n), if *n == 1 { "" } else { "s" }),
             pooled[i].shape(),
         );
     }
