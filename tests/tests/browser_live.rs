@@ -28,29 +28,22 @@ async fn the_page_shows_live_watch_events() {
             "document.querySelectorAll('tr.event-row[data-initial=false]').length >= 3",
         )
         .await;
-    let row = browser.wait_for("tr.event-row[data-initial=false]").await;
-    let kind = row
-        .find(fantoccini::Locator::Css(".kind"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    // One read of the whole row: the log redraws its rows as events arrive,
+    // so an element found earlier may be gone by the next question.
+    let row = browser
+        .eval(
+            "(r => ({kind: r.querySelector('.kind').textContent, name: r.querySelector('.name').textContent, \
+             rv: r.dataset.rv, type: r.dataset.type}))(document.querySelector('tr.event-row[data-initial=false]'))",
+        )
+        .await;
+    let field = |key: &str| row[key].as_str().unwrap_or_default().to_string();
+    let (kind, name, rv, event_type) = (field("kind"), field("name"), field("rv"), field("type"));
     assert!(
         ["Pod", "ConfigMap", "Deployment", "ReplicaSet"].contains(&kind.as_str()),
         "kind {kind}"
     );
-    let name = row
-        .find(fantoccini::Locator::Css(".name"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
     assert!(name.starts_with("default/web"), "namespace/name {name}");
-    let rv = row.attr("data-rv").await.unwrap().unwrap();
     assert!(rv.parse::<u64>().unwrap() > 1, "resourceVersion {rv}");
-    let event_type = row.attr("data-type").await.unwrap().unwrap();
     assert!(["ADDED", "MODIFIED", "DELETED"].contains(&event_type.as_str()));
     // The Reflector's state is drawn.
     browser
