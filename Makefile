@@ -8,7 +8,7 @@ WATCHLIFE := $(TARGET_DIR)/release/watchlife
 ARGS ?=
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: install run build frontend setup test test-setup lint bench embed clean
+.PHONY: install run build frontend setup test test-setup lint bench embed scenarios clean
 
 ## run: build everything and start watchlife on 127.0.0.1:8080 (the embedded demo)
 run: build
@@ -30,7 +30,7 @@ test-setup: setup
 	@scripts/setup-test.sh
 
 ## test: formatting, lints and every test (unit, integration, browser)
-test: test-setup build lint
+test: test-setup build embed lint
 	WATCHLIFE_BIN=$(WATCHLIFE) $(CARGO) test --workspace
 
 ## bench: measure watchlife beside its references and write BENCHMARKS.md (about 12 minutes)
@@ -38,6 +38,26 @@ test: test-setup build lint
 bench: build
 	$(CARGO) build --release -p watchlife-bench
 	ulimit -n 20000 2>/dev/null || ulimit -n $$(ulimit -Hn); $(TARGET_DIR)/release/watchlife-bench --watchlife $(WATCHLIFE) $(BENCH_ARGS)
+
+## scenarios: record the shipped scenarios from the demo into static/scenarios/ (about a minute)
+SCENARIOS := pod-lifecycle scale label-and-image compaction-relist slow-watcher many-watchers
+scenarios: build
+	@for s in $(SCENARIOS); do \
+		echo "[scenarios] recording $$s"; \
+		$(WATCHLIFE) record --scenario $$s --out static/scenarios/$$s.jsonl || exit 1; \
+	done
+	$(MAKE) build
+
+## embed: a folder that any static host serves, no server logic (EMBED_DIR, default embed/):
+##        embed.html?scenario=pod-lifecycle&controls=minimal&theme=dark&captions=on
+EMBED_DIR ?= embed
+embed: setup
+	@echo "[embed] the browser app with relative links, and the scenarios, into $(EMBED_DIR)/"
+	trunk build --release --dist $(TARGET_DIR)/embed-dist --public-url ./
+	rm -rf $(EMBED_DIR)
+	cp -r $(TARGET_DIR)/embed-dist $(EMBED_DIR)
+	mv $(EMBED_DIR)/index.html $(EMBED_DIR)/embed.html
+	@echo "[embed] $(EMBED_DIR)/embed.html is ready; gzipped it weighs $$(cat $(EMBED_DIR)/*.wasm $(EMBED_DIR)/*.js $(EMBED_DIR)/*.css $(EMBED_DIR)/embed.html | gzip -9 | wc -c) bytes, one scenario included: $$(gzip -9 -c $(EMBED_DIR)/scenarios/pod-lifecycle.jsonl | wc -c) bytes"
 
 ## install: the binary, and a link that makes it `kubectl watchlife` (PREFIX=~/.local by default)
 PREFIX ?= $(HOME)/.local
@@ -52,4 +72,4 @@ lint:
 
 clean:
 	$(CARGO) clean
-	rm -rf dist
+	rm -rf dist embed

@@ -1,6 +1,7 @@
 //! Command-line flags.
 
-use clap::Parser;
+use crate::scenario::Scenario;
+use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +13,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Parser)]
 #[command(name = "watchlife", version, about, long_about)]
 pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Address to serve the app and the WebSocket stream on. Loopback by default:
     /// nothing on the network can see the stream unless you choose so.
     #[arg(long, default_value = "127.0.0.1:8080", env = "WATCHLIFE_LISTEN")]
@@ -51,32 +55,37 @@ pub struct Args {
     pub max_viewers: u32,
 
     /// Use the embedded demo control plane even when a cluster is configured.
-    #[arg(long)]
+    #[arg(global = true, long)]
     pub demo: bool,
 
     /// Pace of the demo's scripted workload, in changes per second (0.2 for a
     /// slow talk, 50 for a busy cluster).
-    #[arg(long, default_value_t = 1.0, value_name = "PER_SECOND", value_parser = positive_rate)]
+    #[arg(global = true, long, default_value_t = 1.0, value_name = "PER_SECOND", value_parser = positive_rate)]
     pub demo_rate: f64,
 
     /// Keep the demo still: no scripted workload, only what you do (with
     /// kubectl or the demo actions).
-    #[arg(long)]
+    #[arg(global = true, long)]
     pub demo_idle: bool,
 
     /// Where the demo control plane serves the Kubernetes API, for kubectl and
     /// any other client (and for watchlife's own list-watch). Port 0 picks a
     /// free port. watchlife writes a kubeconfig for it and prints its path.
-    #[arg(long, default_value = "127.0.0.1:8081", value_name = "ADDR")]
+    #[arg(
+        global = true,
+        long,
+        default_value = "127.0.0.1:8081",
+        value_name = "ADDR"
+    )]
     pub demo_api: SocketAddr,
 
     /// Kubeconfig file of the cluster to watch (default: $KUBECONFIG, then
     /// ~/.kube/config; inside a pod, its service account).
-    #[arg(long, value_name = "FILE")]
+    #[arg(global = true, long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
 
     /// Kubeconfig context to use instead of the current one.
-    #[arg(long, value_name = "NAME")]
+    #[arg(global = true, long, value_name = "NAME")]
     pub context: Option<String>,
 
     /// Resources to list-watch, comma separated: plural names, with the API
@@ -84,34 +93,87 @@ pub struct Args {
     /// deployments.apps,widgets.example.com`). Resolved through discovery.
     /// Default: pods on a cluster; pods, configmaps, deployments and
     /// replicasets on the demo.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    #[arg(global = true, long, value_delimiter = ',', value_name = "LIST")]
     pub resources: Vec<String>,
 
     /// Watch one namespace only (default: all namespaces).
-    #[arg(long, short = 'n', value_name = "NAMESPACE")]
+    #[arg(global = true, long, short = 'n', value_name = "NAMESPACE")]
     pub namespace: Option<String>,
 
     /// Label selector applied to every list-watch (`app=web,tier!=cache`).
-    #[arg(long, short = 'l', value_name = "SELECTOR")]
+    #[arg(global = true, long, short = 'l', value_name = "SELECTOR")]
     pub selector: Option<String>,
 
     /// The cluster's etcd, to measure when each change was written
     /// (comma separated, such as https://10.0.0.5:2379). Without it, a
     /// cluster's server-side stages are shown as not observed.
-    #[arg(long, value_delimiter = ',', value_name = "URLS")]
+    #[arg(global = true, long, value_delimiter = ',', value_name = "URLS")]
     pub etcd_endpoints: Vec<String>,
 
     /// CA certificate that signed etcd's serving certificate.
-    #[arg(long, value_name = "FILE", requires = "etcd_endpoints")]
+    #[arg(global = true, long, value_name = "FILE", requires = "etcd_endpoints")]
     pub etcd_cacert: Option<PathBuf>,
 
     /// Client certificate presented to etcd.
-    #[arg(long, value_name = "FILE", requires_all = ["etcd_endpoints", "etcd_key"])]
+    #[arg(global = true, long, value_name = "FILE", requires_all = ["etcd_endpoints", "etcd_key"])]
     pub etcd_cert: Option<PathBuf>,
 
     /// Key of the client certificate presented to etcd.
-    #[arg(long, value_name = "FILE", requires_all = ["etcd_endpoints", "etcd_cert"])]
+    #[arg(global = true, long, value_name = "FILE", requires_all = ["etcd_endpoints", "etcd_cert"])]
     pub etcd_key: Option<PathBuf>,
+}
+
+/// What to do instead of serving the app.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Write the frame stream to a file (JSON Lines: a header line, then one
+    /// frame per line) instead of serving it; the app replays such a file
+    /// with no bridge (`?replay=URL`, or drop the file on the page). Takes
+    /// every source flag (--demo, --kubeconfig, --resources...); a real
+    /// cluster's Secrets are redacted exactly as in the live stream.
+    Record(RecordArgs),
+}
+
+/// Flags of `watchlife record`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordArgs {
+    /// File to write. A name ending in `.gz` is gzipped.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+
+    /// Gzip the recording whatever its name.
+    #[arg(long)]
+    pub gzip: bool,
+
+    /// Stop after this many seconds (default: at Ctrl-C, or when the
+    /// scenario ends).
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub duration: Option<f64>,
+
+    /// Play a scenario on the demo control plane (implies --demo with no
+    /// scripted workload and a free port for its API) and stop when it ends.
+    #[arg(long, value_enum)]
+    pub scenario: Option<Scenario>,
+
+    /// A title kept in the recording's header (default: the scenario's name).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+impl RecordArgs {
+    /// Whether to gzip: asked for, or a `.gz` name.
+    pub fn gzipped(&self) -> bool {
+        self.gzip || self.out.extension().is_some_and(|e| e == "gz")
+    }
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    let seconds: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if seconds > 0.0 && seconds.is_finite() {
+        Ok(seconds)
+    } else {
+        Err("must be a number of seconds above 0".into())
+    }
 }
 
 impl Args {

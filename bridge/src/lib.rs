@@ -2,7 +2,10 @@
 //!
 //! # Layout
 //! - [`cli`]: the command-line flags.
-//! - [`run`] (here): picks the source, starts it, and serves until Ctrl-C.
+//! - [`run`] (here): picks the source, starts it, and serves until Ctrl-C
+//!   (or, for `watchlife record`, hands over to [`record`]).
+//! - [`record`]: the frame stream written to a file; [`scenario`], the short
+//!   stories recorded from the demo for the docs.
 //! - [`source`]: a real cluster (kube config) or the embedded demo control plane.
 //! - [`target`]: the resources to watch, resolved through discovery.
 //! - [`watches`]: starts a Reflector and an informer pipeline per resource.
@@ -29,8 +32,10 @@ pub mod fanout;
 pub mod hub;
 pub mod metrics;
 pub mod pipeline;
+pub mod record;
 pub mod redact;
 pub mod reflector;
+pub mod scenario;
 pub mod server;
 pub mod source;
 pub mod target;
@@ -62,10 +67,16 @@ pub enum RunError {
     /// The flags break an access rule (see [`access`]).
     #[error("{0}")]
     Access(#[from] access::AccessError),
+    /// `watchlife record` could not write its file, or its scenario failed.
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
 }
 
 /// Runs the bridge until Ctrl-C (or SIGTERM).
 pub async fn run(args: Args) -> Result<(), RunError> {
+    if let Some(cli::Command::Record(record)) = &args.command {
+        return record::run(&args, record).await;
+    }
     // Who may connect, and how many: refused before anything starts.
     let server_config = server::ServerConfig::from_args(&args)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -80,7 +91,9 @@ pub async fn run(args: Args) -> Result<(), RunError> {
             source,
         })?;
     let local = listener.local_addr().map_err(RunError::Serve)?;
-    let app = Arc::new(start(&args).await?);
+    let clock = Clock::system();
+    let hub = Hub::new(format!("{:x}", clock.now()));
+    let app = Arc::new(start_on(&args, hub, clock).await?);
     if !assets::is_built() {
         tracing::warn!("this binary was built without the browser app; run `make run` to build it");
     }
@@ -90,11 +103,10 @@ pub async fn run(args: Args) -> Result<(), RunError> {
         .map_err(RunError::Serve)
 }
 
-/// Connects the source and starts the list-watch of every resource.
-async fn start(args: &Args) -> Result<App, RunError> {
+/// Connects the source and starts the list-watch of every resource,
+/// publishing to `hub`.
+async fn start_on(args: &Args, hub: Hub, clock: Clock) -> Result<App, RunError> {
     let upstream = source::choose(args).await?;
-    let clock = Clock::system();
-    let hub = Hub::new(format!("{:x}", clock.now()));
     let names = if args.resources.is_empty() {
         &upstream.default_resources
     } else {

@@ -121,15 +121,7 @@ impl Story {
 
 fn play(cp: &ControlPlane, beat: Beat) -> Result<(), ApiError> {
     match beat {
-        Beat::CreateConfig => cp
-            .create(
-                CONFIGMAPS,
-                json!({
-                    "metadata": {"name": CONFIGMAP, "namespace": NAMESPACE},
-                    "data": {"greeting": "hello"}
-                }),
-            )
-            .map(drop),
+        Beat::CreateConfig => cp.create(CONFIGMAPS, configmap()).map(drop),
         Beat::CreateDeployment => cp.create(DEPLOYMENTS, deployment()).map(drop),
         Beat::Scale(replicas) => {
             actions::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, replicas).map(drop)
@@ -161,8 +153,16 @@ fn play(cp: &ControlPlane, beat: Beat) -> Result<(), ApiError> {
     }
 }
 
+/// The ConfigMap as a user's manifest has it.
+pub fn configmap() -> Value {
+    json!({
+        "metadata": {"name": CONFIGMAP, "namespace": NAMESPACE},
+        "data": {"greeting": "hello"}
+    })
+}
+
 /// The Deployment as a user's manifest has it.
-fn deployment() -> Value {
+pub fn deployment() -> Value {
     json!({
         "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE, "labels": {"app": DEPLOYMENT}},
         "spec": {

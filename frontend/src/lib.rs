@@ -9,6 +9,8 @@
 //! - [`view_state`]: how the viewer set up the page, kept in the URL.
 //! - [`animator`] and [`player`]: tokens travelling through the stages, and
 //!   the frame loop that moves them.
+//! - [`replay`]: a recording played with no bridge; [`tape`], the live
+//!   stream recorded in the page for download.
 //! - [`stats`], [`history`], [`narration`]: numbers, diffs and words.
 //! - [`components`]: what is drawn.
 
@@ -19,7 +21,9 @@ pub mod history;
 pub mod model;
 pub mod narration;
 pub mod player;
+pub mod replay;
 pub mod stats;
+pub mod tape;
 pub mod view_state;
 
 use components::*;
@@ -35,7 +39,20 @@ pub fn App() -> impl IntoView {
     provide_context(model);
     provide_context(view);
     provide_context(player);
-    connection::connect(model, view.token.get_value());
+    let tape = tape::Tape::new();
+    let replay = replay::Replay::new(model, view);
+    provide_context(tape);
+    provide_context(replay);
+    replay.start_clock();
+    replay_bar::accept_dropped_files(replay);
+    match view.recording_url() {
+        Some(url) => replay.load_url(url),
+        None => connection::connect(
+            model,
+            view.token.get_value(),
+            connection::Listeners { tape, replay },
+        ),
+    }
     keyboard::install(view, player);
     // Captions are on by default for the demo, off for a real cluster,
     // unless the URL says otherwise.
@@ -52,6 +69,12 @@ pub fn App() -> impl IntoView {
         if let Some(root) = document().document_element() {
             let _ = root.set_attribute("data-theme", view.theme.get().as_str());
             let _ = root.set_attribute("data-presenter", &view.presenter.get().to_string());
+            let controls = if view.minimal.get_value() {
+                "minimal"
+            } else {
+                "full"
+            };
+            let _ = root.set_attribute("data-controls", controls);
         }
     });
     view! {
@@ -59,6 +82,7 @@ pub fn App() -> impl IntoView {
         <controls::Controls/>
         <main>
             <pipeline::Pipeline/>
+            <replay_bar::ReplayBar/>
             <captions::Captions/>
             <Show when=move || view.presenter.get()>
                 <p class="presenter-hint">"presenter mode: P or Esc to leave, ? for shortcuts"</p>

@@ -44,6 +44,8 @@ pub enum Link {
     Incompatible {
         bridge: u32,
     },
+    /// No bridge: the page plays a recording.
+    Replay,
 }
 
 impl Link {
@@ -56,6 +58,7 @@ impl Link {
             Link::Reconnecting { .. } => "reconnecting",
             Link::Resyncing => "resyncing",
             Link::Incompatible { .. } => "incompatible",
+            Link::Replay => "replay",
         }
     }
 }
@@ -111,6 +114,10 @@ pub struct Model {
     pub outbox: StoredValue<Option<UnboundedSender<String>>>,
     /// Page time deleted objects were last looked through for expiry.
     last_expiry: StoredValue<f64>,
+    /// The recording's clock while replaying (ms since it started): rates,
+    /// windows and expiry then follow the recording, not the wall, so a
+    /// replay always ends in the same state.
+    clock: StoredValue<Option<f64>>,
 }
 
 impl Model {
@@ -131,7 +138,37 @@ impl Model {
             arrivals: StoredValue::new(VecDeque::new()),
             outbox: StoredValue::new(None),
             last_expiry: StoredValue::new(0.0),
+            clock: StoredValue::new(None),
         }
+    }
+
+    /// The page's time in ms: the recording's clock when replaying, else
+    /// `performance.now()`.
+    pub fn now(&self) -> f64 {
+        self.clock.get_value().unwrap_or_else(now_ms)
+    }
+
+    /// Sets the replay clock (see [`Model::now`]).
+    pub fn set_clock(&self, ms: f64) {
+        self.clock.set_value(Some(ms));
+    }
+
+    /// Forgets every frame applied: the state of a page that has received
+    /// nothing yet (the link and the clock are left as they are).
+    pub fn reset(&self) {
+        self.hello.set(None);
+        self.events.set(VecDeque::new());
+        self.dropped.set(0);
+        self.reflectors.set(BTreeMap::new());
+        self.objects.set(BTreeMap::new());
+        self.stats.set(PipelineStats::default());
+        self.rates.set(RateSeries::default());
+        self.watch_caches.set(None);
+        self.cursor.set(None);
+        self.last_error.set(None);
+        self.notice.set(None);
+        self.arrivals.set_value(VecDeque::new());
+        self.last_expiry.set_value(0.0);
     }
 
     /// Sends a message to the bridge. False when there is no connection.
@@ -171,7 +208,7 @@ impl Model {
             FrameBody::Hello(hello) => {
                 self.cursor.set(Some((hello.stream.clone(), seq)));
                 self.hello.set(Some(hello));
-                self.link.set(Link::Connected);
+                self.connected();
             }
             FrameBody::Event(event) => self.apply_event(seq, event),
             FrameBody::Reflector(update) => {
@@ -185,10 +222,12 @@ impl Model {
             }
             FrameBody::Snapshot(snapshot) => {
                 self.replace_objects(snapshot);
-                self.link.set(Link::Connected);
+                self.connected();
             }
             FrameBody::Resync(r) => {
-                self.link.set(Link::Resyncing);
+                if self.link.get_untracked() != Link::Replay {
+                    self.link.set(Link::Resyncing);
+                }
                 self.tell(format!("Resyncing: {}", r.reason), true);
             }
             FrameBody::Heartbeat(_) => {}
@@ -206,12 +245,19 @@ impl Model {
         });
     }
 
+    /// The link is up, unless the page is replaying (which has none).
+    fn connected(&self) {
+        if self.link.get_untracked() != Link::Replay {
+            self.link.set(Link::Connected);
+        }
+    }
+
     fn apply_event(&self, seq: u64, event: WatchEvent) {
         let row = EventRow {
             seq,
             event: Arc::new(event),
         };
-        let now = now_ms();
+        let now = self.now();
         self.stats.update(|s| s.record(&row.event.stages, now));
         self.rates.update(|r| r.record(row.event.event_type, now));
         self.track_object(&row, now);
@@ -277,7 +323,7 @@ impl Model {
                 .map(|r| (r.resource, r.state))
                 .collect(),
         );
-        let now = now_ms();
+        let now = self.now();
         self.objects.update(|objects| {
             let mut next = BTreeMap::new();
             for o in snapshot.objects {

@@ -59,6 +59,42 @@ pub struct ViewQuery {
     /// The bridge's access token, passed on to `/ws`; kept in the URL so
     /// that a reload (or the link) still gets in.
     pub token: String,
+    /// A recording to play instead of connecting: its URL (`replay=`), or a
+    /// scenario shipped with the app (`scenario=NAME`, read from
+    /// `scenarios/NAME.jsonl` beside the page).
+    pub replay: String,
+    pub scenario: String,
+    /// `controls=minimal`: only the replay bar and the theme, for a page
+    /// embedded in a docs site.
+    pub minimal: bool,
+    /// `loop=1`: a replay starts over when it ends.
+    pub looping: bool,
+}
+
+impl ViewQuery {
+    /// The recording to play, if any: `replay=` as given, or the scenario's file.
+    pub fn recording_url(&self) -> Option<String> {
+        if !self.replay.is_empty() {
+            Some(self.replay.clone())
+        } else if !self.scenario.is_empty() {
+            // A name, never a path: anything else becomes `_`, and the
+            // fetch of a scenario that does not exist says so.
+            let name: String = self
+                .scenario
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            Some(format!("scenarios/{name}.jsonl"))
+        } else {
+            None
+        }
+    }
 }
 
 impl ViewQuery {
@@ -75,10 +111,14 @@ impl ViewQuery {
                 "ns" => v.namespace = val,
                 "type" => v.event_type = val.to_uppercase(),
                 "q" => v.search = val,
-                "captions" => v.captions = Some(val == "1"),
+                "captions" => v.captions = Some(matches!(val.as_str(), "1" | "on" | "true")),
                 "presenter" => v.presenter = val == "1",
                 "theme" => v.theme = Theme::parse(&val),
                 "token" => v.token = val,
+                "replay" => v.replay = val,
+                "scenario" => v.scenario = val,
+                "controls" => v.minimal = val == "minimal",
+                "loop" => v.looping = val == "1",
                 _ => {}
             }
         }
@@ -115,6 +155,17 @@ impl ViewQuery {
         }
         if !self.token.is_empty() {
             parts.push(format!("token={}", encode(&self.token)));
+        }
+        for (k, val) in [("replay", &self.replay), ("scenario", &self.scenario)] {
+            if !val.is_empty() {
+                parts.push(format!("{k}={}", encode(val)));
+            }
+        }
+        if self.minimal {
+            parts.push("controls=minimal".into());
+        }
+        if self.looping {
+            parts.push("loop=1".into());
         }
         if parts.is_empty() {
             String::new()
@@ -182,6 +233,12 @@ pub struct ViewState {
     pub help: RwSignal<bool>,
     /// The access token from the URL (fixed for the life of the page).
     pub token: StoredValue<String>,
+    /// What the URL asked to replay, and how (fixed for the life of the page).
+    pub replay: StoredValue<String>,
+    pub scenario: StoredValue<String>,
+    pub minimal: StoredValue<bool>,
+    /// A replay starts over when it ends.
+    pub looping: RwSignal<bool>,
 }
 
 impl ViewState {
@@ -198,7 +255,21 @@ impl ViewState {
             theme: RwSignal::new(q.theme),
             help: RwSignal::new(false),
             token: StoredValue::new(q.token),
+            replay: StoredValue::new(q.replay),
+            scenario: StoredValue::new(q.scenario),
+            minimal: StoredValue::new(q.minimal),
+            looping: RwSignal::new(q.looping),
         }
+    }
+
+    /// The recording the URL asks to play, if any (see [`ViewQuery::recording_url`]).
+    pub fn recording_url(&self) -> Option<String> {
+        ViewQuery {
+            replay: self.replay.get_value(),
+            scenario: self.scenario.get_value(),
+            ..ViewQuery::default()
+        }
+        .recording_url()
     }
 
     /// The current view as plain data (tracked: call it inside an effect).
@@ -215,6 +286,10 @@ impl ViewState {
             presenter: self.presenter.get(),
             theme: self.theme.get(),
             token: self.token.get_value(),
+            replay: self.replay.get_value(),
+            scenario: self.scenario.get_value(),
+            minimal: self.minimal.get_value(),
+            looping: self.looping.get(),
         }
     }
 
@@ -295,6 +370,10 @@ mod tests {
             presenter: true,
             theme: Theme::Dark,
             token: "s3cr+t/=".into(),
+            replay: "https://example.com/a b.jsonl".into(),
+            scenario: "scale".into(),
+            minimal: true,
+            looping: true,
         };
         let text = q.to_query();
         assert_eq!(ViewQuery::parse(&text), q);
@@ -328,6 +407,22 @@ mod tests {
             );
             assert!(!passes("", "", "ADDED", "", &whole), "type still applies");
         }
+    }
+
+    #[test]
+    fn a_scenario_is_a_file_beside_the_page_and_a_replay_url_wins() {
+        assert_eq!(ViewQuery::parse("?captions=on").captions, Some(true));
+        assert_eq!(ViewQuery::parse("?captions=off").captions, Some(false));
+        let q = ViewQuery::parse("?scenario=pod-lifecycle");
+        assert_eq!(
+            q.recording_url().as_deref(),
+            Some("scenarios/pod-lifecycle.jsonl")
+        );
+        let q = ViewQuery::parse("?scenario=../x");
+        assert_eq!(q.recording_url().as_deref(), Some("scenarios/___x.jsonl"));
+        let q = ViewQuery::parse("?scenario=scale&replay=r.jsonl");
+        assert_eq!(q.recording_url().as_deref(), Some("r.jsonl"));
+        assert_eq!(ViewQuery::default().recording_url(), None);
     }
 
     #[test]

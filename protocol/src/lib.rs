@@ -5,6 +5,7 @@
 //! - [`client`]: what a viewer sends back (subscribe, resume, demo actions).
 //! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times.
 //! - [`reflector`]: the Reflector's own life (LIST, WATCH, BOOKMARK, 410, RELIST, backoff).
+//! - [`recording`]: a frame stream saved as JSON Lines, to replay with no bridge.
 //! - [`stage`]: the stages of an event's life, from etcd to reconcile.
 //! - [`watch_cache`]: the demo's watch caches — their rings and their fan-out.
 //!
@@ -15,6 +16,7 @@
 pub mod client;
 pub mod event;
 pub mod frame;
+pub mod recording;
 pub mod reflector;
 pub mod stage;
 pub mod watch_cache;
@@ -24,6 +26,9 @@ pub use event::{EventType, ObjectRef, WatchEvent};
 pub use frame::{
     ActionResult, ErrorCode, ErrorFrame, FrameBody, Heartbeat, Hello, Resync, ServerFrame,
     Snapshot, Source,
+};
+pub use recording::{
+    LineProblem, RECORDING_FORMAT, RecordedFrame, Recording, RecordingHeader, parse_recording,
 };
 pub use reflector::{ReflectorState, ReflectorUpdate};
 pub use stage::{Stage, StageMark, StageTimes};

@@ -6,11 +6,13 @@
 //! - [`ws`]: a real WebSocket client that reads protocol frames.
 //! - [`http`]: a minimal HTTP/1.1 GET, enough for `/healthz` and the app.
 //! - [`real_cluster`]: a real etcd and kube-apiserver on loopback, killed on drop.
+//! - [`static_files`]: a plain static file server, for the embed with no bridge.
 
 pub mod bridge;
 pub mod browser;
 pub mod http;
 pub mod real_cluster;
+pub mod static_files;
 pub mod ws;
 
 use std::path::PathBuf;

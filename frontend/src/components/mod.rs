@@ -11,3 +11,4 @@ pub mod keyboard;
 pub mod objects;
 pub mod pipeline;
 pub mod plots;
+pub mod replay_bar;

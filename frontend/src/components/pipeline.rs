@@ -2,7 +2,7 @@
 //! with live numbers, the Reflector's state, and the tokens travelling.
 
 use crate::animator::{LANES, index};
-use crate::model::{Model, now_ms};
+use crate::model::Model;
 use crate::narration::{explain, reflector_alarming, reflector_state, reflector_state_short};
 use crate::player::Player;
 use crate::stats::format_micros;
@@ -70,9 +70,10 @@ pub fn stage_id(stage: Stage) -> &'static str {
 #[component]
 pub fn Pipeline() -> impl IntoView {
     let player = expect_context::<Player>();
-    let now = RwSignal::new(now_ms());
+    let model = expect_context::<Model>();
+    let now = RwSignal::new(model.now());
     let handle = set_interval_with_handle(
-        move || now.set(now_ms()),
+        move || now.set(model.now()),
         std::time::Duration::from_millis(REFRESH_MS),
     );
     on_cleanup(move || {

@@ -3,7 +3,7 @@
 //! latency from the stage before it. Both are redrawn once a second from
 //! the numbers already kept, never on every event.
 
-use crate::model::{Model, now_ms};
+use crate::model::Model;
 use crate::stats::{LATENCY_BINS, SERIES_SECONDS, format_micros, histogram};
 use leptos::prelude::*;
 use watchlife_protocol::Stage;
@@ -48,9 +48,10 @@ fn nice_max(n: u32) -> u32 {
 
 #[component]
 pub fn Plots() -> impl IntoView {
-    let now = RwSignal::new(now_ms());
+    let model = expect_context::<Model>();
+    let now = RwSignal::new(model.now());
     let handle = set_interval_with_handle(
-        move || now.set(now_ms()),
+        move || now.set(model.now()),
         std::time::Duration::from_millis(REDRAW_MS),
     );
     on_cleanup(move || {

@@ -1,0 +1,239 @@
+//! `watchlife record`: the frame stream a viewer would receive, written to a
+//! file (see [`watchlife_protocol::recording`]) instead of served.
+//!
+//! The recorder joins the hub before the first LIST, so a recording holds
+//! the whole life of the list-watch: the LIST's ADDED events, every later
+//! event, the Reflector's states and, on the demo, the watch caches. It reads
+//! the hub as a viewer does: what leaves the bridge for a viewer (Secrets
+//! redacted, managed fields dropped) is exactly what is recorded.
+
+use crate::cli::{Args, RecordArgs};
+use crate::hub::{Hub, encode};
+use crate::{RunError, shutdown_signal};
+use flate2::write::GzEncoder;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tokio::sync::broadcast::error::RecvError;
+use watchlife_controlplane::Clock;
+use watchlife_protocol::recording::header_line;
+use watchlife_protocol::{
+    FrameBody, PROTOCOL_VERSION, RECORDING_FORMAT, RecordingHeader, Resync, ServerFrame,
+};
+
+/// Why a recording failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("cannot write the recording {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the scenario failed: {0}")]
+    Scenario(String),
+}
+
+/// Records until Ctrl-C, `--duration`, or the end of `--scenario`.
+pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
+    let mut args = args.clone();
+    if record.scenario.is_some() {
+        args.demo = true;
+        args.demo_idle = true;
+        args.demo_api = ([127, 0, 0, 1], 0).into();
+    }
+    let clock = Clock::system();
+    let hub = Hub::new(format!("{:x}", clock.now()));
+    // Joined before anything is published: the snapshot is empty and every
+    // frame after it is received.
+    let mut attached = hub.attach(None);
+    let mut file = Recorder::create(&record.out, record.gzipped())?;
+    let app = crate::start_on(&args, hub.clone(), clock.clone()).await?;
+    let started = Instant::now();
+    let title = record
+        .title
+        .clone()
+        .or_else(|| record.scenario.map(|s| s.name().to_string()))
+        .unwrap_or_default();
+    file.line(&header_line(&RecordingHeader {
+        watchlife_recording: RECORDING_FORMAT,
+        protocol: PROTOCOL_VERSION,
+        source: app.source.clone(),
+        resources: app.resources.clone(),
+        started_at: clock.now(),
+        title,
+    }))?;
+    file.frame(
+        0,
+        &encode(&ServerFrame {
+            seq: attached.cursor,
+            body: FrameBody::Hello(app.hello()),
+        }),
+    )?;
+    if let crate::hub::Join::Snapshot(text) = &attached.join {
+        file.frame(0, text)?;
+    }
+
+    let scenario = async {
+        match (record.scenario, &app.demo) {
+            (Some(s), Some(cp)) => s.play(cp).await.map_err(|e| e.to_string()),
+            _ => std::future::pending().await,
+        }
+    };
+    let duration = async {
+        match record.duration {
+            Some(s) => tokio::time::sleep(std::time::Duration::from_secs_f64(s)).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(scenario, duration);
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    let mut frames = 0u64;
+    let outcome = loop {
+        tokio::select! {
+            received = attached.live.recv() => match received {
+                Ok(p) => {
+                    file.frame(elapsed_ms(started), &p.text)?;
+                    frames += 1;
+                }
+                Err(RecvError::Lagged(missed)) => {
+                    // As a viewer that fell behind: say so, then the objects.
+                    let (seq, snapshot) = hub.snapshot();
+                    let resync = encode(&ServerFrame {
+                        seq,
+                        body: FrameBody::Resync(Resync {
+                            reason: format!("the recorder fell {missed} frames behind"),
+                        }),
+                    });
+                    let t = elapsed_ms(started);
+                    file.frame(t, &resync)?;
+                    file.frame(t, &snapshot)?;
+                    attached.live = attached.live.resubscribe();
+                }
+                Err(RecvError::Closed) => break Ok(()),
+            },
+            done = &mut scenario => break done.map_err(RecordError::Scenario),
+            _ = &mut duration => break Ok(()),
+            _ = &mut shutdown => break Ok(()),
+        }
+    };
+    // Frames already published when the recording ended are kept.
+    while let Ok(p) = attached.live.try_recv() {
+        file.frame(elapsed_ms(started), &p.text)?;
+        frames += 1;
+    }
+    file.finish()?;
+    outcome?;
+    eprintln!(
+        "recorded {frames} frames in {:.1} s to {}",
+        started.elapsed().as_secs_f64(),
+        record.out.display()
+    );
+    Ok(())
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
+}
+
+/// The file being written, plain or gzipped.
+struct Recorder {
+    path: PathBuf,
+    out: Sink,
+}
+
+enum Sink {
+    Plain(BufWriter<File>),
+    Gzip(GzEncoder<BufWriter<File>>),
+}
+
+impl Recorder {
+    fn create(path: &Path, gzip: bool) -> Result<Recorder, RecordError> {
+        let file = File::create(path).map_err(|source| RecordError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file = BufWriter::new(file);
+        Ok(Recorder {
+            path: path.to_path_buf(),
+            out: if gzip {
+                Sink::Gzip(GzEncoder::new(file, flate2::Compression::best()))
+            } else {
+                Sink::Plain(file)
+            },
+        })
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        match &mut self.out {
+            Sink::Plain(w) => w,
+            Sink::Gzip(w) => w,
+        }
+    }
+
+    fn line(&mut self, text: &str) -> Result<(), RecordError> {
+        let w = self.writer();
+        let written = w
+            .write_all(text.as_bytes())
+            .and_then(|()| w.write_all(b"\n"));
+        written.map_err(|e| self.error(e))
+    }
+
+    /// Writes an encoded frame as a recorded one: the frame's own JSON
+    /// object with `t_ms` first (spliced, so the frame is not encoded twice).
+    fn frame(&mut self, t_ms: u64, encoded: &str) -> Result<(), RecordError> {
+        let fields = encoded.strip_prefix('{').unwrap_or(encoded);
+        self.line(&format!("{{\"t_ms\":{t_ms},{fields}"))
+    }
+
+    fn finish(self) -> Result<(), RecordError> {
+        let path = self.path;
+        let flushed = match self.out {
+            Sink::Plain(mut w) => w.flush(),
+            Sink::Gzip(w) => w.finish().and_then(|mut w| w.flush()),
+        };
+        flushed.map_err(|source| RecordError::Write { path, source })
+    }
+
+    fn error(&self, source: std::io::Error) -> RecordError {
+        RecordError::Write {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watchlife_protocol::{Heartbeat, parse_recording};
+
+    #[test]
+    fn a_spliced_frame_reads_back_as_a_recorded_frame() {
+        let dir = std::env::temp_dir().join(format!("watchlife-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.jsonl");
+        let mut r = Recorder::create(&path, false).unwrap();
+        r.line(&header_line(&RecordingHeader {
+            watchlife_recording: RECORDING_FORMAT,
+            protocol: PROTOCOL_VERSION,
+            source: watchlife_protocol::Source::Demo { api: "x".into() },
+            resources: vec![],
+            started_at: 0,
+            title: String::new(),
+        }))
+        .unwrap();
+        let frame = ServerFrame {
+            seq: 4,
+            body: FrameBody::Heartbeat(Heartbeat { at: 9 }),
+        };
+        r.frame(17, &encode(&frame)).unwrap();
+        r.finish().unwrap();
+        let recording = parse_recording(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(recording.problems.is_empty(), "{:?}", recording.problems);
+        assert_eq!(recording.frames[0].t_ms, 17);
+        assert_eq!(recording.frames[0].frame, frame);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,164 @@
+//! Scenarios: short scripted stories played on the demo control plane, each
+//! showing one behaviour of list-watch, for `watchlife record --scenario`.
+//!
+//! A scenario acts as a user would (the same calls as the demo actions); the
+//! controllers, kubelets and watch caches do the rest, so a recording of a
+//! scenario is a measurement of the demo, not a drawing.
+
+use std::time::Duration;
+use watchlife_controlplane::actions as act;
+use watchlife_controlplane::resource::{CONFIGMAPS, DEPLOYMENTS, PODS};
+use watchlife_controlplane::story::{self, DEPLOYMENT, NAMESPACE, SECOND_IMAGE};
+use watchlife_controlplane::{ApiError, ControlPlane};
+
+/// Pause between two steps: long enough for the controllers, the scheduler
+/// and a kubelet (which takes half a second to start a pod) to play out a
+/// step, short enough that a recording stays small.
+const STEP: Duration = Duration::from_millis(2500);
+
+/// Pause between the writes and the compaction: shorter than
+/// [`watchlife_demo_apiserver::watch::BOOKMARK_INTERVAL`] minus [`STEP`], so
+/// the compaction comes before the first bookmark of the watches.
+const BEFORE_BOOKMARK: Duration = Duration::from_millis(1000);
+
+/// Watchers the many-watchers scenario adds to the pods' watch cache: enough
+/// to see one cache serving a crowd, few enough to draw a lane for each.
+const EXTRA_WATCHERS: usize = 12;
+
+/// Scale-ups and downs that fill the slow watcher's buffer.
+const CHURN_ROUNDS: usize = 2;
+
+/// The scenarios, by the name used on the command line and in `?scenario=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// A Deployment's pods are created, scheduled, started; one is deleted
+    /// (deletionTimestamp, then DELETED) and replaced.
+    PodLifecycle,
+    /// A Deployment scaled up, then down: its ReplicaSet creates and deletes pods.
+    Scale,
+    /// A label added to a Deployment, then a new image rolled out.
+    LabelAndImage,
+    /// The store compacted and every watch dropped: a Reflector whose
+    /// resourceVersion was compacted away gets 410 Gone and lists again.
+    CompactionRelist,
+    /// A watcher that never reads fills its buffer and is closed by the watch
+    /// cache, while every other watcher goes on.
+    SlowWatcher,
+    /// One watch cache serving many watchers, each event serialized once.
+    ManyWatchers,
+}
+
+impl Scenario {
+    /// Every scenario, in the order a talk would show them.
+    pub const ALL: [Scenario; 6] = [
+        Scenario::PodLifecycle,
+        Scenario::Scale,
+        Scenario::LabelAndImage,
+        Scenario::CompactionRelist,
+        Scenario::SlowWatcher,
+        Scenario::ManyWatchers,
+    ];
+
+    /// The scenario's name (`pod-lifecycle`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::PodLifecycle => "pod-lifecycle",
+            Scenario::Scale => "scale",
+            Scenario::LabelAndImage => "label-and-image",
+            Scenario::CompactionRelist => "compaction-relist",
+            Scenario::SlowWatcher => "slow-watcher",
+            Scenario::ManyWatchers => "many-watchers",
+        }
+    }
+
+    /// Plays the scenario on `cp`, ending a step after its last change.
+    pub async fn play(self, cp: &ControlPlane) -> Result<(), ApiError> {
+        let pause = || tokio::time::sleep(STEP);
+        // Every scenario starts from the story's Deployment and ConfigMap.
+        cp.create(CONFIGMAPS, story::configmap())?;
+        cp.create(DEPLOYMENTS, story::deployment())?;
+        pause().await;
+        match self {
+            Scenario::PodLifecycle => {
+                let pod = running_pod(cp).ok_or_else(|| ApiError::NotFound {
+                    kind: PODS.plural.into(),
+                    name: format!("{DEPLOYMENT}-*"),
+                })?;
+                act::delete_pod(cp, NAMESPACE, &pod)?;
+                pause().await;
+            }
+            Scenario::Scale => {
+                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 4)?;
+                pause().await;
+                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 1)?;
+                pause().await;
+            }
+            Scenario::LabelAndImage => {
+                act::label(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, "tier", "frontend")?;
+                pause().await;
+                act::set_image(cp, NAMESPACE, DEPLOYMENT, None, SECOND_IMAGE)?;
+                // A rollout takes several rounds of the controllers.
+                pause().await;
+                pause().await;
+            }
+            Scenario::CompactionRelist => {
+                // The ConfigMap's Reflector last saw an old revision; the pods
+                // moved on since. Compacting and dropping every watch sends
+                // each Reflector back to WATCH from its last resourceVersion:
+                // the ones older than the compaction get 410 and relist.
+                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 3)?;
+                // Before the watches' first BOOKMARK (which would move every
+                // Reflector to the newest revision and spare it the 410).
+                tokio::time::sleep(BEFORE_BOOKMARK).await;
+                cp.compact();
+                cp.drop_watchers();
+                pause().await;
+            }
+            Scenario::SlowWatcher => {
+                cp.start_slow_watcher(PODS)?;
+                for _ in 0..CHURN_ROUNDS {
+                    act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 4)?;
+                    pause().await;
+                    act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 2)?;
+                    pause().await;
+                }
+            }
+            Scenario::ManyWatchers => {
+                for i in 1..=EXTRA_WATCHERS {
+                    let mut rx = cp.watch_named(&format!("client-{i}"), PODS, None, None)?;
+                    tokio::spawn(async move { while rx.recv().await.is_some() {} });
+                }
+                pause().await;
+                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 4)?;
+                pause().await;
+                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 2)?;
+                pause().await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A running pod of the story's Deployment, the first by name.
+fn running_pod(cp: &ControlPlane) -> Option<String> {
+    let (pods, _) = cp.list(PODS, Some(NAMESPACE));
+    pods.iter()
+        .filter(|p| p["metadata"]["labels"]["app"] == DEPLOYMENT)
+        .filter(|p| p["status"]["phase"] == "Running")
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scenario;
+    use clap::ValueEnum;
+
+    #[test]
+    fn every_scenario_is_named_as_on_the_command_line() {
+        for s in Scenario::ALL {
+            let value = s.to_possible_value().expect("every scenario is offered");
+            assert_eq!(value.get_name(), s.name());
+        }
+    }
+}

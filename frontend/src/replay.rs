@@ -1,0 +1,390 @@
+//! Replaying a recording with no bridge: `?replay=URL`, `?scenario=NAME`, or
+//! a file dropped on the page.
+//!
+//! The frames go through [`Model::apply`] exactly as live ones do, so the
+//! pipeline, the tables and the plots are the live page's. The model's clock
+//! is the recording's (see [`Model::now`]): seeking re-applies every frame
+//! up to the point from a reset model, so the state at any time is the same
+//! however it was reached, and a replay always ends in the same state.
+
+use crate::model::{Link, Model, now_ms};
+use crate::narration::reflector_alarming;
+use crate::view_state::ViewState;
+use gloo_timers::future::TimeoutFuture;
+use js_sys::Uint8Array;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use std::sync::Arc;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use watchlife_protocol::{
+    EventType, FrameBody, RecordedFrame, Recording, ServerFrame, parse_recording,
+};
+
+/// How often the replay clock moves: frames due in between are applied together.
+const TICK_MS: u32 = 40;
+
+/// Replay speeds offered, as multiples of the recorded pace.
+pub const RATES: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
+
+/// Largest recording the page reads: far beyond any scenario (tens of KB),
+/// small enough that a wrong file cannot exhaust the tab.
+const MAX_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+
+/// Where the replay is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// No replay: the page is live.
+    Off,
+    Loading {
+        from: String,
+    },
+    Ready,
+    /// Nothing could be played; the message says why.
+    Failed {
+        message: String,
+    },
+}
+
+/// A moment worth jumping to, drawn on the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub t_ms: u64,
+    pub label: String,
+    pub alarming: bool,
+}
+
+/// The replay. `Copy`: every field is a signal or stored-value handle.
+#[derive(Clone, Copy)]
+pub struct Replay {
+    pub status: RwSignal<Status>,
+    /// The recording's title, or the file it came from.
+    pub title: RwSignal<String>,
+    pub position_ms: RwSignal<f64>,
+    pub duration_ms: RwSignal<f64>,
+    /// Index into [`RATES`].
+    pub rate: RwSignal<usize>,
+    /// Played to the end (and not looping).
+    pub ended: RwSignal<bool>,
+    /// What could not be read, line by line.
+    pub problems: RwSignal<Vec<String>>,
+    pub markers: RwSignal<Vec<Marker>>,
+    recording: StoredValue<Option<Arc<Recording>>>,
+    /// Index of the next frame to apply.
+    next: StoredValue<usize>,
+    model: Model,
+    view: ViewState,
+}
+
+impl Replay {
+    pub fn new(model: Model, view: ViewState) -> Self {
+        Replay {
+            status: RwSignal::new(Status::Off),
+            title: RwSignal::new(String::new()),
+            position_ms: RwSignal::new(0.0),
+            duration_ms: RwSignal::new(0.0),
+            rate: RwSignal::new(2),
+            ended: RwSignal::new(false),
+            problems: RwSignal::new(Vec::new()),
+            markers: RwSignal::new(Vec::new()),
+            recording: StoredValue::new(None),
+            next: StoredValue::new(0),
+            model,
+            view,
+        }
+    }
+
+    /// Whether the page is replaying (or trying to) rather than live.
+    pub fn is_on(&self) -> bool {
+        self.status.with(|s| *s != Status::Off)
+    }
+
+    /// Fetches a recording and plays it.
+    pub fn load_url(self, url: String) {
+        self.begin(&url);
+        spawn_local(async move {
+            match fetch_text(&url).await {
+                Ok(text) => self.load_text(&text, &url),
+                Err(message) => self.fail(message),
+            }
+        });
+    }
+
+    /// Reads a dropped file and plays it.
+    pub fn load_file(self, file: web_sys::File) {
+        let name = file.name();
+        self.begin(&name);
+        spawn_local(async move {
+            match blob_text(file.into(), &name).await {
+                Ok(text) => self.load_text(&text, &name),
+                Err(message) => self.fail(message),
+            }
+        });
+    }
+
+    fn begin(&self, from: &str) {
+        self.status.set(Status::Loading { from: from.into() });
+        self.model.link.set(Link::Replay);
+    }
+
+    fn fail(&self, message: String) {
+        self.model.tell(message.clone(), true);
+        self.status.set(Status::Failed { message });
+    }
+
+    /// Plays `text`, a recording read from `from`.
+    pub fn load_text(self, text: &str, from: &str) {
+        let recording = match parse_recording(text) {
+            Ok(r) => r,
+            Err(problem) => {
+                self.fail(format!("{from} cannot be played: {problem}"));
+                return;
+            }
+        };
+        let mut problems: Vec<String> = recording.problems.iter().map(|p| p.to_string()).collect();
+        if recording.more_problems > 0 {
+            problems.push(format!(
+                "… and {} more lines with problems",
+                recording.more_problems
+            ));
+        }
+        if let Some(first) = problems.first() {
+            self.model.tell(
+                format!("{from}: {first} (all problems are listed under the timeline)"),
+                true,
+            );
+        }
+        self.title.set(if recording.header.title.is_empty() {
+            from.rsplit('/').next().unwrap_or(from).to_string()
+        } else {
+            recording.header.title.clone()
+        });
+        self.markers.set(markers(&recording.frames));
+        self.duration_ms.set(recording.duration_ms() as f64);
+        self.problems.set(problems);
+        self.recording.set_value(Some(Arc::new(recording)));
+        self.status.set(Status::Ready);
+        self.seek(0.0);
+    }
+
+    /// Starts the clock; it runs for the life of the page.
+    pub fn start_clock(self) {
+        spawn_local(async move {
+            let mut last = now_ms();
+            loop {
+                TimeoutFuture::new(TICK_MS).await;
+                let now = now_ms();
+                let elapsed = now - last;
+                last = now;
+                let running = self.status.get_untracked() == Status::Ready
+                    && !self.view.paused.get_untracked()
+                    && !self.ended.get_untracked();
+                if !running {
+                    continue;
+                }
+                let rate = RATES[self.rate.get_untracked().min(RATES.len() - 1)];
+                let duration = self.duration_ms.get_untracked();
+                let target = self.position_ms.get_untracked() + elapsed * rate;
+                self.advance_to(target.min(duration));
+                if target >= duration {
+                    if self.view.looping.get_untracked() {
+                        self.seek(0.0);
+                    } else {
+                        self.ended.set(true);
+                    }
+                }
+            }
+        });
+    }
+
+    /// Shows the recording as it was at `t_ms`: every frame up to it applied
+    /// to a fresh model, with no tokens launched for the ones passed over.
+    pub fn seek(&self, t_ms: f64) {
+        let t_ms = t_ms.clamp(0.0, self.duration_ms.get_untracked());
+        self.model.reset();
+        self.model.link.set(Link::Replay);
+        self.next.set_value(0);
+        self.ended
+            .set(t_ms >= self.duration_ms.get_untracked() && t_ms > 0.0);
+        self.advance_to(t_ms);
+        // Tokens are for what happens while watching, not for a jump.
+        self.model.arrivals.update_value(|a| a.clear());
+    }
+
+    /// Plays from the start again.
+    pub fn restart(&self) {
+        self.seek(0.0);
+        self.view.paused.set(false);
+    }
+
+    /// Jumps to the event numbered `seq` and pauses there. False when the
+    /// recording has no such event.
+    pub fn jump_to_seq(&self, seq: u64) -> bool {
+        let at = self.recording.with_value(|r| {
+            r.as_ref()?
+                .frames
+                .iter()
+                .find(|f| f.frame.seq == seq && matches!(f.frame.body, FrameBody::Event(_)))
+                .map(|f| f.t_ms)
+        });
+        match at {
+            Some(t) => {
+                self.view.paused.set(true);
+                self.seek(t as f64);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Applies the frames due by `t_ms`, each at its own recorded time.
+    fn advance_to(&self, t_ms: f64) {
+        let Some(recording) = self.recording.get_value() else {
+            return;
+        };
+        let mut next = self.next.get_value();
+        while let Some(f) = recording.frames.get(next) {
+            if f.t_ms as f64 > t_ms {
+                break;
+            }
+            self.model.set_clock(f.t_ms as f64);
+            self.model.apply(for_replay(&f.frame));
+            next += 1;
+        }
+        self.next.set_value(next);
+        self.model.set_clock(t_ms);
+        self.position_ms.set(t_ms);
+    }
+}
+
+/// A recorded frame as the page applies it: with no bridge, nothing can act
+/// on the demo, so a recorded `hello` no longer offers demo actions.
+fn for_replay(frame: &ServerFrame) -> ServerFrame {
+    let mut frame = frame.clone();
+    if let FrameBody::Hello(hello) = &mut frame.body {
+        hello.demo_actions = false;
+    }
+    frame
+}
+
+/// The moments worth a mark: a Reflector in trouble (410, relist, backoff),
+/// an ERROR event, a slow watcher closed by a watch cache.
+fn markers(frames: &[RecordedFrame]) -> Vec<Marker> {
+    let mut marks = Vec::new();
+    let mut closed = 0;
+    for f in frames {
+        match &f.frame.body {
+            FrameBody::Reflector(u) if reflector_alarming(&u.state) => marks.push(Marker {
+                t_ms: f.t_ms,
+                label: format!(
+                    "{}: {}",
+                    u.resource,
+                    crate::narration::reflector_state_short(&u.state)
+                ),
+                alarming: true,
+            }),
+            FrameBody::Event(e) if e.event_type == EventType::Error => marks.push(Marker {
+                t_ms: f.t_ms,
+                label: format!("{}: ERROR", e.target.resource),
+                alarming: true,
+            }),
+            FrameBody::WatchCache(report) => {
+                let now: u64 = report.caches.iter().map(|c| c.closed_slow).sum();
+                if now > closed {
+                    marks.push(Marker {
+                        t_ms: f.t_ms,
+                        label: "a slow watcher closed".into(),
+                        alarming: false,
+                    });
+                }
+                closed = now;
+            }
+            _ => {}
+        }
+    }
+    marks
+}
+
+/// Fetches `url` as text (gunzipped when it is a `.gz` file served as is).
+async fn fetch_text(url: &str) -> Result<String, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let response = JsFuture::from(window.fetch_with_str(url))
+        .await
+        .map_err(|e| format!("cannot fetch the recording {url}: {}", js_message(&e)))?;
+    let response: web_sys::Response = response.dyn_into().map_err(|e| js_message(&e))?;
+    if !response.ok() {
+        let status = response.status();
+        let why = if status == 404 {
+            " (no such file: check the address, or the scenario's name)".to_string()
+        } else {
+            format!(" {}", response.status_text())
+        };
+        return Err(format!(
+            "cannot fetch the recording {url}: HTTP {status}{why}"
+        ));
+    }
+    let blob = JsFuture::from(response.blob().map_err(|e| js_message(&e))?)
+        .await
+        .map_err(|e| js_message(&e))?;
+    blob_text(blob.unchecked_into(), url).await
+}
+
+/// The text of a file or download, gunzipped when it starts with gzip's magic bytes.
+async fn blob_text(blob: web_sys::Blob, name: &str) -> Result<String, String> {
+    if blob.size() > MAX_BYTES {
+        return Err(format!(
+            "{name} is {:.0} MB: larger than the {:.0} MB a page replays",
+            blob.size() / 1e6,
+            MAX_BYTES / 1e6
+        ));
+    }
+    let head = blob
+        .slice_with_i32_and_i32(0, 2)
+        .map_err(|e| js_message(&e))?;
+    let head = JsFuture::from(head.array_buffer())
+        .await
+        .map_err(|e| js_message(&e))?;
+    let blob = if Uint8Array::new(&head).to_vec() == [0x1f, 0x8b] {
+        gunzip(&blob).await.map_err(|e| {
+            format!(
+                "{name} looks gzipped but does not unzip: {}",
+                js_message(&e)
+            )
+        })?
+    } else {
+        blob
+    };
+    let text = JsFuture::from(blob.text())
+        .await
+        .map_err(|e| format!("{name} cannot be read: {}", js_message(&e)))?;
+    text.as_string()
+        .ok_or_else(|| format!("{name} cannot be read as text"))
+}
+
+/// Gunzips with the browser's own `DecompressionStream` (looked up by name:
+/// web-sys only binds it behind an unstable flag).
+async fn gunzip(blob: &web_sys::Blob) -> Result<web_sys::Blob, JsValue> {
+    let class = js_sys::Reflect::get(&js_sys::global(), &"DecompressionStream".into())?;
+    if class.is_undefined() {
+        return Err("this browser cannot gunzip (no DecompressionStream)".into());
+    }
+    let inflate = js_sys::Reflect::construct(
+        class.unchecked_ref::<js_sys::Function>(),
+        &js_sys::Array::of1(&"gzip".into()),
+    )?;
+    let readable = js_sys::Reflect::get(&inflate, &"readable".into())?;
+    let writable = js_sys::Reflect::get(&inflate, &"writable".into())?;
+    let pair =
+        web_sys::ReadableWritablePair::new(readable.unchecked_ref(), writable.unchecked_ref());
+    let stream = blob.stream().pipe_through(&pair);
+    let response = web_sys::Response::new_with_opt_readable_stream(Some(&stream))?;
+    Ok(JsFuture::from(response.blob()?).await?.unchecked_into())
+}
+
+/// A JavaScript error's message.
+fn js_message(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}

@@ -1,0 +1,97 @@
+//! A plain static file server, as a docs site's host is: GET a file from a
+//! folder, nothing else. For the embed tests, which must pass with no
+//! `watchlife` process at all.
+
+use std::path::{Component, Path, PathBuf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Serves a folder on a loopback port until dropped.
+pub struct StaticFiles {
+    port: u16,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StaticFiles {
+    /// Serves `root` on a free loopback port.
+    pub async fn serve(root: &Path) -> StaticFiles {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("loopback is available");
+        let port = listener.local_addr().expect("bound").port();
+        let root = root.to_path_buf();
+        let task = tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(answer(socket, root.clone()));
+            }
+        });
+        StaticFiles { port, task }
+    }
+
+    /// `http://127.0.0.1:PORT/` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "http://127.0.0.1:{}/{}",
+            self.port,
+            path.trim_start_matches('/')
+        )
+    }
+}
+
+impl Drop for StaticFiles {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Answers one request and closes the connection.
+async fn answer(mut socket: TcpStream, root: PathBuf) {
+    let mut request = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 64 * 1024 {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&request);
+    let target = text.split_whitespace().nth(1).unwrap_or("/");
+    let path = target.split(['?', '#']).next().unwrap_or("/");
+    let (status, kind, body) = match file_in(&root, path).map(std::fs::read) {
+        Some(Ok(body)) => ("200 OK", content_type(path), body),
+        _ => ("404 Not Found", "text/plain", b"not found".to_vec()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = socket.write_all(head.as_bytes()).await;
+    let _ = socket.write_all(&body).await;
+    let _ = socket.shutdown().await;
+}
+
+/// The file a URL path names inside `root`, never outside it.
+fn file_in(root: &Path, path: &str) -> Option<PathBuf> {
+    let relative = Path::new(path.trim_start_matches('/'));
+    if relative
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return None;
+    }
+    let file = root.join(relative);
+    file.is_file().then_some(file)
+}
+
+fn content_type(path: &str) -> &'static str {
+    match path.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript",
+        Some("wasm") => "application/wasm",
+        Some("css") => "text/css",
+        Some("svg") => "image/svg+xml",
+        Some("jsonl") => "application/jsonl",
+        Some("gz") => "application/gzip",
+        _ => "application/octet-stream",
+    }
+}

@@ -1,0 +1,188 @@
+//! `watchlife record`: the frame stream written to a file — from the demo,
+//! gzipped, and from a real kube-apiserver with Secrets redacted as live.
+
+use base64::Engine;
+use std::path::Path;
+use std::process::{Command, Output};
+use watchlife_protocol::{EventType, FrameBody, Recording, Source, parse_recording};
+use watchlife_tests::bridge::binary;
+use watchlife_tests::real_cluster::RealCluster;
+
+/// Runs `watchlife record ARGS` to the end.
+async fn record(args: Vec<String>) -> Output {
+    tokio::process::Command::new(binary())
+        .arg("record")
+        .args(&args)
+        .output()
+        .await
+        .expect("watchlife runs")
+}
+
+fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+fn read(path: &Path) -> String {
+    let bytes = std::fs::read(path).expect("the recording exists");
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let out = Command::new("gzip")
+            .args(["-dc"])
+            .arg(path)
+            .output()
+            .expect("gzip runs");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    } else {
+        String::from_utf8(bytes).unwrap()
+    }
+}
+
+fn events(recording: &Recording) -> impl Iterator<Item = &watchlife_protocol::WatchEvent> {
+    recording.frames.iter().filter_map(|f| match &f.frame.body {
+        FrameBody::Event(e) => Some(e),
+        _ => None,
+    })
+}
+
+#[tokio::test]
+async fn recording_the_demo_writes_a_header_the_hello_and_every_frame_gzipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.jsonl.gz");
+    let done = record(owned(&[
+        "--demo",
+        "--demo-api",
+        "127.0.0.1:0",
+        "--demo-rate",
+        "5",
+        "--duration",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let text = read(&out);
+    let recording = parse_recording(&text).expect("a recording");
+    assert!(recording.problems.is_empty(), "{:?}", recording.problems);
+    assert!(matches!(recording.header.source, Source::Demo { .. }));
+    assert!(recording.header.resources.contains(&"pods".to_string()));
+    assert!(matches!(
+        recording.frames[0].frame.body,
+        FrameBody::Hello(_)
+    ));
+    assert!(matches!(
+        recording.frames[1].frame.body,
+        FrameBody::Snapshot(_)
+    ));
+    // The whole life of the list-watch: the LIST, then the story's changes,
+    // numbered in one stream and timed from the start.
+    assert!(events(&recording).any(|e| e.initial || e.event_type == EventType::Added));
+    assert!(events(&recording).any(|e| e.event_type == EventType::Modified));
+    let seqs: Vec<u64> = recording.frames[2..].iter().map(|f| f.frame.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let last = recording.duration_ms();
+    assert!(last > 1000 && last <= 5000, "{last} ms");
+}
+
+#[tokio::test]
+async fn bad_record_flags_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("no/such/folder/r.jsonl");
+    for (args, words) in [
+        (vec!["--duration", "0", "--out", "x.jsonl"], "above 0"),
+        (vec!["--scenario", "nope", "--out", "x.jsonl"], "nope"),
+        (
+            vec![
+                "--demo",
+                "--demo-api",
+                "127.0.0.1:0",
+                "--out",
+                nowhere.to_str().unwrap(),
+            ],
+            "cannot write the recording",
+        ),
+    ] {
+        let done = record(owned(&args)).await;
+        assert!(!done.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(stderr.contains(words), "{args:?}: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn recording_a_real_cluster_redacts_secrets_as_the_live_stream_does() {
+    let cluster = RealCluster::start().await;
+    let kc = cluster.kubeconfig().to_str().unwrap().to_string();
+    const VALUE: &str = "correct-horse-battery-staple";
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .args(["--kubeconfig", &kc])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "listed",
+        &format!("--from-literal=password={VALUE}"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cluster.jsonl");
+    let recorder = tokio::spawn(record(owned(&[
+        "--kubeconfig",
+        &kc,
+        "--resources",
+        "secrets",
+        "--namespace",
+        "default",
+        "--duration",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ])));
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "watched",
+        &format!("--from-literal=password={VALUE}"),
+    ]);
+    let done = recorder.await.unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let text = read(&out);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(VALUE);
+    assert!(
+        !text.contains(VALUE) && !text.contains(&encoded),
+        "a Secret value was recorded"
+    );
+    let recording = parse_recording(&text).unwrap();
+    assert!(matches!(recording.header.source, Source::Cluster { .. }));
+    let names: Vec<&str> = events(&recording).map(|e| e.target.name.as_str()).collect();
+    assert!(
+        names.contains(&"listed") && names.contains(&"watched"),
+        "{names:?}"
+    );
+    for e in events(&recording).filter(|e| e.target.kind == "Secret") {
+        assert!(
+            e.object["data"]["password"].is_string(),
+            "the key stays, its value told as a size: {}",
+            e.object
+        );
+    }
+}
