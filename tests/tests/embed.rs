@@ -185,7 +185,7 @@ async fn a_scenario_plays_from_a_static_folder_with_the_embed_options() {
         .await;
     assert_eq!(foreign, serde_json::json!([]));
     browser
-        .screenshot(&watchlife_tests::artifacts().join("embed-scale-dark.png"))
+        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/embed.png"))
         .await;
     browser.close().await;
 }
