@@ -12,8 +12,7 @@ use wasm_bindgen::JsCast;
 use watchlife_protocol::frame::SnapshotObject;
 use watchlife_protocol::recording::header_line;
 use watchlife_protocol::{
-    FrameBody, PROTOCOL_VERSION, RECORDING_FORMAT, RecordingHeader, ReflectorUpdate, ServerFrame,
-    Snapshot,
+    PROTOCOL_VERSION, RECORDING_FORMAT, RecordingHeader, ReflectorUpdate, Snapshot,
 };
 
 /// Frames one recording keeps at most: about ten minutes of a busy demo.
@@ -88,14 +87,22 @@ impl Tape {
                     .collect()
             }),
         };
-        let frame = |body| {
-            let text = serde_json::to_string(&ServerFrame { seq, body }).unwrap_or_default();
-            line(0, &text)
+        // Each frame's fields after its `seq` and `type`, spliced, rather than
+        // a whole `ServerFrame` serialized: that would bring the serializer of
+        // every kind of frame into the page for two of them.
+        let frame = |kind: &str, body: serde_json::Result<String>| {
+            let body = body.unwrap_or_default();
+            let fields = body.strip_prefix('{').unwrap_or(&body);
+            let comma = if fields.starts_with('}') { "" } else { "," };
+            line(
+                0,
+                &format!("{{\"seq\":{seq},\"type\":\"{kind}\"{comma}{fields}"),
+            )
         };
         self.lines.set_value(vec![
             header_line(&header),
-            frame(FrameBody::Hello(hello)),
-            frame(FrameBody::Snapshot(snapshot)),
+            frame("hello", serde_json::to_string(&hello)),
+            frame("snapshot", serde_json::to_string(&snapshot)),
         ]);
         self.started.set_value(now_ms());
         self.frames.set(0);

@@ -41,13 +41,22 @@ pub struct RecordingHeader {
     pub title: String,
 }
 
-/// One frame of a recording.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One frame of a recording. Read by [`parse_recording`], which parses the
+/// line as a [`ServerFrame`] and its `t_ms` apart: deriving `Deserialize`
+/// through `flatten` would compile every frame's parser a second time into
+/// the page.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RecordedFrame {
     /// Milliseconds since the recording started, never decreasing.
     pub t_ms: u64,
     #[serde(flatten)]
     pub frame: ServerFrame,
+}
+
+/// The time of a recorded frame, read on its own.
+#[derive(Deserialize)]
+struct FrameTime {
+    t_ms: u64,
 }
 
 /// A problem with one line of a recording.
@@ -138,11 +147,12 @@ pub fn parse_recording(text: &str) -> Result<Recording, LineProblem> {
     let last = lines.last().map(|(n, _)| *n);
     let mut t_ms = 0;
     for (n, line) in lines {
-        match serde_json::from_str::<RecordedFrame>(line) {
-            Ok(mut frame) => {
-                t_ms = frame.t_ms.max(t_ms);
-                frame.t_ms = t_ms;
-                recording.frames.push(frame);
+        let read = serde_json::from_str::<FrameTime>(line)
+            .and_then(|t| Ok((t.t_ms, serde_json::from_str::<ServerFrame>(line)?)));
+        match read {
+            Ok((t, frame)) => {
+                t_ms = t.max(t_ms);
+                recording.frames.push(RecordedFrame { t_ms, frame });
             }
             Err(e) if Some(n) == last && !ends_cleanly && e.is_eof() => recording.problem(
                 n,
@@ -200,8 +210,8 @@ mod tests {
     fn a_frame_line_is_a_server_frame_with_its_time() {
         let line = frame(12, 3);
         assert_eq!(line, r#"{"t_ms":12,"seq":3,"type":"heartbeat","at":3}"#);
-        let back: RecordedFrame = serde_json::from_str(&line).unwrap();
-        assert_eq!(back.frame.seq, 3);
+        let back: ServerFrame = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.seq, 3);
     }
 
     #[test]

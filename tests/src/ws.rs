@@ -10,6 +10,8 @@ use watchlife_protocol::{ClientMessage, ServerFrame};
 /// A viewer connected to a bridge.
 pub struct Viewer {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// Text frames read by [`Viewer::read_while`], not yet taken.
+    pending: std::collections::VecDeque<String>,
 }
 
 impl Viewer {
@@ -18,11 +20,17 @@ impl Viewer {
         let (socket, _) = connect_async(url)
             .await
             .unwrap_or_else(|e| panic!("WebSocket connect to {url}: {e}"));
-        Viewer { socket }
+        Viewer {
+            socket,
+            pending: Default::default(),
+        }
     }
 
     /// The next text message, as raw text, within `timeout`.
     pub async fn next_text(&mut self, timeout: Duration) -> String {
+        if let Some(text) = self.pending.pop_front() {
+            return text;
+        }
         loop {
             let message = tokio::time::timeout(timeout, self.socket.next())
                 .await
@@ -56,6 +64,24 @@ impl Viewer {
             let frame = self.next_frame(left).await;
             if let Some(found) = pick(&frame) {
                 return found;
+            }
+        }
+    }
+
+    /// Runs `work` while reading (so the bridge's pings are answered and it
+    /// does not call this viewer gone); the frames that arrive meanwhile are
+    /// kept for the next reads.
+    pub async fn read_while<F: std::future::Future>(&mut self, work: F) -> F::Output {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                out = &mut work => return out,
+                message = self.socket.next() => match message {
+                    Some(Ok(Message::Text(text))) => self.pending.push_back(text.to_string()),
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => panic!("a WebSocket error: {e:?}"),
+                    None => panic!("the bridge closed the stream"),
+                },
             }
         }
     }

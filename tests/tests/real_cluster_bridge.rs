@@ -192,7 +192,7 @@ async fn a_restarted_apiserver_is_watched_again_from_the_last_resource_version()
     kubectl(&kc, &["create", "configmap", "one", "--from-literal=k=v"]);
     let (_, rv_one) = event_for(&mut viewer, "one").await;
 
-    cluster.restart_apiserver().await;
+    viewer.read_while(cluster.restart_apiserver()).await;
     // The Reflector re-watches from where it was, with no new LIST.
     let rewatched = viewer
         .until(WAIT, |f| match &f.body {
@@ -244,8 +244,14 @@ async fn compaction_and_a_lost_watch_cache_give_410_then_a_relist_that_converges
                 &["create", "configmap", &format!("noise-{attempt}-{i}")],
             );
         }
-        cluster.compact_etcd().await;
-        cluster.restart_apiserver().await;
+        // A restart takes longer than the bridge waits for a silent viewer:
+        // keep reading meanwhile.
+        viewer
+            .read_while(async {
+                cluster.compact_etcd().await;
+                cluster.restart_apiserver().await;
+            })
+            .await;
         let outcome = viewer
             .until(WAIT, |f| match &f.body {
                 FrameBody::Reflector(r) => match &r.state {

@@ -91,8 +91,10 @@ async fn ready(client: &Client) -> bool {
     ok("/readyz").await && ok("/api/v1/namespaces/default").await
 }
 
-/// The flags: TLS only, a static admin token, every request allowed, and
-/// nothing that would need controllers this cluster does not run.
+/// The flags: TLS only, a static admin token (in `system:masters`, so RBAC
+/// allows it everything), RBAC as on any real cluster (tests act as other
+/// users by impersonation), and nothing that would need controllers this
+/// cluster does not run.
 fn args(pki: &Pki, etcd: &str, port: u16) -> Vec<OsString> {
     vec![
         flag("etcd-servers", etcd),
@@ -103,7 +105,7 @@ fn args(pki: &Pki, etcd: &str, port: u16) -> Vec<OsString> {
         flag("tls-private-key-file", &pki.server_key),
         flag("client-ca-file", &pki.ca_crt),
         flag("token-auth-file", &pki.token_auth_file),
-        flag("authorization-mode", "AlwaysAllow"),
+        flag("authorization-mode", "RBAC"),
         flag("service-account-issuer", SERVICE_ACCOUNT_ISSUER),
         flag("api-audiences", SERVICE_ACCOUNT_ISSUER),
         flag("service-account-key-file", &pki.sa_pub),
