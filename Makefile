@@ -48,15 +48,15 @@ scenarios: build
 	done
 	$(MAKE) build
 
-## embed: a folder that any static host serves, no server logic (EMBED_DIR, default embed/):
+## embed: the replay page, a folder that any static host serves, no server logic (EMBED_DIR, default embed/):
 ##        embed.html?scenario=pod-lifecycle&controls=minimal&theme=dark&captions=on
 EMBED_DIR ?= embed
 embed: setup
 	@echo "[embed] the browser app with relative links, and the scenarios, into $(EMBED_DIR)/"
-	trunk build --release --dist $(TARGET_DIR)/embed-dist --public-url ./
+	trunk build static/embed.html --release --dist $(TARGET_DIR)/embed-dist --public-url ./
 	rm -rf $(EMBED_DIR)
 	cp -r $(TARGET_DIR)/embed-dist $(EMBED_DIR)
-	mv $(EMBED_DIR)/index.html $(EMBED_DIR)/embed.html
+	if [ -f $(EMBED_DIR)/index.html ]; then mv $(EMBED_DIR)/index.html $(EMBED_DIR)/embed.html; fi
 	@echo "[embed] $(EMBED_DIR)/embed.html is ready; gzipped it weighs $$(cat $(EMBED_DIR)/*.wasm $(EMBED_DIR)/*.js $(EMBED_DIR)/*.css $(EMBED_DIR)/embed.html | gzip -9 | wc -c) bytes, one scenario included: $$(gzip -9 -c $(EMBED_DIR)/scenarios/pod-lifecycle.jsonl | wc -c) bytes"
 
 ## install: the binary, and a link that makes it `kubectl watchlife` (PREFIX=~/.local by default)
@@ -69,6 +69,7 @@ install: build
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p watchlife-frontend --features replay --all-targets -- -D warnings
 
 clean:
 	$(CARGO) clean

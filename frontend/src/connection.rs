@@ -3,7 +3,6 @@
 //! A bridge that speaks a newer protocol is not retried: only a reload helps.
 
 use crate::model::{Link, Model};
-use crate::replay::Replay;
 use crate::tape::Tape;
 use crate::view_state::encode;
 use futures::channel::mpsc;
@@ -24,30 +23,20 @@ const STALL_PERIODS: u64 = 3;
 /// Silence allowed before the first `hello` tells the heartbeat period.
 const DEFAULT_STALL_MS: u64 = 15_000;
 
-/// What the connection feeds besides the model.
-#[derive(Clone, Copy)]
-pub struct Listeners {
-    /// Keeps the frames while the viewer records.
-    pub tape: Tape,
-    /// Once a replay starts, the live stream stops for good.
-    pub replay: Replay,
-}
-
-/// Starts the connection loop; it runs until the page replays a recording.
-/// `token` (from the page's URL, possibly empty) is passed on to the bridge.
-pub fn connect(model: Model, token: String, listeners: Listeners) {
+/// Starts the connection loop; it runs for the life of the page. `token`
+/// (from the page's URL, possibly empty) is passed on to the bridge; `tape`
+/// keeps the frames while the viewer records.
+pub fn connect(model: Model, token: String, tape: Tape) {
     spawn_local(async move {
         let mut retry_ms = FIRST_RETRY_MS;
         loop {
             model.link.set(Link::Connecting);
             if let Ok(socket) = WebSocket::open(&url(&model, &token))
-                && read_until_closed(socket, model, listeners).await
+                && read_until_closed(socket, model, tape).await
             {
                 retry_ms = FIRST_RETRY_MS;
             }
-            if matches!(model.link.get_untracked(), Link::Incompatible { .. })
-                || listeners.replay.status.get_untracked() != crate::replay::Status::Off
-            {
+            if matches!(model.link.get_untracked(), Link::Incompatible { .. }) {
                 return;
             }
             if model.link.get_untracked() != Link::Stalled {
@@ -61,7 +50,7 @@ pub fn connect(model: Model, token: String, listeners: Listeners) {
 
 /// Reads frames until the socket closes or goes silent. True when the bridge
 /// said hello (so the next failure starts the backoff afresh).
-async fn read_until_closed(socket: WebSocket, model: Model, listeners: Listeners) -> bool {
+async fn read_until_closed(socket: WebSocket, model: Model, tape: Tape) -> bool {
     let (mut write, mut read) = socket.split();
     // The writer: messages the page sends go out in order until the socket
     // or the sender (replaced on the next connection) goes away.
@@ -74,7 +63,7 @@ async fn read_until_closed(socket: WebSocket, model: Model, listeners: Listeners
             }
         }
     });
-    let greeted = read_frames(&mut read, model, listeners).await;
+    let greeted = read_frames(&mut read, model, tape).await;
     model.outbox.set_value(None);
     greeted
 }
@@ -83,13 +72,10 @@ async fn read_until_closed(socket: WebSocket, model: Model, listeners: Listeners
 async fn read_frames(
     read: &mut futures::stream::SplitStream<WebSocket>,
     model: Model,
-    listeners: Listeners,
+    tape: Tape,
 ) -> bool {
     let mut greeted = false;
     loop {
-        if listeners.replay.status.get_untracked() != crate::replay::Status::Off {
-            return greeted;
-        }
         let stall_ms = model
             .hello
             .with_untracked(|h| h.as_ref().map(|h| h.heartbeat_ms * STALL_PERIODS))
@@ -101,7 +87,7 @@ async fn read_frames(
                     Ok(frame) => {
                         greeted |= matches!(frame.body, watchlife_protocol::FrameBody::Hello(_));
                         if frame.body.is_stream() {
-                            listeners.tape.capture(&text);
+                            tape.capture(&text);
                         }
                         model.apply(frame);
                         if matches!(model.link.get_untracked(), Link::Incompatible { .. }) {

@@ -9,8 +9,10 @@
 //! - [`view_state`]: how the viewer set up the page, kept in the URL.
 //! - [`animator`] and [`player`]: tokens travelling through the stages, and
 //!   the frame loop that moves them.
-//! - [`replay`]: a recording played with no bridge; [`tape`], the live
-//!   stream recorded in the page for download.
+//! - [`tape`]: the live stream recorded in the page for download.
+//! - [`replay`] (the `replay` feature, built by `make embed`): a recording
+//!   played with no bridge. The live page and the replay page are two builds
+//!   of this crate, so that each carries only its own code.
 //! - [`stats`], [`history`], [`narration`]: numbers, diffs and words.
 //! - [`components`]: what is drawn.
 
@@ -21,6 +23,7 @@ pub mod history;
 pub mod model;
 pub mod narration;
 pub mod player;
+#[cfg(feature = "replay")]
 pub mod replay;
 pub mod stats;
 pub mod tape;
@@ -39,20 +42,7 @@ pub fn App() -> impl IntoView {
     provide_context(model);
     provide_context(view);
     provide_context(player);
-    let tape = tape::Tape::new();
-    let replay = replay::Replay::new(model, view);
-    provide_context(tape);
-    provide_context(replay);
-    replay.start_clock();
-    replay_bar::accept_dropped_files(replay);
-    match view.recording_url() {
-        Some(url) => replay.load_url(url),
-        None => connection::connect(
-            model,
-            view.token.get_value(),
-            connection::Listeners { tape, replay },
-        ),
-    }
+    start_source(model, view);
     keyboard::install(view, player);
     // Captions are on by default for the demo, off for a real cluster,
     // unless the URL says otherwise.
@@ -82,7 +72,7 @@ pub fn App() -> impl IntoView {
         <controls::Controls/>
         <main>
             <pipeline::Pipeline/>
-            <replay_bar::ReplayBar/>
+            {bar()}
             <captions::Captions/>
             <Show when=move || view.presenter.get()>
                 <p class="presenter-hint">"presenter mode: P or Esc to leave, ? for shortcuts"</p>
@@ -99,4 +89,35 @@ pub fn App() -> impl IntoView {
         </main>
         <help::Help/>
     }
+}
+
+/// The live page: the stream from the bridge that served it, recordable.
+#[cfg(not(feature = "replay"))]
+fn start_source(model: model::Model, view: view_state::ViewState) {
+    let tape = tape::Tape::new();
+    provide_context(tape);
+    connection::connect(model, view.token.get_value(), tape);
+}
+
+/// The replay page: the recording the URL names, or one dropped on the page.
+#[cfg(feature = "replay")]
+fn start_source(model: model::Model, view: view_state::ViewState) {
+    let replay = replay::Replay::new(model, view);
+    provide_context(replay);
+    replay.start_clock();
+    replay_bar::accept_dropped_files(replay);
+    match view.recording_url() {
+        Some(url) => replay.load_url(url),
+        None => replay.wait_for_a_file(),
+    }
+}
+
+#[cfg(not(feature = "replay"))]
+fn bar() -> impl IntoView {
+    view! { <record_bar::RecordBar/> }
+}
+
+#[cfg(feature = "replay")]
+fn bar() -> impl IntoView {
+    view! { <replay_bar::ReplayBar/> }
 }

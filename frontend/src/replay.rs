@@ -34,7 +34,7 @@ const MAX_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 /// Where the replay is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
-    /// No replay: the page is live.
+    /// No recording yet.
     Off,
     Loading {
         from: String,
@@ -94,9 +94,10 @@ impl Replay {
         }
     }
 
-    /// Whether the page is replaying (or trying to) rather than live.
-    pub fn is_on(&self) -> bool {
-        self.status.with(|s| *s != Status::Off)
+    /// No recording named in the URL: the page waits for one to be dropped
+    /// or opened.
+    pub fn wait_for_a_file(&self) {
+        self.model.link.set(Link::Replay);
     }
 
     /// Fetches a recording and plays it.

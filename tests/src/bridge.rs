@@ -43,6 +43,9 @@ fn isolation(args: &[&str]) -> Vec<&'static str> {
 pub struct Bridge {
     child: Child,
     pub addr: SocketAddr,
+    /// The bridge's cache folder (where the demo writes its kubeconfig), so
+    /// that test runs leave nothing in the user's own cache.
+    _cache: tempfile::TempDir,
 }
 
 impl Bridge {
@@ -63,8 +66,10 @@ impl Bridge {
     }
 
     async fn launch(dir: &Path, addr: SocketAddr, args: &[&str]) -> Bridge {
+        let cache = tempfile::tempdir().expect("a temporary folder");
         let child = Command::new(binary())
             .current_dir(dir)
+            .env("XDG_CACHE_HOME", cache.path())
             .arg("--listen")
             .arg(addr.to_string())
             .args(isolation(args))
@@ -73,7 +78,11 @@ impl Bridge {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("the watchlife binary starts");
-        let bridge = Bridge { child, addr };
+        let bridge = Bridge {
+            child,
+            addr,
+            _cache: cache,
+        };
         let deadline = Instant::now() + START_TIMEOUT;
         while Instant::now() < deadline {
             if let Ok(r) = crate::http::get(addr, "/healthz").await

@@ -349,7 +349,7 @@ async fn bad_recordings_are_named_line_by_line_and_what_can_play_plays() {
         browser
             .wait_until(
                 &format!("{query} is refused with a reason"),
-                &format!("(document.querySelector('#replay-error')?.textContent || '').includes('{words}')"),
+                &format!("(document.querySelector('#replay-title')?.textContent || '').includes('{words}')"),
             )
             .await;
     }
@@ -463,4 +463,51 @@ async fn settled_table(browser: &Browser) -> Vec<String> {
         }
         last = now;
     }
+}
+
+#[tokio::test]
+async fn a_gzipped_recording_opened_from_a_file_plays() {
+    let dir = embed_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let gz = scratch.path().join("scale.jsonl.gz");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "gzip -c {} > {}",
+            dir.join("scenarios/scale.jsonl").display(),
+            gz.display()
+        ))
+        .status()
+        .expect("gzip runs");
+    assert!(out.success());
+    let server = StaticFiles::serve(&dir).await;
+    let browser = Browser::start(1280, 900).await;
+    browser
+        .client
+        .goto(&server.url("embed.html"))
+        .await
+        .unwrap();
+    browser
+        .wait_until(
+            "the page asks for a recording",
+            "document.querySelector('#replay-title').textContent.includes('drop a recording')",
+        )
+        .await;
+    // As a person choosing the file: WebDriver types its path into the input.
+    browser
+        .wait_for("#replay-file")
+        .await
+        .send_keys(gz.to_str().unwrap())
+        .await
+        .expect("choose the file");
+    browser
+        .wait_until(
+            "the gzipped recording is read",
+            "document.querySelector('#replay-status[data-status=ready]')",
+        )
+        .await;
+    play_to_the_end(&browser).await;
+    let recorded = std::fs::read_to_string(dir.join("scenarios/scale.jsonl")).unwrap();
+    assert_eq!(object_table(&browser).await, expected_table(&recorded));
+    browser.close().await;
 }

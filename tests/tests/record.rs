@@ -11,6 +11,11 @@ use watchlife_tests::real_cluster::RealCluster;
 /// Runs `watchlife record ARGS` to the end.
 async fn record(args: Vec<String>) -> Output {
     tokio::process::Command::new(binary())
+        // The demo's kubeconfig goes to a scratch cache, not the user's.
+        .env(
+            "XDG_CACHE_HOME",
+            std::env::temp_dir().join("watchlife-test-cache"),
+        )
         .arg("record")
         .args(&args)
         .output()

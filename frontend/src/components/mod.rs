@@ -11,4 +11,6 @@ pub mod keyboard;
 pub mod objects;
 pub mod pipeline;
 pub mod plots;
+pub mod record_bar;
+#[cfg(feature = "replay")]
 pub mod replay_bar;
