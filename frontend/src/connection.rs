@@ -89,7 +89,7 @@ async fn read_frames(
                         if frame.body.is_stream() {
                             tape.capture(&text);
                         }
-                        model.apply(frame);
+                        model.receive(frame);
                         if matches!(model.link.get_untracked(), Link::Incompatible { .. }) {
                             return greeted;
                         }

@@ -22,6 +22,9 @@ pub const ARRIVALS_CAP: usize = 1_024;
 pub const DELETED_KEPT_MS: f64 = 60_000.0;
 /// Deleted objects kept at most, however many were deleted in that time.
 pub const DELETED_KEPT: usize = 100;
+/// Stream frames held for the next animation frame at most: beyond it (a
+/// hidden tab, where animation frames stop) they are applied at once.
+pub const INBOX_CAP: usize = 2_048;
 /// How often (at most) deleted objects are looked through for expiry: not on
 /// every event, which would cost a pass over every object at high rates.
 const EXPIRY_EVERY_MS: f64 = 1_000.0;
@@ -114,6 +117,11 @@ pub struct Model {
     pub outbox: StoredValue<Option<UnboundedSender<String>>>,
     /// Page time deleted objects were last looked through for expiry.
     last_expiry: StoredValue<f64>,
+    /// Stream frames received and not yet applied. They are applied together
+    /// once per animation frame ([`Model::flush`]), so the page recomputes
+    /// and redraws once per frame however many events arrived, instead of
+    /// once per event.
+    inbox: StoredValue<Vec<ServerFrame>>,
     /// The recording's clock while replaying (ms since it started): rates,
     /// windows and expiry then follow the recording, not the wall, so a
     /// replay always ends in the same state.
@@ -139,6 +147,39 @@ impl Model {
             outbox: StoredValue::new(None),
             last_expiry: StoredValue::new(0.0),
             clock: StoredValue::new(None),
+            inbox: StoredValue::new(Vec::new()),
+        }
+    }
+
+    /// Takes a frame from the bridge: stream frames wait for the next
+    /// animation frame, a control frame is applied at once (after the
+    /// frames before it, so the order is kept).
+    pub fn receive(&self, frame: ServerFrame) {
+        if frame.body.is_stream() {
+            let held = self
+                .inbox
+                .try_update_value(|inbox| {
+                    inbox.push(frame);
+                    inbox.len()
+                })
+                .unwrap_or(0);
+            if held >= INBOX_CAP {
+                self.flush();
+            }
+        } else {
+            self.flush();
+            self.apply(frame);
+        }
+    }
+
+    /// Applies the frames held by [`Model::receive`], in order.
+    pub fn flush(&self) {
+        let frames = self
+            .inbox
+            .try_update_value(std::mem::take)
+            .unwrap_or_default();
+        for frame in frames {
+            self.apply(frame);
         }
     }
 

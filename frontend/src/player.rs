@@ -53,6 +53,8 @@ impl Player {
 
 fn next_frame(player: Player, model: Model, view: ViewState, last: f64) {
     request_animation_frame(move || {
+        // The frames received since the last animation frame, all at once.
+        model.flush();
         let now = now_ms();
         let incoming = model
             .arrivals
