@@ -455,7 +455,7 @@ async fn a_recording_of_the_live_demo_replays_to_the_table_the_live_page_showed(
 /// The object table once it has not changed for two seconds.
 async fn settled_table(browser: &Browser) -> Vec<String> {
     let mut last = object_table(browser).await;
-    loop {
+    for _ in 0..30 {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let now = object_table(browser).await;
         if now == last {
@@ -463,6 +463,7 @@ async fn settled_table(browser: &Browser) -> Vec<String> {
         }
         last = now;
     }
+    panic!("the object table never stood still for two seconds: {last:?}");
 }
 
 #[tokio::test]
