@@ -25,7 +25,7 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
 fi
 
 if [ "$(trunk --version 2>/dev/null || true)" != "trunk $TRUNK_VERSION" ]; then
-    say "installing Trunk $TRUNK_VERSION with cargo (once per machine: about 10 minutes on 2 cores)"
+    say "installing Trunk $TRUNK_VERSION with cargo (once per machine: about 6 minutes on 2 cores)"
     # Trunk's own release profile asks for fat LTO in one codegen unit: minutes
     # of single-threaded linking for a tool that mostly waits on cargo and
     # wasm-bindgen. Optimised, without LTO, it builds far faster.
@@ -45,7 +45,7 @@ if [ "$pinned" != "$bindgen_version" ]; then
 fi
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $bindgen_version" ]; then
     # Not --locked: its lock file pins a webpki-roots the registry here lacks.
-    say "installing wasm-bindgen-cli $bindgen_version, the version in Cargo.lock (once: about 6 minutes)"
+    say "installing wasm-bindgen-cli $bindgen_version, the version in Cargo.lock (once: about 3 minutes)"
     cargo install wasm-bindgen-cli --version "$bindgen_version" --force --bin wasm-bindgen
 fi
 
