@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tokio::sync::broadcast::error::RecvError;
 use watchlife_controlplane::Clock;
-use watchlife_protocol::recording::header_line;
+use watchlife_protocol::recording::{frame_line, header_line};
 use watchlife_protocol::{
     FrameBody, PROTOCOL_VERSION, RECORDING_FORMAT, RecordingHeader, Resync, ServerFrame,
 };
@@ -183,8 +183,7 @@ impl Recorder {
     /// Writes an encoded frame as a recorded one: the frame's own JSON
     /// object with `t_ms` first (spliced, so the frame is not encoded twice).
     fn frame(&mut self, t_ms: u64, encoded: &str) -> Result<(), RecordError> {
-        let fields = encoded.strip_prefix('{').unwrap_or(encoded);
-        self.line(&format!("{{\"t_ms\":{t_ms},{fields}"))
+        self.line(&frame_line(t_ms, encoded))
     }
 
     fn finish(self) -> Result<(), RecordError> {

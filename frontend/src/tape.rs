@@ -10,7 +10,7 @@ use crate::model::{Model, now_ms};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use watchlife_protocol::frame::SnapshotObject;
-use watchlife_protocol::recording::header_line;
+use watchlife_protocol::recording::{frame_line as line, header_line};
 use watchlife_protocol::{
     PROTOCOL_VERSION, RECORDING_FORMAT, RecordingHeader, ReflectorUpdate, Snapshot,
 };
@@ -138,12 +138,6 @@ impl Tape {
         download(&name, &text)
             .map_err(|e| format!("the browser would not save the recording: {e:?}"))
     }
-}
-
-/// A recorded frame line: the frame's own JSON with `t_ms` first.
-fn line(t_ms: u64, frame_json: &str) -> String {
-    let fields = frame_json.strip_prefix('{').unwrap_or(frame_json);
-    format!("{{\"t_ms\":{t_ms},{fields}")
 }
 
 /// Saves `text` as a file through a temporary link.

@@ -105,6 +105,13 @@ pub fn header_line(header: &RecordingHeader) -> String {
     serde_json::to_string(header).expect("a header is plain data")
 }
 
+/// The line of a recorded frame: the frame's JSON object as sent, with
+/// `t_ms` spliced in first, so a frame already encoded is not encoded again.
+pub fn frame_line(t_ms: u64, frame_json: &str) -> String {
+    let fields = frame_json.strip_prefix('{').unwrap_or(frame_json);
+    format!("{{\"t_ms\":{t_ms},{fields}")
+}
+
 /// Reads a recording. Fails only when there is nothing to play: an empty
 /// text, or a first line that is not a recording header. Everything else
 /// (a malformed frame, a truncated last line, a newer format or protocol) is

@@ -104,6 +104,23 @@ fn expected_table(text: &str) -> Vec<String> {
     rows
 }
 
+/// A browser on the replay page at `query`, once its recording is loaded.
+async fn open_replay(server: &StaticFiles, query: &str) -> Browser {
+    let browser = Browser::start(1280, 900).await;
+    browser
+        .client
+        .goto(&server.url(&format!("embed.html?{query}")))
+        .await
+        .expect("open the replay page");
+    browser
+        .wait_until(
+            "the recording is loaded",
+            "document.querySelector('#replay-status[data-status=ready]')",
+        )
+        .await;
+    browser
+}
+
 /// Plays to the end at the fastest speed.
 async fn play_to_the_end(browser: &Browser) {
     browser.fill("#replay-rate", "4").await;
@@ -193,18 +210,7 @@ async fn a_scenario_plays_from_a_static_folder_with_the_embed_options() {
 #[tokio::test]
 async fn replaying_a_recording_twice_ends_in_the_same_state() {
     let server = StaticFiles::serve(&embed_dir()).await;
-    let browser = Browser::start(1280, 900).await;
-    browser
-        .client
-        .goto(&server.url("embed.html?scenario=compaction-relist"))
-        .await
-        .unwrap();
-    browser
-        .wait_until(
-            "the recording is loaded",
-            "document.querySelector('#replay-status[data-status=ready]')",
-        )
-        .await;
+    let browser = open_replay(&server, "scenario=compaction-relist").await;
     play_to_the_end(&browser).await;
     let table = object_table(&browser).await;
     let numbers = stage_numbers(&browser).await;
@@ -247,18 +253,7 @@ async fn replaying_a_recording_twice_ends_in_the_same_state() {
 async fn jumping_to_an_event_shows_the_moment_it_arrived() {
     let dir = embed_dir();
     let server = StaticFiles::serve(&dir).await;
-    let browser = Browser::start(1280, 900).await;
-    browser
-        .client
-        .goto(&server.url("embed.html?scenario=pod-lifecycle&paused=1"))
-        .await
-        .unwrap();
-    browser
-        .wait_until(
-            "the recording is loaded",
-            "document.querySelector('#replay-status[data-status=ready]')",
-        )
-        .await;
+    let browser = open_replay(&server, "scenario=pod-lifecycle&paused=1").await;
     // The first DELETED event in the file.
     let text = std::fs::read_to_string(dir.join("scenarios/pod-lifecycle.jsonl")).unwrap();
     let recording = parse_recording(&text).unwrap();
@@ -435,18 +430,9 @@ async fn a_recording_of_the_live_demo_replays_to_the_table_the_live_page_showed(
     let recording = browser.eval("window.__recording").await;
     let recording = recording.as_str().unwrap().to_string();
     assert!(parse_recording(&recording).unwrap().problems.is_empty());
+    browser.close().await;
     let (_dir, server) = serve_with(&[("taped.jsonl", recording.as_bytes())]).await;
-    browser
-        .client
-        .goto(&server.url("embed.html?replay=taped.jsonl"))
-        .await
-        .unwrap();
-    browser
-        .wait_until(
-            "the recording is loaded",
-            "document.querySelector('#replay-status[data-status=ready]')",
-        )
-        .await;
+    let browser = open_replay(&server, "replay=taped.jsonl").await;
     play_to_the_end(&browser).await;
     assert_eq!(object_table(&browser).await, live);
     browser.close().await;
