@@ -8,6 +8,7 @@
 //!   stories recorded from the demo for the docs.
 //! - [`source`]: a real cluster (kube config) or the embedded demo control plane.
 //! - [`target`]: the resources to watch, resolved through discovery.
+//! - [`upstream`]: the runtime of everything before the hub, apart from the viewers'.
 //! - [`watches`]: starts a Reflector and an informer pipeline per resource.
 //! - [`reflector`]: ListAndWatch, written out as a state machine.
 //! - [`etcd`]: a real cluster's etcd stage, by watching etcd directly.
@@ -39,6 +40,7 @@ pub mod scenario;
 pub mod server;
 pub mod source;
 pub mod target;
+pub mod upstream;
 pub mod viewer;
 pub mod watches;
 
@@ -104,8 +106,13 @@ pub async fn run(args: Args) -> Result<(), RunError> {
 }
 
 /// Connects the source and starts the list-watch of every resource,
-/// publishing to `hub`.
+/// publishing to `hub`, on the [`upstream`] runtime.
 async fn start_on(args: &Args, hub: Hub, clock: Clock) -> Result<App, RunError> {
+    upstream::run(start_upstream(args.clone(), hub, clock)).await
+}
+
+async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunError> {
+    let args = &args;
     let upstream = source::choose(args).await?;
     let names = if args.resources.is_empty() {
         &upstream.default_resources
