@@ -10,10 +10,13 @@ use crate::watch_cache::{Delivery, WatchError, WatchFilter};
 use tokio::sync::mpsc;
 use watchlife_protocol::Micros;
 
-/// Events a watch cache's window may grow to under a burst of writes: the
-/// apiserver's upper bound (100 × 1024); its lower bound is
-/// [`super::WATCH_CACHE_CAPACITY`].
-pub const WATCH_CACHE_MAX_CAPACITY: usize = 100 * 1024;
+/// Events a watch cache's window may grow to under a burst of writes; its
+/// lower bound is [`super::WATCH_CACHE_CAPACITY`]. The apiserver's upper
+/// bound is 100 × 1024, sized for a server's memory; the demo's events (each
+/// with its object and its encoded line, some 13 KB) would take over a GB at
+/// that size, so the demo's window stops at a tenth of it, still far more
+/// than its story ever needs.
+pub const WATCH_CACHE_MAX_CAPACITY: usize = 10 * 1024;
 
 /// How often [`ControlPlane::tick`] compacts the store: the apiserver's
 /// default `--etcd-compaction-interval` (5 minutes). Each compaction drops the
