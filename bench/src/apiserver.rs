@@ -20,15 +20,12 @@ use crate::machine::now_micros;
 use crate::report::{Report, Section, Table};
 use crate::stats::{Histogram, Spread, count, micros, num, ratio};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::BodyExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use watchlife_controlplane::{Clock, ControlPlane};
+use watchlife_testkit::client::Client;
 
 /// Concurrent writers, each on a configmap of its own.
 const WRITERS: usize = 4;
@@ -66,14 +63,19 @@ struct Target {
     api: Api,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let check = std::process::Command::new("scripts/ensure-real-cluster.sh")
+/// Whether etcd and kube-apiserver are installed (`make test` installs them).
+pub fn real_cluster_installed() -> bool {
+    std::process::Command::new("scripts/ensure-real-cluster.sh")
         .arg("--check")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .status();
-    if !check.is_ok_and(|s| s.success()) {
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+pub fn run(report: &mut Report, config: &Config) {
+    let started = Instant::now();
+    if !real_cluster_installed() {
         report.not_measured.push(
             "**kube-apiserver + etcd under the same writes** as the demo API: etcd and \
              kube-apiserver v1.20.2 are not installed here (`make test` installs and builds \
@@ -439,106 +441,59 @@ fn written_number(line: &[u8]) -> Option<usize> {
         .ok()
 }
 
-/// A small HTTP client for one API server: plain HTTP, or TLS trusting one CA
-/// with a bearer token. Cloning shares the connection pool.
+/// The tests' HTTP client for one API server, with the calls the bench
+/// makes: whole answers as bytes (never parsed), and watches read raw.
 #[derive(Clone)]
-struct Api {
-    base: String,
-    token: Option<String>,
-    http: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
-}
+pub struct Api(Client);
 
 impl Api {
-    fn plain(base: &str) -> Api {
-        Api::with_roots(base, None, rustls::RootCertStore::empty())
+    pub fn plain(base: &str) -> Api {
+        Api(Client::new(base, None))
     }
 
-    fn tls(base: &str, token: &str, ca: &std::path::Path) -> Api {
-        use rustls::pki_types::CertificateDer;
-        use rustls::pki_types::pem::PemObject;
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_file_iter(ca)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", ca.display()))
-            .flatten()
-        {
-            let _ = roots.add(cert);
-        }
-        Api::with_roots(base, Some(token.to_string()), roots)
+    pub fn tls(base: &str, token: &str, ca: &std::path::Path) -> Api {
+        Api(Client::with_ca(base, Some(token.to_string()), ca))
     }
 
-    fn with_roots(base: &str, token: Option<String>, roots: rustls::RootCertStore) -> Api {
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .build();
-        Api {
-            base: base.trim_end_matches('/').to_string(),
-            token,
-            http: HyperClient::builder(TokioExecutor::new()).build(connector),
-        }
-    }
-
-    async fn send(
-        &self,
-        method: &str,
-        path: &str,
-        content_type: Option<&str>,
-        body: Option<String>,
-    ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
-        let mut request = hyper::Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.base));
-        if let Some(ct) = content_type {
-            request = request.header("content-type", ct);
-        }
-        if let Some(token) = &self.token {
-            request = request.header("authorization", format!("Bearer {token}"));
-        }
-        let request = request
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|e| e.to_string())?;
-        self.http
-            .request(request)
-            .await
-            .map_err(|e| format!("{method} {path}: {e}"))
-    }
-
-    async fn request(
+    pub async fn request(
         &self,
         method: &str,
         path: &str,
         body: Option<String>,
     ) -> Result<(u16, Bytes), String> {
         let content_type = body.as_ref().map(|_| "application/json");
-        let response = self.send(method, path, content_type, body).await?;
-        let code = response.status().as_u16();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok((code, bytes))
+        self.whole(method, path, content_type, body).await
     }
 
-    async fn request_typed(
+    pub async fn request_typed(
         &self,
         method: &str,
         path: &str,
         content_type: &str,
         body: String,
     ) -> Result<(u16, Bytes), String> {
+        self.whole(method, path, Some(content_type), Some(body))
+            .await
+    }
+
+    async fn whole(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: Option<String>,
+    ) -> Result<(u16, Bytes), String> {
         let response = self
-            .send(method, path, Some(content_type), Some(body))
-            .await?;
+            .0
+            .send(
+                method,
+                path,
+                content_type,
+                body.unwrap_or_default().into(),
+                None,
+            )
+            .await
+            .map_err(|e| format!("{method} {path}: {e}"))?;
         let code = response.status().as_u16();
         let bytes = response
             .into_body()
@@ -549,8 +504,13 @@ impl Api {
         Ok((code, bytes))
     }
 
-    async fn watch(&self, path: &str) -> Result<hyper::body::Incoming, String> {
-        let response = self.send("GET", path, None, None).await?;
+    /// Opens a watch; its body is read by the caller as it comes.
+    pub async fn watch(&self, path: &str) -> Result<hyper::body::Incoming, String> {
+        let response = self
+            .0
+            .send("GET", path, None, Vec::new(), None)
+            .await
+            .map_err(|e| format!("GET {path}: {e}"))?;
         if response.status() != 200 {
             return Err(format!("a watch was answered {}", response.status()));
         }

@@ -42,18 +42,7 @@ struct Figures {
 
 pub fn run(report: &mut Report, config: &Config) {
     let started = Instant::now();
-    let missing: Vec<&str> = [("chromedriver", "chromedriver"), (CHROMIUM, "chromium")]
-        .into_iter()
-        .filter(|(program, _)| {
-            Command::new(program)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .map_or(true, |s| !s.success())
-        })
-        .map(|(_, name)| name)
-        .collect();
+    let missing = missing_programs();
     if !missing.is_empty() {
         report.not_measured.push(format!(
             "**The browser** (first paint, frames per second): {} not installed \
@@ -176,23 +165,7 @@ async fn measure(config: &Config, rate: u32) -> Result<Measured, String> {
             .goto(&format!("http://{}/", bridge.addr))
             .await
             .map_err(|e| format!("opening the app: {e}"))?;
-        let deadline = Instant::now() + CONNECT_TIMEOUT;
-        loop {
-            let connected = client
-                .execute(
-                    "return !!document.querySelector('#link[data-link=connected]');",
-                    vec![],
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            if connected.as_bool() == Some(true) {
-                break;
-            }
-            if Instant::now() > deadline {
-                return Err("the page did not connect".to_string());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_connected(&client).await?;
         progress!("browser: the page is connected");
         let first_paint = client
             .execute(
@@ -256,16 +229,58 @@ async fn measure(config: &Config, rate: u32) -> Result<Measured, String> {
     result
 }
 
+/// Chromium and chromedriver, by name, when they are not installed.
+fn missing_programs() -> Vec<&'static str> {
+    [("chromedriver", "chromedriver"), (CHROMIUM, "chromium")]
+        .into_iter()
+        .filter(|(program, _)| {
+            Command::new(program)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map_or(true, |s| !s.success())
+        })
+        .map(|(_, name)| name)
+        .collect()
+}
+
+/// Whether Chromium and chromedriver are both installed.
+pub fn installed() -> bool {
+    missing_programs().is_empty()
+}
+
+/// Waits until the app in `client` says its link is connected.
+pub async fn wait_connected(client: &Client) -> Result<(), String> {
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
+    loop {
+        let connected = client
+            .execute(
+                "return !!document.querySelector('#link[data-link=connected]');",
+                vec![],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if connected.as_bool() == Some(true) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err("the page did not connect".to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// chromedriver on a free port, in a process group of its own so that the
 /// Chromium it starts goes with it.
-struct Driver {
+pub struct Driver {
     child: Child,
     port: u16,
     profile: PathBuf,
 }
 
 impl Driver {
-    fn start() -> Result<Driver, String> {
+    pub fn start() -> Result<Driver, String> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
@@ -285,7 +300,7 @@ impl Driver {
         })
     }
 
-    async fn session(&self) -> Result<Client, String> {
+    pub async fn session(&self) -> Result<Client, String> {
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),

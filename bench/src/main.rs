@@ -4,10 +4,15 @@
 //! # Layout
 //! - [`controlplane`]: the demo control plane's writes with 1, 100, 1,000 watchers.
 //! - [`fanout`]: many WebSocket viewers of one `watchlife` process.
-//! - [`pipeline`]: watch bytes → FIFO → Indexer → handlers → workqueue → reconcile on one core.
+//! - [`pipeline`]: watch bytes → FIFO → Indexer → handlers → workqueue → reconcile on one core;
+//!   [`kube_watcher`], kube-rs's watcher and reflector on the same bytes.
 //! - [`scale`]: memory per cached object, and the initial LIST of 150k objects.
 //! - [`page`]: the browser app's weight, gzipped; [`browser`]: its frame rate under load.
 //! - [`apiserver`]: the demo API beside kube-apiserver + etcd, with 1, 100, 1,000 watchers.
+//! - [`kubectl_latency`]: on kube-apiserver, the same writes seen by `kubectl get -w`,
+//!   watchlife's Reflector, a WebSocket viewer and the page.
+//! - [`upstream_cost`]: watches and apiserver/etcd CPU with 1, 100, 1,000 viewers,
+//!   watchlife beside a naive relay.
 //! - [`stats`], [`alloc`], [`machine`]: percentiles and spread, heap counting, `/proc`.
 //! - [`report`] and [`plot`]: BENCHMARKS.md, the summary, and the SVG.
 
@@ -23,6 +28,8 @@ mod apiserver;
 mod browser;
 mod controlplane;
 mod fanout;
+mod kube_watcher;
+mod kubectl_latency;
 mod machine;
 mod objects;
 mod page;
@@ -32,6 +39,7 @@ mod process;
 mod report;
 mod scale;
 mod stats;
+mod upstream_cost;
 
 use clap::Parser;
 use report::Report;
@@ -75,7 +83,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these measurements (comma separated: controlplane, apiserver,
-    /// fanout, pipeline, scale, page, browser).
+    /// latency, upstream, fanout, pipeline, scale, page, browser).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The command to name in the report.
@@ -130,6 +138,25 @@ fn main() {
             paced_writes: if args.quick { 50 } else { 100 },
         };
         apiserver::run(&mut report, &config);
+    }
+    if wanted("latency") {
+        let config = kubectl_latency::Config {
+            runs: process_runs,
+            watchlife: args.watchlife.clone(),
+        };
+        kubectl_latency::run(&mut report, &config);
+    }
+    if wanted("upstream") {
+        let config = upstream_cost::Config {
+            runs: process_runs,
+            watchlife: args.watchlife.clone(),
+            viewers: if args.quick {
+                vec![1, 100]
+            } else {
+                vec![1, 100, 1000]
+            },
+        };
+        upstream_cost::run(&mut report, &config);
     }
     if wanted("fanout") {
         let config = fanout::Config {
@@ -201,6 +228,14 @@ fn not_measured(report: &mut Report, wanted: &dyn Fn(&str) -> bool) {
             "the demo control plane (left out of this run with --only)",
         ),
         (
+            "latency",
+            "latency on a real kube-apiserver beside kubectl (left out of this run with --only)",
+        ),
+        (
+            "upstream",
+            "the upstream cost of viewers beside a naive relay (left out of this run with --only)",
+        ),
+        (
             "fanout",
             "the fan-out to WebSocket viewers (left out of this run with --only)",
         ),
@@ -221,20 +256,4 @@ fn not_measured(report: &mut Report, wanted: &dyn Fn(&str) -> bool) {
             report.not_measured.push(what.into());
         }
     }
-    report.not_measured.extend(
-        [
-            "**Latency on a real kube-apiserver** (write response → `kubectl get -w` line, → \
-             watchlife's Reflector, → a WebSocket viewer, → headless Chromium) and \
-             watchlife's overhead over kubectl as a ratio.",
-            "**Upstream cost of viewers on a real kube-apiserver**: watches open at the \
-             apiserver and apiserver/etcd CPU with 1, 100 and 1,000 viewers, against a naive \
-             relay that opens one watch per viewer.",
-            "**`kube_runtime::watcher` + reflector on the same watch bytes** as the pipeline \
-             figure: `kube-runtime` is not a dependency of the workspace.",
-            "**10,000 viewers at 1,000 events per second**: on two cores, with the viewers \
-             on the same machine, that is more frames than the machine can write and read \
-             (see the fan-out section); measured instead at a lower pace.",
-        ]
-        .map(String::from),
-    );
 }

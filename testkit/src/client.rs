@@ -83,7 +83,9 @@ impl Client {
         }
     }
 
-    async fn send(
+    /// Sends a request and returns the response as it starts, its body
+    /// unread: for callers that read bytes as they come (a watch, a bench).
+    pub async fn send(
         &self,
         method: &str,
         path: &str,

@@ -1,0 +1,484 @@
+//! Event latency on a real kube-apiserver, side by side: the same writes seen
+//! by `kubectl get -w`, by watchlife's Reflector, by a WebSocket viewer of
+//! watchlife, and drawn by the app in headless Chromium.
+//!
+//! One kube-apiserver v1.20.2 over etcd 3.4 (the tests' harness). Per run,
+//! fresh watchers of the `default` namespace's configmaps:
+//!
+//! - `kubectl get configmaps -w --output-watch-events` printing each event's
+//!   type and resourceVersion, its standard output read line by line;
+//! - `watchlife --kubeconfig K --resources configmaps --namespace default`,
+//!   whose event frames carry the `reflector` stage: when the Reflector
+//!   decoded the event;
+//! - a WebSocket viewer of that `watchlife` (tokio-tungstenite, in the bench);
+//! - the app in headless Chromium, where a `MutationObserver` notes when a row
+//!   with the event's `data-rv` is first drawn in the page.
+//!
+//! Then the bench updates one configmap [`WRITES`] times at [`RATE`] writes/s
+//! and, for each write, takes the resourceVersion of its response and the
+//! time the response was read. Every watcher's time is measured from that
+//! moment, on this machine's one clock. A watcher that saw the event before
+//! the response reached the bench counts 0.
+
+use crate::apiserver::Api;
+use crate::browser::Driver;
+use crate::machine::now_micros;
+use crate::process::Watchlife;
+use crate::report::{Report, Section, Table};
+use crate::stats::{Histogram, Spread, micros, num, ratio};
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+use watchlife_protocol::{FrameBody, ServerFrame, Stage};
+
+/// Writes per run.
+const WRITES: usize = 200;
+/// Writes per second: slow enough that every watcher, the page included,
+/// is idle when the next write comes, so each latency is one event's alone.
+const RATE: f64 = 10.0;
+/// How long the watchers get after the last write.
+const DRAIN: Duration = Duration::from_secs(3);
+/// The configmap the bench updates.
+const NAME: &str = "bench-latency";
+const PATH: &str = "/api/v1/namespaces/default/configmaps";
+
+/// The watchers, in the order of the table.
+const WATCHERS: [&str; 4] = [
+    "`kubectl get -w` prints the line",
+    "watchlife's Reflector decodes the event",
+    "a WebSocket viewer of watchlife reads the frame",
+    "the app in headless Chromium draws the row",
+];
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub runs: usize,
+    pub watchlife: PathBuf,
+}
+
+/// Per watcher, over the runs.
+#[derive(Default)]
+struct Figures {
+    p50: Spread,
+    p99: Spread,
+    sent_p50: Spread,
+    sent_p99: Spread,
+    seen: Spread,
+    early: Spread,
+    all: Histogram,
+}
+
+pub fn run(report: &mut Report, config: &Config) {
+    let started = Instant::now();
+    if !crate::apiserver::real_cluster_installed() {
+        report.not_measured.push(
+            "**Latency on a real kube-apiserver** (kubectl beside watchlife): etcd and \
+             kube-apiserver v1.20.2 are not installed here (`make test` installs them)."
+                .into(),
+        );
+        return;
+    }
+    let browser = crate::browser::installed();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let mut figures: Vec<Figures> = WATCHERS.iter().map(|_| Figures::default()).collect();
+    let mut failure = None;
+    runtime.block_on(async {
+        progress!("kubectl latency: starting etcd and kube-apiserver");
+        let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
+        let api = Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert());
+        for run in 0..config.runs {
+            progress!("kubectl latency: run {}/{}", run + 1, config.runs);
+            match measure(config, &api, cluster.kubeconfig(), browser).await {
+                Ok(seen) => {
+                    for (f, latencies) in figures.iter_mut().zip(seen) {
+                        let Some(latencies) = latencies else { continue };
+                        let answered = Histogram::new();
+                        let sent = Histogram::new();
+                        for (&a, &s) in latencies.answered.iter().zip(&latencies.sent) {
+                            answered.record(a);
+                            sent.record(s);
+                        }
+                        let q = |h: &Histogram, p| h.quantile(p).unwrap_or(f64::NAN);
+                        f.p50.push(q(&answered, 0.5));
+                        f.p99.push(q(&answered, 0.99));
+                        f.sent_p50.push(q(&sent, 0.5));
+                        f.sent_p99.push(q(&sent, 0.99));
+                        f.seen.push(latencies.answered.len() as f64 / WRITES as f64);
+                        f.early.push(latencies.early as f64);
+                        f.all.merge(&sent);
+                    }
+                }
+                Err(e) => {
+                    progress!("kubectl latency failed: {e}");
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+    });
+
+    let mut table = Table::new(
+        "",
+        &[
+            "until",
+            "from the write's response: p50",
+            "p99",
+            "seen before the response (counted 0)",
+            "from the write's request: p50",
+            "p99",
+            "writes seen",
+        ],
+    );
+    for (f, name) in figures.iter().zip(WATCHERS) {
+        if f.p50.runs.is_empty() {
+            let mut row = vec![name.to_string(), "not measured".into()];
+            row.resize(7, String::new());
+            table.row(row);
+            continue;
+        }
+        table.row(vec![
+            name.into(),
+            f.p50.show(micros),
+            f.p99.show(micros),
+            f.early.show(num),
+            f.sent_p50.show(micros),
+            f.sent_p99.show(micros),
+            f.seen.show(|v| format!("{:.0}%", v * 100.0)),
+        ]);
+        report.series(
+            "real kube-apiserver: write request → seen",
+            name,
+            f.all.shape(),
+        );
+    }
+    let kubectl = &figures[0];
+    for (f, what) in [
+        (&figures[2], "a WebSocket viewer"),
+        (&figures[3], "the page"),
+    ] {
+        if !f.p50.runs.is_empty() && !kubectl.p50.runs.is_empty() {
+            report.headline(
+                format!(
+                    "real kube-apiserver: p50 latency to {what} of watchlife ÷ to `kubectl get -w`"
+                ),
+                ratio(&f.p50, &kubectl.p50).show(|v| format!("{}×", num(v))),
+            );
+        }
+    }
+    let mut notes = vec![format!(
+        "**What watchlife adds.** kubectl decodes the event and prints it. watchlife's \
+         Reflector decodes it too (the Reflector row is kubectl's work, in Rust), then the \
+         event goes through the informer's FIFO, Indexer, handlers and workqueue, is encoded \
+         once for every viewer, and crosses one more WebSocket hop; the page then parses it \
+         and draws it at its next animation frame. At the median, from the write's request, \
+         a viewer of watchlife gets the event {} after kubectl prints it, and the page draws it \
+         {} after.",
+        micros(figures[2].sent_p50.median() - kubectl.sent_p50.median()),
+        micros(figures[3].sent_p50.median() - kubectl.sent_p50.median())
+    )];
+    if !browser {
+        notes.push("Chromium or chromedriver is not installed: the page was not measured.".into());
+    }
+    if let Some(e) = &failure {
+        notes.push(format!("The measurement stopped early: {e}."));
+    }
+    let summary = figures
+        .iter()
+        .zip(WATCHERS)
+        .filter(|(f, _)| !f.p50.runs.is_empty())
+        .map(|(f, name)| {
+            format!(
+                "{name}: p50 {} p99 {}",
+                micros(f.p50.median()),
+                micros(f.p99.median())
+            )
+        })
+        .collect();
+    report.sections.push(Section {
+        title: "Event latency on a real kube-apiserver: kubectl beside watchlife".into(),
+        method: format!(
+            "kube-apiserver v1.20.2 over etcd 3.4 on loopback (TLS, a bearer token). Per run, \
+             fresh watchers of the `default` namespace's configmaps: `kubectl get configmaps -w \
+             --output-watch-events -o jsonpath=…` (kubectl {}) read line by line; \
+             `{} --kubeconfig K --resources configmaps --namespace default` and a WebSocket \
+             viewer of it; the app in headless Chromium, where a `MutationObserver` notes when \
+             the event's row is first drawn. The bench then updates one configmap {WRITES} \
+             times at {RATE} writes/s; each watcher's time is measured from the moment the \
+             write's response (with its resourceVersion) was read, as asked, and, since a \
+             watch often delivers the event before the response reaches the writer, also \
+             from the moment the request was sent. {} runs.",
+            kubectl_version(),
+            config.watchlife.display(),
+            config.runs
+        ),
+        tables: vec![table],
+        notes,
+        summary,
+        seconds: started.elapsed().as_secs_f64(),
+    });
+}
+
+/// One watcher's latencies in a run (µs) from each write's response and
+/// from its request, and how many were seen before the response.
+struct Latencies {
+    answered: Vec<u64>,
+    sent: Vec<u64>,
+    early: usize,
+}
+
+/// What each watcher saw: resourceVersion → when (µs since the epoch).
+type Seen = Arc<Mutex<HashMap<String, u64>>>;
+
+async fn measure(
+    config: &Config,
+    api: &Api,
+    kubeconfig: &Path,
+    browser: bool,
+) -> Result<[Option<Latencies>; 4], String> {
+    let object = |n: usize| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": NAME, "namespace": "default"},
+            "data": {"n": n.to_string()}
+        })
+        .to_string()
+    };
+    // The object exists before anyone watches: its first write is not measured.
+    let (code, _) = api.request("POST", PATH, Some(object(0))).await?;
+    if code != 201 && code != 409 {
+        return Err(format!("creating the configmap was answered {code}"));
+    }
+
+    let kubectl = Kubectl::start(kubeconfig)?;
+    let kubeconfig_arg = kubeconfig.display().to_string();
+    let bridge = Watchlife::start(
+        &config.watchlife,
+        &[
+            "--kubeconfig",
+            &kubeconfig_arg,
+            "--resources",
+            "configmaps",
+            "--namespace",
+            "default",
+        ],
+    )?;
+    let reflector: Seen = Default::default();
+    let viewer: Seen = Default::default();
+    let reading = tokio::spawn(view(bridge.ws_url(), reflector.clone(), viewer.clone()));
+    let page = if browser {
+        Some(Page::open(&bridge).await?)
+    } else {
+        None
+    };
+    // Every watcher has listed and is watching.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let mut written = Vec::with_capacity(WRITES);
+    let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / RATE));
+    for n in 1..=WRITES {
+        ticks.tick().await;
+        let sent = now_micros();
+        let (code, body) = api
+            .request("PUT", &format!("{PATH}/{NAME}"), Some(object(n)))
+            .await?;
+        let answered = now_micros();
+        if code != 200 {
+            return Err(format!("a write was answered {code}"));
+        }
+        let rv = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["metadata"]["resourceVersion"].as_str().map(String::from))
+            .ok_or("a write's answer has no resourceVersion")?;
+        written.push((rv, sent, answered));
+    }
+    tokio::time::sleep(DRAIN).await;
+    reading.abort();
+    let drawn = match &page {
+        Some(page) => Some(page.seen().await?),
+        None => None,
+    };
+    let printed = kubectl.seen.lock().expect("not poisoned").clone();
+    let latencies = |seen: &HashMap<String, u64>| {
+        let mut out = Latencies {
+            answered: Vec::new(),
+            sent: Vec::new(),
+            early: 0,
+        };
+        for (rv, sent, answered) in &written {
+            if let Some(&at) = seen.get(rv) {
+                out.early += usize::from(at < *answered);
+                out.answered.push(at.saturating_sub(*answered));
+                out.sent.push(at.saturating_sub(*sent));
+            }
+        }
+        out
+    };
+    let result = [
+        Some(latencies(&printed)),
+        Some(latencies(&reflector.lock().expect("not poisoned"))),
+        Some(latencies(&viewer.lock().expect("not poisoned"))),
+        drawn.as_ref().map(latencies),
+    ];
+    if let Some(page) = page {
+        page.close().await;
+    }
+    Ok(result)
+}
+
+/// Reads `watchlife`'s stream: when each event frame arrived, and its
+/// Reflector stage.
+async fn view(url: String, reflector: Seen, viewer: Seen) {
+    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
+        return;
+    };
+    while let Some(Ok(message)) = ws.next().await {
+        let now = now_micros();
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let Ok(frame) = serde_json::from_str::<ServerFrame>(text.as_str()) else {
+            continue;
+        };
+        if let FrameBody::Event(event) = frame.body {
+            if let Some(mark) = event.stages.get(&Stage::Reflector) {
+                reflector
+                    .lock()
+                    .expect("not poisoned")
+                    .insert(event.resource_version.clone(), mark.at);
+            }
+            viewer
+                .lock()
+                .expect("not poisoned")
+                .insert(event.resource_version, now);
+        }
+    }
+}
+
+/// `kubectl get -w`, its lines timed as they are read; killed on drop.
+struct Kubectl {
+    child: Child,
+    seen: Seen,
+}
+
+impl Kubectl {
+    fn start(kubeconfig: &Path) -> Result<Kubectl, String> {
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args([
+                "get",
+                "configmaps",
+                "--namespace",
+                "default",
+                "--watch",
+                "--output-watch-events",
+                "-o",
+                "jsonpath={.type} {.object.metadata.resourceVersion}{\"\\n\"}",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run kubectl: {e}"))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let seen: Seen = Default::default();
+        let lines = seen.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let now = now_micros();
+                if let Some((_, rv)) = line.trim().split_once(' ') {
+                    lines
+                        .lock()
+                        .expect("not poisoned")
+                        .entry(rv.to_string())
+                        .or_insert(now);
+                }
+            }
+        });
+        Ok(Kubectl { child, seen })
+    }
+}
+
+impl Drop for Kubectl {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn kubectl_version() -> String {
+    Command::new("kubectl")
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+        .and_then(|v| v["clientVersion"]["gitVersion"].as_str().map(String::from))
+        .unwrap_or_else(|| "of unknown version".into())
+}
+
+/// The app in headless Chromium, with an observer that notes when each
+/// `data-rv` is first drawn.
+struct Page {
+    _driver: Driver,
+    client: fantoccini::Client,
+}
+
+/// Notes, per resourceVersion, when an element carrying it as `data-rv` first
+/// appears in the page (added, or an existing row given a new one), in µs
+/// since the epoch.
+const OBSERVER: &str = "window.__drawn = {}; \
+    const note = (el, t) => { const rv = el.dataset && el.dataset.rv; \
+      if (rv && !(rv in window.__drawn)) window.__drawn[rv] = t; }; \
+    new MutationObserver(changes => { \
+      const t = Math.round((performance.timeOrigin + performance.now()) * 1000); \
+      for (const c of changes) { \
+        if (c.type === 'attributes') { note(c.target, t); continue; } \
+        for (const n of c.addedNodes) { if (n.nodeType !== 1) continue; \
+          note(n, t); n.querySelectorAll('[data-rv]').forEach(el => note(el, t)); } } \
+    }).observe(document.body, {subtree: true, childList: true, attributes: true, \
+      attributeFilter: ['data-rv']}); \
+    return true;";
+
+impl Page {
+    async fn open(bridge: &Watchlife) -> Result<Page, String> {
+        let driver = Driver::start()?;
+        let client = driver.session().await?;
+        client
+            .goto(&format!("http://{}/", bridge.addr))
+            .await
+            .map_err(|e| format!("opening the app: {e}"))?;
+        crate::browser::wait_connected(&client).await?;
+        client
+            .execute(OBSERVER, vec![])
+            .await
+            .map_err(|e| format!("installing the observer: {e}"))?;
+        Ok(Page {
+            _driver: driver,
+            client,
+        })
+    }
+
+    async fn seen(&self) -> Result<HashMap<String, u64>, String> {
+        let drawn = self
+            .client
+            .execute("return window.__drawn;", vec![])
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(drawn
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(rv, t)| Some((rv.clone(), t.as_f64()? as u64)))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn close(self) {
+        let _ = self.client.close().await;
+    }
+}
