@@ -48,16 +48,21 @@ scenarios: build
 	done
 	$(MAKE) build
 
-## embed: the replay page, a folder that any static host serves, no server logic (EMBED_DIR, default embed/):
-##        embed.html?scenario=pod-lifecycle&controls=minimal&theme=dark&captions=on
+## embed: a folder that any static host serves, no server logic (EMBED_DIR, default embed/):
+##        embed.html?scenario=pod-lifecycle&controls=minimal&theme=dark&captions=on replays a recording;
+##        demo.html runs the demo control plane in the page, its actions included
 EMBED_DIR ?= embed
 embed: setup
-	@echo "[embed] the browser app with relative links, and the scenarios, into $(EMBED_DIR)/"
+	@echo "[embed] the replay page and the in-page demo, with relative links, into $(EMBED_DIR)/"
 	trunk build static/embed.html --release --dist $(TARGET_DIR)/embed-dist --public-url ./
+	trunk build static/demo.html --release --dist $(TARGET_DIR)/demo-dist --public-url ./
 	rm -rf $(EMBED_DIR)
 	cp -r $(TARGET_DIR)/embed-dist $(EMBED_DIR)
 	if [ -f $(EMBED_DIR)/index.html ]; then mv $(EMBED_DIR)/index.html $(EMBED_DIR)/embed.html; fi
-	@echo "[embed] $(EMBED_DIR)/embed.html is ready; gzipped it weighs $$(cat $(EMBED_DIR)/*.wasm $(EMBED_DIR)/*.js $(EMBED_DIR)/*.css $(EMBED_DIR)/embed.html | gzip -9 | wc -c) bytes, one scenario included: $$(gzip -9 -c $(EMBED_DIR)/scenarios/pod-lifecycle.jsonl | wc -c) bytes"
+	cp $(TARGET_DIR)/demo-dist/*.wasm $(TARGET_DIR)/demo-dist/*.js $(EMBED_DIR)/
+	cp $(TARGET_DIR)/demo-dist/index.html $(EMBED_DIR)/demo.html
+	@echo "[embed] $(EMBED_DIR)/embed.html is ready; gzipped it weighs $$(cat $(EMBED_DIR)/embed.html $$(grep -o 'watchlife-frontend-[0-9a-f]*[._a-z]*' $(EMBED_DIR)/embed.html | sort -u | sed 's|^|$(EMBED_DIR)/|') $(EMBED_DIR)/*.css | gzip -9 | wc -c) bytes, one scenario included: $$(gzip -9 -c $(EMBED_DIR)/scenarios/pod-lifecycle.jsonl | wc -c) bytes"
+	@echo "[embed] $(EMBED_DIR)/demo.html is ready; gzipped it weighs $$(cat $(EMBED_DIR)/demo.html $$(grep -o 'watchlife-frontend-[0-9a-f]*[._a-z]*' $(EMBED_DIR)/demo.html | sort -u | sed 's|^|$(EMBED_DIR)/|') $(EMBED_DIR)/*.css | gzip -9 | wc -c) bytes"
 
 ## install: the binary, and a link that makes it `kubectl watchlife` (PREFIX=~/.local by default)
 PREFIX ?= $(HOME)/.local
@@ -70,6 +75,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p watchlife-frontend --features replay --all-targets -- -D warnings
+	$(CARGO) clippy -p watchlife-frontend --features in-page --all-targets -- -D warnings
 
 clean:
 	$(CARGO) clean

@@ -1,7 +1,7 @@
 //! What every request handler shares.
 
-use crate::actions::{self, ActionError};
 use crate::hub::Hub;
+use watchlife_controlplane::demo_action::{self, ActionError};
 use watchlife_controlplane::{Clock, ControlPlane};
 use watchlife_protocol::{
     ActionResult, DemoAction, ErrorCode, Hello, Micros, PROTOCOL_VERSION, Source, Stage,
@@ -46,7 +46,7 @@ impl App {
                 message: "demo actions only run against the embedded demo control plane; watchlife never writes to a real cluster".into(),
             });
         };
-        let message = actions::run(cp, &action)?;
+        let message = demo_action::run(cp, &action)?;
         Ok(ActionResult { action, message })
     }
 }

@@ -20,10 +20,10 @@
 //! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/version`, the app), the connection
 //!   cap and graceful shutdown; [`assets`], the embedded app, and [`csp`], its security policy.
 //! - [`access`]: who may connect (token, Origin, Host); [`metrics`]: the Prometheus numbers.
-//! - [`app`] and [`actions`]: shared state, and the demo actions viewers may ask for.
+//! - [`app`]: shared state, and the demo actions viewers may ask for (carried out by
+//!   the core's `demo_action`).
 
 pub mod access;
-pub mod actions;
 pub mod app;
 pub mod assets;
 pub mod cli;

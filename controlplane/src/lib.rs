@@ -2,7 +2,8 @@
 //!
 //! # Layout
 //! - [`store`]: an MVCC store modelled on etcd (one revision counter, history, compaction).
-//! - [`watch_cache`]: the apiserver's Cacher (a ring of recent events, a snapshot, many watchers).
+//! - [`watch_cache`]: the apiserver's Cacher (a ring of recent events, a snapshot, many watchers);
+//!   [`watch_cache_report`], its state as viewers see it.
 //! - [`control_plane`]: both behind one lock, with the apiserver's object rules.
 //! - [`controllers`]: informers, workqueues and the demo's controllers (deployment,
 //!   replicaset, scheduler, kubelet, garbage collector), run by [`controllers::Demo`].
@@ -10,7 +11,8 @@
 //!   label and field selectors; [`status`]: failures as Kubernetes `Status`.
 //! - [`story`]: the scripted workload that keeps the demo alive.
 //! - [`ledger`]: when each recent change was committed, cached and dispatched.
-//! - [`actions`]: what a user does with kubectl (scale, label, set image, delete a pod).
+//! - [`actions`]: what a user does with kubectl (scale, label, set image, delete a pod);
+//!   [`demo_action`], the viewers' demo actions carried out through them.
 //! - [`resource`], [`object`], [`clock`], [`time`]: the served types and small helpers.
 //!
 //! Nothing here opens a socket or reads the OS clock directly, so the same core
@@ -20,6 +22,7 @@ pub mod actions;
 pub mod clock;
 pub mod control_plane;
 pub mod controllers;
+pub mod demo_action;
 pub mod ledger;
 pub mod list;
 pub mod object;
@@ -30,6 +33,7 @@ pub mod store;
 pub mod story;
 pub mod time;
 pub mod watch_cache;
+pub mod watch_cache_report;
 
 pub use clock::Clock;
 pub use control_plane::{ApiError, ControlPlane};

@@ -13,6 +13,8 @@
 //! - [`replay`] (the `replay` feature, built by `make embed`): a recording
 //!   played with no bridge. The live page and the replay page are two builds
 //!   of this crate, so that each carries only its own code.
+//! - [`in_page`] (the `in-page` feature, `make embed`'s `demo.html`): the demo
+//!   control plane and the informer running in the page, with no bridge.
 //! - [`stats`], [`history`], [`narration`]: numbers, diffs and words.
 //! - [`components`]: what is drawn.
 
@@ -20,6 +22,8 @@ pub mod animator;
 pub mod components;
 pub mod connection;
 pub mod history;
+#[cfg(feature = "in-page")]
+pub mod in_page;
 pub mod model;
 pub mod narration;
 pub mod player;
@@ -92,15 +96,21 @@ pub fn App() -> impl IntoView {
 }
 
 /// The live page: the stream from the bridge that served it, recordable.
-#[cfg(not(feature = "replay"))]
+#[cfg(not(any(feature = "replay", feature = "in-page")))]
 fn start_source(model: model::Model, view: view_state::ViewState) {
     let tape = tape::Tape::new();
     provide_context(tape);
     connection::connect(model, view.token.get_value(), tape);
 }
 
+/// The in-page demo: the control plane runs here.
+#[cfg(feature = "in-page")]
+fn start_source(model: model::Model, _view: view_state::ViewState) {
+    in_page::start(model);
+}
+
 /// The replay page: the recording the URL names, or one dropped on the page.
-#[cfg(feature = "replay")]
+#[cfg(all(feature = "replay", not(feature = "in-page")))]
 fn start_source(model: model::Model, view: view_state::ViewState) {
     let replay = replay::Replay::new(model, view);
     provide_context(replay);
@@ -112,12 +122,16 @@ fn start_source(model: model::Model, view: view_state::ViewState) {
     }
 }
 
-#[cfg(not(feature = "replay"))]
+#[cfg(not(any(feature = "replay", feature = "in-page")))]
 fn bar() -> impl IntoView {
     view! { <record_bar::RecordBar/> }
 }
 
-#[cfg(feature = "replay")]
+#[cfg(all(feature = "replay", not(feature = "in-page")))]
 fn bar() -> impl IntoView {
     view! { <replay_bar::ReplayBar/> }
 }
+
+/// The in-page demo has nothing to record or replay: its actions are its controls.
+#[cfg(feature = "in-page")]
+fn bar() -> impl IntoView {}

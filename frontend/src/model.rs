@@ -49,6 +49,8 @@ pub enum Link {
     },
     /// No bridge: the page plays a recording.
     Replay,
+    /// No bridge: the demo control plane runs in the page.
+    InPage,
 }
 
 impl Link {
@@ -62,6 +64,7 @@ impl Link {
             Link::Resyncing => "resyncing",
             Link::Incompatible { .. } => "incompatible",
             Link::Replay => "replay",
+            Link::InPage => "in this page",
         }
     }
 }
@@ -288,7 +291,7 @@ impl Model {
 
     /// The link is up, unless the page is replaying (which has none).
     fn connected(&self) {
-        if self.link.get_untracked() != Link::Replay {
+        if !matches!(self.link.get_untracked(), Link::Replay | Link::InPage) {
             self.link.set(Link::Connected);
         }
     }

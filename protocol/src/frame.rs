@@ -64,6 +64,9 @@ pub enum Source {
     Demo { api: String },
     /// A real cluster, by kubeconfig context and server URL.
     Cluster { context: String, server: String },
+    /// The demo control plane compiled into the viewer's own page: no bridge,
+    /// and every stage time is read from the browser's clock.
+    InPage,
 }
 
 /// Greeting sent first on every connection.

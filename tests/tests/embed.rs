@@ -498,3 +498,93 @@ async fn a_gzipped_recording_opened_from_a_file_plays() {
     assert_eq!(object_table(&browser).await, expected_table(&recorded));
     browser.close().await;
 }
+
+/// Live pods in the object table.
+async fn live_pods(browser: &Browser) -> usize {
+    object_table(browser)
+        .await
+        .iter()
+        .filter(|row| row.starts_with("pods ") && row.ends_with(" false"))
+        .count()
+}
+
+#[tokio::test]
+async fn the_interactive_embed_runs_the_control_plane_in_the_page() {
+    let (_dir, server) = serve_with(&[]).await;
+    let browser = Browser::start(1280, 900).await;
+    browser
+        .client
+        .goto(&server.url("demo.html"))
+        .await
+        .expect("open the interactive embed");
+    browser
+        .wait_until(
+            "the page runs its own control plane",
+            "document.querySelector('#link[data-link=\"in this page\"]') && \
+             document.querySelector('.topbar').textContent.includes('measured by this browser')",
+        )
+        .await;
+    // The story's deployment and its pods come from the control plane in the
+    // page: listed and watched by the page's own Reflectors.
+    browser
+        .wait_until(
+            "the story's deployment is there",
+            "[...document.querySelectorAll('#action-deployment option')].some(o => o.value.endsWith('/web'))",
+        )
+        .await;
+    browser
+        .wait_until(
+            "every Reflector is watching",
+            "[...document.querySelectorAll('g.reflector')].length === 4",
+        )
+        .await;
+    let before = live_pods(&browser).await;
+
+    // Scaling runs in the page: the deployment controller, the replicaset
+    // controller, the scheduler and the kubelets make the pods, and each pod
+    // arrives through the page's watch as events.
+    let target = before + 4;
+    browser.fill("#replicas", &target.to_string()).await;
+    browser.click("#action-scale").await;
+    browser
+        .wait_until(
+            "the scale is carried out",
+            "(document.querySelector('#notice')?.textContent || '').includes('scaled deployment default/web')",
+        )
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut now = live_pods(&browser).await;
+    while now < target && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        now = live_pods(&browser).await;
+    }
+    assert!(
+        now >= target,
+        "scaled to {target}, the page shows {now} live pods (from {before})"
+    );
+    // Their events passed every stage, timed by the browser: each stage
+    // shows a measured latency, the server-side ones as well as the informer's.
+    let latencies = browser
+        .eval(
+            "Object.fromEntries([...document.querySelectorAll('g.stage')].map(g => \
+             [g.dataset.stage, g.querySelector('.stage-latency')?.textContent || '']))",
+        )
+        .await;
+    for stage in [
+        "watch_cache",
+        "watch_stream",
+        "reflector",
+        "fifo",
+        "reconcile",
+    ] {
+        let text = latencies[stage].as_str().unwrap_or_default();
+        assert!(
+            text.chars().any(|c| c.is_ascii_digit()),
+            "stage {stage} shows a measured latency: {latencies}"
+        );
+    }
+    browser
+        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/embed-demo.png"))
+        .await;
+    browser.close().await;
+}

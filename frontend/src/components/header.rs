@@ -12,6 +12,10 @@ pub fn Header() -> impl IntoView {
         model.hello.with(|h| match h.as_ref().map(|h| &h.source) {
             Some(Source::Demo { .. }) => "embedded demo control plane".to_string(),
             Some(Source::Cluster { context, .. }) => format!("cluster {context}"),
+            Some(Source::InPage) => {
+                "demo control plane running in this page · every time measured by this browser"
+                    .to_string()
+            }
             None => "—".to_string(),
         })
     };

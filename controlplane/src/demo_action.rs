@@ -1,9 +1,10 @@
-//! Demo actions: changes a viewer asks the demo control plane to make.
+//! Demo actions: changes a viewer asks the demo control plane to make, from
+//! the bridge's WebSocket or from the page that runs the core itself.
 
-use watchlife_controlplane::ControlPlane;
-use watchlife_controlplane::actions as act;
-use watchlife_controlplane::control_plane::SLOW_WATCHER_BUFFER;
-use watchlife_controlplane::resource::{self, DEPLOYMENTS, PODS};
+use crate::ControlPlane;
+use crate::actions as act;
+use crate::control_plane::SLOW_WATCHER_BUFFER;
+use crate::resource::{self, DEPLOYMENTS, PODS};
 use watchlife_protocol::{DemoAction, ErrorCode};
 
 /// A demo action that could not be carried out.
@@ -13,8 +14,8 @@ pub struct ActionError {
     pub message: String,
 }
 
-impl From<watchlife_controlplane::ApiError> for ActionError {
-    fn from(e: watchlife_controlplane::ApiError) -> Self {
+impl From<crate::ApiError> for ActionError {
+    fn from(e: crate::ApiError) -> Self {
         ActionError {
             code: ErrorCode::ActionFailed,
             message: e.to_string(),
@@ -23,7 +24,7 @@ impl From<watchlife_controlplane::ApiError> for ActionError {
 }
 
 /// Carries out `action` as a user's kubectl would (through the core's
-/// [`watchlife_controlplane::actions`]), returning a sentence that describes
+/// [`crate::actions`]), returning a sentence that describes
 /// what happened.
 pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError> {
     match action {
