@@ -69,6 +69,7 @@ pub fn App() -> impl IntoView {
                 "full"
             };
             let _ = root.set_attribute("data-controls", controls);
+            let _ = root.set_attribute("data-page", PAGE);
         }
     });
     view! {
@@ -94,6 +95,14 @@ pub fn App() -> impl IntoView {
         <help::Help/>
     }
 }
+
+/// Which build this is, for the stylesheet (`data-page` on the root).
+#[cfg(not(any(feature = "replay", feature = "in-page")))]
+const PAGE: &str = "live";
+#[cfg(all(feature = "replay", not(feature = "in-page")))]
+const PAGE: &str = "replay";
+#[cfg(feature = "in-page")]
+const PAGE: &str = "in-page";
 
 /// The live page: the stream from the bridge that served it, recordable.
 #[cfg(not(any(feature = "replay", feature = "in-page")))]

@@ -514,7 +514,7 @@ async fn the_interactive_embed_runs_the_control_plane_in_the_page() {
     let browser = Browser::start(1280, 900).await;
     browser
         .client
-        .goto(&server.url("demo.html"))
+        .goto(&server.url("demo.html?controls=minimal"))
         .await
         .expect("open the interactive embed");
     browser
@@ -539,6 +539,14 @@ async fn the_interactive_embed_runs_the_control_plane_in_the_page() {
         )
         .await;
     let before = live_pods(&browser).await;
+    assert!(
+        browser
+            .eval("getComputedStyle(document.querySelector('.actions')).display !== 'none'")
+            .await
+            .as_bool()
+            .unwrap_or(false),
+        "minimal controls keep the in-page demo's actions"
+    );
 
     // Scaling runs in the page: the deployment controller, the replicaset
     // controller, the scheduler and the kubelets make the pods, and each pod
