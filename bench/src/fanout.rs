@@ -594,14 +594,7 @@ async fn crowd_run(
 /// aborted: one MODIFIED event each.
 async fn write_configmap(api: std::net::SocketAddr, rate: u32) {
     let path = "/api/v1/namespaces/default/configmaps";
-    let object = |n: u64| {
-        serde_json::json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "bench-crowd", "namespace": "default"},
-            "data": {"n": n.to_string()}
-        })
-        .to_string()
-    };
+    let object = |n: u64| crate::objects::numbered_configmap("bench-crowd", n);
     let _ = send(api, "POST", path, &object(0)).await;
     let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

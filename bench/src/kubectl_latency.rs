@@ -240,14 +240,7 @@ async fn measure(
     kubeconfig: &Path,
     browser: bool,
 ) -> Result<[Option<Latencies>; 4], String> {
-    let object = |n: usize| {
-        serde_json::json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": NAME, "namespace": "default"},
-            "data": {"n": n.to_string()}
-        })
-        .to_string()
-    };
+    let object = |n: usize| crate::objects::numbered_configmap(NAME, n as u64);
     // The object exists before anyone watches: its first write is not measured.
     let (code, _) = api.request("POST", PATH, Some(object(0))).await?;
     if code != 201 && code != 409 {

@@ -44,6 +44,17 @@ pub fn configmap(name: &str) -> Value {
     })
 }
 
+/// The configmap `name` in `default` with `n` as its only data, as JSON: the
+/// object the bench writes again and again, one MODIFIED event a write.
+pub fn numbered_configmap(name: &str, n: u64) -> String {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": {"n": n.to_string()}
+    })
+    .to_string()
+}
+
 /// The name of the `i`-th pod.
 pub fn pod_name(i: usize) -> String {
     format!("web-7d4b9c8f6-{i:06}")

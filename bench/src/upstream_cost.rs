@@ -269,14 +269,7 @@ async fn steps(
     let updates = Arc::new(AtomicU64::new(0));
     let gate = Arc::new(Semaphore::new(CONNECTING));
     let mut viewers = Vec::new();
-    let object = |n: u64| {
-        serde_json::json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": NAME, "namespace": "default"},
-            "data": {"n": n.to_string()}
-        })
-        .to_string()
-    };
+    let object = |n: u64| crate::objects::numbered_configmap(NAME, n);
     let (code, _) = servers.api.request("POST", PATH, Some(object(0))).await?;
     if code != 201 && code != 409 {
         return Err(format!("creating the configmap was answered {code}"));
