@@ -80,7 +80,7 @@ impl Scenario {
         pause().await;
         match self {
             Scenario::PodLifecycle => {
-                let pod = running_pod(cp).ok_or_else(|| ApiError::NotFound {
+                let pod = story::victim(cp).ok_or_else(|| ApiError::NotFound {
                     kind: PODS.plural.into(),
                     name: format!("{DEPLOYMENT}-*"),
                 })?;
@@ -137,16 +137,6 @@ impl Scenario {
         }
         Ok(())
     }
-}
-
-/// A running pod of the story's Deployment, the first by name.
-fn running_pod(cp: &ControlPlane) -> Option<String> {
-    let (pods, _) = cp.list(PODS, Some(NAMESPACE));
-    pods.iter()
-        .filter(|p| p["metadata"]["labels"]["app"] == DEPLOYMENT)
-        .filter(|p| p["status"]["phase"] == "Running")
-        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
-        .min()
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ pub fn deployment() -> Value {
 
 /// The pod a user would pick to delete: a running pod of the Deployment not
 /// already being deleted (the first by name).
-fn victim(cp: &ControlPlane) -> Option<String> {
+pub fn victim(cp: &ControlPlane) -> Option<String> {
     let (pods, _) = cp.list(PODS, Some(NAMESPACE));
     pods.iter()
         .filter(|p| p["metadata"]["labels"]["app"] == DEPLOYMENT)
