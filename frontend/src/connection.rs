@@ -2,7 +2,7 @@
 //! the link drops or stalls, reconnect with backoff and resume from the cursor.
 //! A bridge that speaks a newer protocol is not retried: only a reload helps.
 
-use crate::model::{Link, Model};
+use crate::model::{Link, Model, now_ms};
 use crate::tape::Tape;
 use crate::view_state::encode;
 use futures::channel::mpsc;
@@ -75,14 +75,14 @@ async fn read_frames(
     tape: Tape,
 ) -> bool {
     let mut greeted = false;
+    // One timer for the silence, set again only when it goes off: a frame
+    // costs a clock reading, not a timer of its own.
+    let mut heard = now_ms();
+    let mut timer = TimeoutFuture::new(stall_ms(&model));
     loop {
-        let stall_ms = model
-            .hello
-            .with_untracked(|h| h.as_ref().map(|h| h.heartbeat_ms * STALL_PERIODS))
-            .unwrap_or(DEFAULT_STALL_MS);
-        let timer = TimeoutFuture::new(stall_ms.min(u32::MAX as u64) as u32);
-        match select(read.next(), timer).await {
+        match select(read.next(), &mut timer).await {
             Either::Left((Some(Ok(Message::Text(text))), _)) => {
+                heard = now_ms();
                 match serde_json::from_str::<ServerFrame>(&text) {
                     Ok(frame) => {
                         greeted |= matches!(frame.body, watchlife_protocol::FrameBody::Hello(_));
@@ -114,14 +114,29 @@ async fn read_frames(
                     }
                 }
             }
-            Either::Left((Some(Ok(Message::Bytes(_))), _)) => {}
+            Either::Left((Some(Ok(Message::Bytes(_))), _)) => heard = now_ms(),
             Either::Left((Some(Err(_)) | None, _)) => return greeted,
             Either::Right(_) => {
-                model.link.set(Link::Stalled);
-                return greeted;
+                let silence = now_ms() - heard;
+                let allowed = f64::from(stall_ms(&model));
+                if silence >= allowed {
+                    model.link.set(Link::Stalled);
+                    return greeted;
+                }
+                timer = TimeoutFuture::new((allowed - silence).ceil() as u32);
             }
         }
     }
+}
+
+/// Silence (ms) after which the link is called stalled: a few heartbeat
+/// periods once the bridge said how long one is.
+fn stall_ms(model: &Model) -> u32 {
+    model
+        .hello
+        .with_untracked(|h| h.as_ref().map(|h| h.heartbeat_ms * STALL_PERIODS))
+        .unwrap_or(DEFAULT_STALL_MS)
+        .min(u64::from(u32::MAX)) as u32
 }
 
 /// `ws://` or `wss://` URL of the bridge that served the page, with the

@@ -13,12 +13,15 @@
 //! - [`replay`] (the `replay` feature, built by `make embed`): a recording
 //!   played with no bridge. The live page and the replay page are two builds
 //!   of this crate, so that each carries only its own code.
-//! - [`stats`], [`history`], [`narration`]: numbers, diffs and words.
+//! - [`stats`], [`history`], [`narration`]: numbers, diffs and words;
+//!   [`deletions`]: how long deleted objects stay in the table.
+//! - [`throttle`]: costly panels redrawn a few times a second, not per frame.
 //! - [`components`]: what is drawn.
 
 pub mod animator;
 pub mod components;
 pub mod connection;
+pub mod deletions;
 pub mod history;
 pub mod model;
 pub mod narration;
@@ -27,6 +30,7 @@ pub mod player;
 pub mod replay;
 pub mod stats;
 pub mod tape;
+pub mod throttle;
 pub mod view_state;
 
 use components::*;
