@@ -15,12 +15,15 @@
 //!   of this crate, so that each carries only its own code.
 //! - [`in_page`] (the `in-page` feature, `make embed`'s `demo.html`): the demo
 //!   control plane and the informer running in the page, with no bridge.
-//! - [`stats`], [`history`], [`narration`]: numbers, diffs and words.
+//! - [`stats`], [`history`], [`narration`]: numbers, diffs and words;
+//!   [`deletions`]: how long deleted objects stay in the table.
+//! - [`throttle`]: costly panels redrawn a few times a second, not per frame.
 //! - [`components`]: what is drawn.
 
 pub mod animator;
 pub mod components;
 pub mod connection;
+pub mod deletions;
 pub mod history;
 #[cfg(feature = "in-page")]
 pub mod in_page;
@@ -31,6 +34,7 @@ pub mod player;
 pub mod replay;
 pub mod stats;
 pub mod tape;
+pub mod throttle;
 pub mod view_state;
 
 use components::*;

@@ -1,5 +1,6 @@
 //! What the page knows, as signals, and how each frame changes it.
 
+use crate::deletions::Deletions;
 use crate::history::{ObjectHistory, Version};
 use crate::stats::{PipelineStats, RateSeries};
 use futures::channel::mpsc::UnboundedSender;
@@ -17,17 +18,9 @@ pub const EVENT_RING: usize = 2_000;
 /// Events waiting to be handed to the animation. It drains them every frame;
 /// this bounds the queue while frames do not run (a hidden tab).
 pub const ARRIVALS_CAP: usize = 1_024;
-/// How long a deleted object stays in the table (greyed, its history ending
-/// in DELETED), so that what happened to it can still be read.
-pub const DELETED_KEPT_MS: f64 = 60_000.0;
-/// Deleted objects kept at most, however many were deleted in that time.
-pub const DELETED_KEPT: usize = 100;
 /// Stream frames held for the next animation frame at most: beyond it (a
 /// hidden tab, where animation frames stop) they are applied at once.
 pub const INBOX_CAP: usize = 2_048;
-/// How often (at most) deleted objects are looked through for expiry: not on
-/// every event, which would cost a pass over every object at high rates.
-const EXPIRY_EVERY_MS: f64 = 1_000.0;
 
 /// The state of the link to the bridge.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +62,9 @@ impl Link {
     }
 }
 
-/// One event as received, shared by the log, the animation and the histories.
+/// One event as received, shared by the log and the animation. Its
+/// `object` is left null: the object's history keeps it (see
+/// [`crate::history::Version`]), so that it is not copied for every event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
     pub seq: u64,
@@ -102,6 +97,14 @@ pub struct Model {
     pub reflectors: RwSignal<BTreeMap<String, ReflectorState>>,
     /// Current objects with their recent versions.
     pub objects: RwSignal<BTreeMap<ObjectKey, ObjectHistory>>,
+    /// Notified when which objects there are changes (one added, deleted or
+    /// forgotten, or a snapshot), not when one is modified: what lists of
+    /// names follow, so that a busy object does not rebuild them.
+    pub roster: Trigger,
+    /// Notified when the stream stands still (a replay jumped or ended):
+    /// views that redraw a few times a second redraw at once, so that the
+    /// page shows the state it stopped at without waiting out a period.
+    pub settled: Trigger,
     /// Rates, depths and latencies per stage.
     pub stats: RwSignal<PipelineStats>,
     /// Events received per second, for the rate plot.
@@ -118,8 +121,8 @@ pub struct Model {
     pub arrivals: StoredValue<VecDeque<EventRow>>,
     /// The open connection's writer, when there is one.
     pub outbox: StoredValue<Option<UnboundedSender<String>>>,
-    /// Page time deleted objects were last looked through for expiry.
-    last_expiry: StoredValue<f64>,
+    /// The deleted objects in `objects`, oldest deletion first.
+    deletions: StoredValue<Deletions>,
     /// Stream frames received and not yet applied. They are applied together
     /// once per animation frame ([`Model::flush`]), so the page recomputes
     /// and redraws once per frame however many events arrived, instead of
@@ -129,6 +132,19 @@ pub struct Model {
     /// windows and expiry then follow the recording, not the wall, so a
     /// replay always ends in the same state.
     clock: StoredValue<Option<f64>>,
+    /// The signals every event writes, written without notice and notified
+    /// once at the end of the frame or batch ([`Model::batch`]).
+    unnotified: StoredValue<Unnotified>,
+}
+
+/// Which of the signals events write have changed since they were last
+/// notified, and whether a batch is under way.
+#[derive(Debug, Default, Clone, Copy)]
+struct Unnotified {
+    batching: bool,
+    events: bool,
+    objects: bool,
+    roster: bool,
 }
 
 impl Model {
@@ -140,6 +156,8 @@ impl Model {
             dropped: RwSignal::new(0),
             reflectors: RwSignal::new(BTreeMap::new()),
             objects: RwSignal::new(BTreeMap::new()),
+            roster: Trigger::new(),
+            settled: Trigger::new(),
             stats: RwSignal::new(PipelineStats::default()),
             rates: RwSignal::new(RateSeries::default()),
             watch_caches: RwSignal::new(None),
@@ -148,9 +166,10 @@ impl Model {
             notice: RwSignal::new(None),
             arrivals: StoredValue::new(VecDeque::new()),
             outbox: StoredValue::new(None),
-            last_expiry: StoredValue::new(0.0),
+            deletions: StoredValue::new(Deletions::default()),
             clock: StoredValue::new(None),
             inbox: StoredValue::new(Vec::new()),
+            unnotified: StoredValue::new(Unnotified::default()),
         }
     }
 
@@ -175,14 +194,60 @@ impl Model {
         }
     }
 
-    /// Applies the frames held by [`Model::receive`], in order.
+    /// Applies the frames held by [`Model::receive`], in order, as one batch.
     pub fn flush(&self) {
         let frames = self
             .inbox
             .try_update_value(std::mem::take)
             .unwrap_or_default();
-        for frame in frames {
-            self.apply(frame);
+        if frames.is_empty() {
+            return;
+        }
+        self.batch(|| {
+            for frame in frames {
+                self.apply(frame);
+            }
+        });
+    }
+
+    /// Runs `f`, which applies frames, notifying the signals that events
+    /// write once at the end instead of once per event: what depends on
+    /// them is recomputed once for the whole batch. Control frames inside
+    /// still notify at once.
+    pub fn batch(&self, f: impl FnOnce()) {
+        let outer = self
+            .unnotified
+            .try_update_value(|u| std::mem::replace(&mut u.batching, true))
+            .unwrap_or(true);
+        f();
+        if !outer {
+            self.unnotified.update_value(|u| u.batching = false);
+            self.notify_events();
+        }
+    }
+
+    /// Notifies the signals events wrote without notice, unless a batch is
+    /// under way (it notifies them when it ends).
+    fn notify_events(&self) {
+        let Some(changed) = self
+            .unnotified
+            .try_update_value(|u| (!u.batching).then(|| std::mem::take(u)))
+            .flatten()
+        else {
+            return;
+        };
+        if changed.events {
+            self.events.notify();
+            self.dropped.notify();
+            self.stats.notify();
+            self.rates.notify();
+            self.cursor.notify();
+        }
+        if changed.objects {
+            self.objects.notify();
+        }
+        if changed.roster {
+            self.roster.notify();
         }
     }
 
@@ -205,6 +270,7 @@ impl Model {
         self.dropped.set(0);
         self.reflectors.set(BTreeMap::new());
         self.objects.set(BTreeMap::new());
+        self.roster.notify();
         self.stats.set(PipelineStats::default());
         self.rates.set(RateSeries::default());
         self.watch_caches.set(None);
@@ -212,7 +278,12 @@ impl Model {
         self.last_error.set(None);
         self.notice.set(None);
         self.arrivals.set_value(VecDeque::new());
-        self.last_expiry.set_value(0.0);
+        self.deletions.set_value(Deletions::default());
+    }
+
+    /// Says the stream stands still (see [`Model::settled`]).
+    pub fn settle(&self) {
+        self.settled.notify();
     }
 
     /// Sends a message to the bridge. False when there is no connection.
@@ -254,7 +325,11 @@ impl Model {
                 self.hello.set(Some(hello));
                 self.connected();
             }
-            FrameBody::Event(event) => self.apply_event(seq, event),
+            FrameBody::Event(event) => {
+                self.apply_event(seq, event);
+                self.notify_events();
+                return;
+            }
             FrameBody::Reflector(update) => {
                 if let Some(text) =
                     crate::narration::reflector_caption(&update.resource, &update.state)
@@ -296,15 +371,26 @@ impl Model {
         }
     }
 
-    fn apply_event(&self, seq: u64, event: WatchEvent) {
+    /// Records one event. The signals it writes are not notified here (see
+    /// [`Model::notify_events`]).
+    fn apply_event(&self, seq: u64, mut event: WatchEvent) {
+        // The object is kept by its history only (see [`EventRow`]).
+        let object = Arc::new(std::mem::take(&mut event.object));
         let row = EventRow {
             seq,
             event: Arc::new(event),
         };
         let now = self.now();
-        self.stats.update(|s| s.record(&row.event.stages, now));
-        self.rates.update(|r| r.record(row.event.event_type, now));
-        self.track_object(&row, now);
+        self.stats
+            .try_update_untracked(|s| s.record(&row.event.stages, now));
+        self.rates
+            .try_update_untracked(|r| r.record(row.event.event_type, now));
+        self.cursor.try_update_untracked(|c| {
+            if let Some((_, last)) = c {
+                *last = (*last).max(seq);
+            }
+        });
+        self.track_object(&row, object, now);
         self.arrivals.update_value(|a| {
             // Make room by dropping the oldest ordinary event: an error or a
             // listed object is always handed on.
@@ -315,16 +401,21 @@ impl Model {
             }
             a.push_back(row.clone());
         });
-        self.events.update(|events| {
-            if events.len() >= EVENT_RING {
+        let full = self.events.try_update_untracked(|events| {
+            let full = events.len() >= EVENT_RING;
+            if full {
                 events.pop_front();
-                self.dropped.update(|d| *d += 1);
             }
             events.push_back(row);
+            full
         });
+        if full == Some(true) {
+            self.dropped.try_update_untracked(|d| *d += 1);
+        }
+        self.unnotified.update_value(|u| u.events = true);
     }
 
-    fn track_object(&self, row: &EventRow, now: f64) {
+    fn track_object(&self, row: &EventRow, object: Arc<serde_json::Value>, now: f64) {
         let e = &row.event;
         if matches!(e.event_type, EventType::Bookmark | EventType::Error) {
             return;
@@ -334,28 +425,34 @@ impl Model {
             event_type: e.event_type,
             resource_version: e.resource_version.clone(),
             initial: e.initial,
-            object: Arc::new(e.object.clone()),
+            object,
         };
-        let expire = e.event_type == EventType::Deleted
-            || now - self.last_expiry.get_value() > EXPIRY_EVERY_MS;
-        if expire {
-            self.last_expiry.set_value(now);
-        }
-        self.objects.update(|objects| {
+        let roster_changed = self.objects.try_update_untracked(|objects| {
+            let mut changed = !objects.contains_key(&key);
             let history = objects
-                .entry(key)
+                .entry(key.clone())
                 .or_insert_with(|| ObjectHistory::new(e.target.clone()));
+            let was_deleted = history.deleted;
+            let deleted_before = history.deleted_at;
             if history.deleted && e.event_type != EventType::Deleted {
                 // The name is used again: a new object, with a new history.
                 *history = ObjectHistory::new(e.target.clone());
             }
             history.push(version);
+            changed |= was_deleted != history.deleted;
             // A deleted object has left the Indexer; the page keeps it a
             // while, greyed, so its history can still be read.
             history.deleted_at = history.deleted.then_some(now);
-            if expire {
-                forget_deleted(objects, now);
-            }
+            let deleted_after = history.deleted_at;
+            self.deletions.update_value(|d| {
+                d.changed(&key, deleted_before, deleted_after);
+                changed |= d.forget(objects, now);
+            });
+            changed
+        });
+        self.unnotified.update_value(|u| {
+            u.objects = true;
+            u.roster |= roster_changed == Some(true);
         });
     }
 
@@ -392,31 +489,18 @@ impl Model {
                     next.insert(key, history);
                 }
             }
-            forget_deleted(&mut next, now);
+            let mut deletions = Deletions::of(&next);
+            deletions.forget(&mut next, now);
+            self.deletions.set_value(deletions);
             *objects = next;
         });
+        self.roster.notify();
     }
 }
 
 impl Default for Model {
     fn default() -> Self {
         Model::new()
-    }
-}
-
-/// Drops deleted objects older than [`DELETED_KEPT_MS`], and the oldest
-/// ones beyond [`DELETED_KEPT`].
-fn forget_deleted(objects: &mut BTreeMap<ObjectKey, ObjectHistory>, now: f64) {
-    objects.retain(|_, h| h.deleted_at.is_none_or(|at| now - at < DELETED_KEPT_MS));
-    let mut deleted: Vec<(f64, ObjectKey)> = objects
-        .iter()
-        .filter_map(|(k, h)| h.deleted_at.map(|at| (at, k.clone())))
-        .collect();
-    if deleted.len() > DELETED_KEPT {
-        deleted.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (_, key) in &deleted[..deleted.len() - DELETED_KEPT] {
-            objects.remove(key);
-        }
     }
 }
 
@@ -430,8 +514,10 @@ pub fn incompatible_message(bridge: u32) -> String {
 
 /// Page time in ms (monotonic: `performance.now()`).
 pub fn now_ms() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map(|p| p.now())
-        .unwrap_or(0.0)
+    thread_local! {
+        // Looked up once: the page reads the clock for every frame it receives.
+        static PERFORMANCE: Option<web_sys::Performance> =
+            web_sys::window().and_then(|w| w.performance());
+    }
+    PERFORMANCE.with(|p| p.as_ref().map_or(0.0, |p| p.now()))
 }

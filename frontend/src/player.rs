@@ -62,12 +62,13 @@ fn next_frame(player: Player, model: Model, view: ViewState, last: f64) {
             .unwrap_or_default();
         let paused = view.paused.get_untracked();
         let journey = view.journey_ms_untracked();
+        let filters = view.filters_untracked();
         let changed = player
             .state
             .try_update_value(|s| {
                 let before = (s.launched, s.waiting.len(), s.skipped_total);
                 for row in incoming {
-                    if view.shows_untracked(&row.event) {
+                    if filters.shows(&row.event) {
                         s.push(row);
                     }
                 }

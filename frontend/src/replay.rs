@@ -192,6 +192,7 @@ impl Replay {
                         self.seek(0.0);
                     } else {
                         self.ended.set(true);
+                        self.model.settle();
                     }
                 }
             }
@@ -208,6 +209,7 @@ impl Replay {
         self.ended
             .set(t_ms >= self.duration_ms.get_untracked() && t_ms > 0.0);
         self.advance_to(t_ms);
+        self.model.settle();
         // Tokens are for what happens while watching, not for a jump.
         self.model.arrivals.update_value(|a| a.clear());
     }
@@ -238,20 +240,23 @@ impl Replay {
         }
     }
 
-    /// Applies the frames due by `t_ms`, each at its own recorded time.
+    /// Applies the frames due by `t_ms`, each at its own recorded time, as
+    /// one batch.
     fn advance_to(&self, t_ms: f64) {
         let Some(recording) = self.recording.get_value() else {
             return;
         };
         let mut next = self.next.get_value();
-        while let Some(f) = recording.frames.get(next) {
-            if f.t_ms as f64 > t_ms {
-                break;
+        self.model.batch(|| {
+            while let Some(f) = recording.frames.get(next) {
+                if f.t_ms as f64 > t_ms {
+                    break;
+                }
+                self.model.set_clock(f.t_ms as f64);
+                self.model.apply(for_replay(&f.frame));
+                next += 1;
             }
-            self.model.set_clock(f.t_ms as f64);
-            self.model.apply(for_replay(&f.frame));
-            next += 1;
-        }
+        });
         self.next.set_value(next);
         self.model.set_clock(t_ms);
         self.position_ms.set(t_ms);

@@ -12,7 +12,7 @@ use watchlife_protocol::{EventType, Stage, StageTimes};
 /// bursty demo, short enough that a stopped stream reads 0/s within seconds.
 pub const RATE_WINDOW_MS: f64 = 5_000.0;
 /// Latency samples kept per stage for the percentiles: enough for a stable
-/// p99, small enough to sort on every refresh.
+/// p99, small enough to sort on every refresh (twice a second, not per frame).
 pub const LATENCY_SAMPLES: usize = 512;
 /// Arrival times kept per stage for the rate; bounds memory at high rates
 /// (the rate then reads as "at least" this many per window).
@@ -33,20 +33,27 @@ pub struct StageStats {
 
 impl StageStats {
     /// Events per second over the last [`RATE_WINDOW_MS`] before `now_ms`.
+    /// Arrivals are kept in page-time order, so the window is found by
+    /// bisection rather than by counting it.
     pub fn rate(&self, now_ms: f64) -> f64 {
         let from = now_ms - RATE_WINDOW_MS;
-        let n = self
-            .arrivals
-            .iter()
-            .rev()
-            .take_while(|t| **t >= from)
-            .count();
+        let n = self.arrivals.len() - self.arrivals.partition_point(|t| *t < from);
         n as f64 * 1000.0 / RATE_WINDOW_MS
     }
 
     /// The `q` quantile (0..=1) of the kept latencies, in µs.
     pub fn latency_quantile(&self, q: f64) -> Option<u64> {
-        quantile(self.latencies.iter().copied().collect(), q)
+        self.latency_quantiles([q]).map(|[v]| v)
+    }
+
+    /// Several quantiles of the kept latencies (µs) from one sort.
+    pub fn latency_quantiles<const N: usize>(&self, qs: [f64; N]) -> Option<[u64; N]> {
+        if self.latencies.is_empty() {
+            return None;
+        }
+        let mut sorted: Vec<u64> = self.latencies.iter().copied().collect();
+        sorted.sort_unstable();
+        Some(qs.map(|q| nearest_rank(&sorted, q)))
     }
 
     /// The kept latency samples (µs), oldest first.
@@ -61,8 +68,13 @@ pub fn quantile(mut values: Vec<u64>, q: f64) -> Option<u64> {
         return None;
     }
     values.sort_unstable();
-    let rank = ((q.clamp(0.0, 1.0) * values.len() as f64).ceil() as usize).max(1);
-    Some(values[rank - 1])
+    Some(nearest_rank(&values, q))
+}
+
+/// The nearest-rank quantile of `sorted`, which is sorted and not empty.
+fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
+    let rank = ((q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize).max(1);
+    sorted[rank - 1]
 }
 
 /// Numbers for every stage, updated one event at a time.
@@ -275,6 +287,19 @@ mod tests {
         assert_eq!(quantile(v.clone(), 0.5), Some(50));
         assert_eq!(quantile(v, 0.99), Some(99));
         assert_eq!(quantile(vec![], 0.5), None);
+        let mut stats = PipelineStats::default();
+        for at in [10, 40, 20, 30] {
+            stats.record(
+                &times(&[(Stage::Etcd, 0, None), (Stage::Fifo, at, None)]),
+                0.0,
+            );
+        }
+        let fifo = stats.stage(Stage::Fifo).unwrap();
+        assert_eq!(fifo.latency_quantiles([0.5, 0.99]), Some([20, 40]));
+        assert_eq!(
+            stats.stage(Stage::Etcd).unwrap().latency_quantiles([0.5]),
+            None
+        );
         assert_eq!(format_micros(12), "12 µs");
         assert_eq!(format_micros(1_400), "1.40 ms");
     }

@@ -293,28 +293,24 @@ impl ViewState {
         }
     }
 
-    /// Whether an event passes the filters (tracked).
-    pub fn shows(&self, e: &WatchEvent) -> bool {
-        self.resource.track();
-        self.namespace.track();
-        self.event_type.track();
-        self.search.track();
-        self.shows_untracked(e)
+    /// The filters as they are now (tracked).
+    pub fn filters(&self) -> Filters {
+        Filters {
+            resource: self.resource.get(),
+            namespace: self.namespace.get(),
+            event_type: self.event_type.get(),
+            search: self.search.get(),
+        }
     }
 
-    /// Whether an event passes the filters (not tracked).
-    ///
-    /// A BOOKMARK or an ERROR is about the whole watch, not one object: a
-    /// namespace or a name search never hides it (the resource and type
-    /// filters still apply).
-    pub fn shows_untracked(&self, e: &WatchEvent) -> bool {
-        passes(
-            &self.resource.read_untracked(),
-            &self.namespace.read_untracked(),
-            &self.event_type.read_untracked(),
-            &self.search.read_untracked(),
-            e,
-        )
+    /// The filters as they are now (not tracked).
+    pub fn filters_untracked(&self) -> Filters {
+        Filters {
+            resource: self.resource.get_untracked(),
+            namespace: self.namespace.get_untracked(),
+            event_type: self.event_type.get_untracked(),
+            search: self.search.get_untracked(),
+        }
     }
 
     /// Journey length of the current speed (ms), or `None` for live (not tracked).
@@ -323,8 +319,43 @@ impl ViewState {
     }
 }
 
+/// The viewer's filters, read once to be applied to many events. Each is
+/// empty for "all".
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Filters {
+    pub resource: String,
+    pub namespace: String,
+    pub event_type: String,
+    pub search: String,
+}
+
+impl Filters {
+    /// Whether no filter is set: every event is shown.
+    pub fn is_empty(&self) -> bool {
+        self.resource.is_empty()
+            && self.namespace.is_empty()
+            && self.event_type.is_empty()
+            && self.search.is_empty()
+    }
+
+    /// Whether an event passes the filters.
+    ///
+    /// A BOOKMARK or an ERROR is about the whole watch, not one object: a
+    /// namespace or a name search never hides it (the resource and type
+    /// filters still apply).
+    pub fn shows(&self, e: &WatchEvent) -> bool {
+        passes(
+            &self.resource,
+            &self.namespace,
+            &self.event_type,
+            &self.search,
+            e,
+        )
+    }
+}
+
 /// Whether `e` passes the filters (each empty for "all"). See
-/// [`ViewState::shows_untracked`].
+/// [`Filters::shows`].
 fn passes(resource: &str, namespace: &str, event_type: &str, search: &str, e: &WatchEvent) -> bool {
     let whole_watch = matches!(e.event_type, EventType::Bookmark | EventType::Error);
     (resource.is_empty() || e.target.resource == resource)

@@ -3,12 +3,18 @@
 //! back as an `action_result` or `error` frame and is shown as a notice.
 
 use crate::model::Model;
+use crate::throttle::throttled;
 use leptos::prelude::*;
 use watchlife_protocol::{ClientMessage, DemoAction};
 
 /// Label and image a new page offers, so one click tells a story.
 const DEFAULT_LABEL: (&str, &str) = ("tier", "frontend");
 const DEFAULT_IMAGE: &str = "nginx:1.5.3";
+/// Shortest time between two redraws of the lists of objects to act on as
+/// objects come and go: a list that changes under the pointer is hard to
+/// pick from anyway, and a busy demo would rebuild hundreds of options on
+/// every frame.
+const LISTS_REDRAW_MS: f64 = 1_000.0;
 
 #[component]
 pub fn Actions() -> impl IntoView {
@@ -24,10 +30,13 @@ pub fn Actions() -> impl IntoView {
 #[component]
 fn ActionPanel() -> impl IntoView {
     let model = expect_context::<Model>();
+    // The lists follow which objects exist, not their every change.
+    let redraw = throttled(LISTS_REDRAW_MS, move || model.roster.track());
     // (namespace, name) of the objects of one kind, sorted.
     let names_of = move |kind: &'static str| {
-        move || {
-            model.objects.with(|o| {
+        Memo::new(move |_| {
+            redraw.track();
+            model.objects.with_untracked(|o| {
                 o.values()
                     .filter(|h| h.target.kind == kind && !h.deleted)
                     .map(|h| {
@@ -38,12 +47,13 @@ fn ActionPanel() -> impl IntoView {
                     })
                     .collect::<Vec<_>>()
             })
-        }
+        })
     };
     let pods = names_of("Pod");
     // Every object as (resource, namespace, name), pods first: any can be labelled.
-    let labellable = move || {
-        let mut all: Vec<(String, String, String)> = model.objects.with(|o| {
+    let labellable = Memo::new(move |_| {
+        redraw.track();
+        let mut all: Vec<(String, String, String)> = model.objects.with_untracked(|o| {
             o.values()
                 .filter(|h| !h.deleted)
                 .map(|h| {
@@ -57,7 +67,7 @@ fn ActionPanel() -> impl IntoView {
         });
         all.sort_by_key(|(r, _, _)| r != "pods");
         all
-    };
+    });
     let target = RwSignal::new(String::new());
     let deployments = names_of("Deployment");
     let pod = RwSignal::new(String::new());
@@ -110,7 +120,8 @@ fn ActionPanel() -> impl IntoView {
                 <label>"object "
                     <select node_ref=object_select id="action-object" on:change=move |ev| target.set(event_target_value(&ev))>
                         {move || {
-                            labellable()
+                            labellable
+                                .get()
                                 .into_iter()
                                 .map(|(r, ns, n)| {
                                     let v = format!("{r} {ns}/{n}");
@@ -128,7 +139,8 @@ fn ActionPanel() -> impl IntoView {
                 <input id="label-value" size="10" aria-label="label value" prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))/>
                 <button id="action-label" on:click=move |_| {
                     let chosen = shown(object_select);
-                    let found = labellable()
+                    let found = labellable
+                        .get_untracked()
                         .into_iter()
                         .find(|(r, ns, n)| chosen.is_empty() || format!("{r} {ns}/{n}") == chosen);
                     if let Some((resource, namespace, name)) = found {
@@ -145,11 +157,11 @@ fn ActionPanel() -> impl IntoView {
             <div class="action-row">
                 <label>"pod "
                     <select node_ref=pod_select id="action-pod" on:change=move |ev| pod.set(event_target_value(&ev))>
-                        {move || options(pods(), pod)}
+                        {move || options(pods.get(), pod)}
                     </select>
                 </label>
-                <button id="action-delete-pod" disabled=move || pods().is_empty() on:click=move |_| {
-                    if let Some((namespace, name)) = pick(pod_select, pods()) {
+                <button id="action-delete-pod" disabled=move || pods.with(Vec::is_empty) on:click=move |_| {
+                    if let Some((namespace, name)) = pick(pod_select, pods.get_untracked()) {
                         send(DemoAction::DeletePod { namespace, name });
                     }
                 }>"delete pod"</button>
@@ -157,23 +169,23 @@ fn ActionPanel() -> impl IntoView {
             <div class="action-row">
                 <label>"deployment "
                     <select node_ref=deployment_select id="action-deployment" on:change=move |ev| deployment.set(event_target_value(&ev))>
-                        {move || options(deployments(), deployment)}
+                        {move || options(deployments.get(), deployment)}
                     </select>
                 </label>
                 <label>"replicas "
                     <input id="replicas" type="number" min="0" max="20" prop:value=move || replicas.get().to_string()
                         on:input=move |ev| if let Ok(n) = event_target_value(&ev).parse() { replicas.set(n) }/>
                 </label>
-                <button id="action-scale" disabled=move || deployments().is_empty() on:click=move |_| {
-                    if let Some((namespace, name)) = pick(deployment_select, deployments()) {
+                <button id="action-scale" disabled=move || deployments.with(Vec::is_empty) on:click=move |_| {
+                    if let Some((namespace, name)) = pick(deployment_select, deployments.get_untracked()) {
                         send(DemoAction::Scale { namespace, name, replicas: replicas.get_untracked() });
                     }
                 }>"scale"</button>
                 <label>"image "
                     <input id="image" size="14" prop:value=move || image.get() on:input=move |ev| image.set(event_target_value(&ev))/>
                 </label>
-                <button id="action-image" disabled=move || deployments().is_empty() on:click=move |_| {
-                    if let Some((namespace, name)) = pick(deployment_select, deployments()) {
+                <button id="action-image" disabled=move || deployments.with(Vec::is_empty) on:click=move |_| {
+                    if let Some((namespace, name)) = pick(deployment_select, deployments.get_untracked()) {
                         send(DemoAction::SetImage { namespace, name, image: image.get_untracked() });
                     }
                 }>"set image"</button>

@@ -3,11 +3,16 @@
 
 use crate::model::Model;
 use crate::player::Player;
+use crate::throttle::throttled;
 use crate::view_state::{SPEEDS, Theme, ViewState};
 use leptos::prelude::*;
 
 /// Event types a viewer can filter on, as the API spells them.
 const EVENT_TYPES: [&str; 5] = ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"];
+/// Shortest time between two redraws of the namespaces offered as objects
+/// come and go: a new namespace is rare, and a busy demo would otherwise
+/// rebuild the list on every frame.
+const NAMESPACES_REDRAW_MS: f64 = 1_000.0;
 
 #[component]
 pub fn Controls() -> impl IntoView {
@@ -19,8 +24,11 @@ pub fn Controls() -> impl IntoView {
             .hello
             .with(|h| h.as_ref().map(|h| h.resources.clone()).unwrap_or_default())
     };
+    // The namespaces follow which objects exist, not their every change.
+    let roster = throttled(NAMESPACES_REDRAW_MS, move || model.roster.track());
     let namespaces = move || {
-        let mut ns: Vec<String> = model.objects.with(|o| {
+        roster.track();
+        let mut ns: Vec<String> = model.objects.with_untracked(|o| {
             o.values()
                 .filter_map(|h| h.target.namespace.clone())
                 .collect::<std::collections::BTreeSet<_>>()

@@ -1,10 +1,13 @@
 //! The recent events as a virtualised list (only the rows in view exist in
-//! the page), each with a waterfall of its stage times; click to follow.
+//! the page, redrawn at most [`REDRAW_MS`] apart), each with a waterfall of
+//! its stage times; click to follow.
 
 use crate::model::{EventRow, Model};
 use crate::player::Player;
+use crate::throttle::throttled;
 use crate::view_state::ViewState;
 use leptos::prelude::*;
+use std::collections::VecDeque;
 use watchlife_protocol::Stage;
 
 /// Height of one row in px; the stylesheet gives rows exactly this height.
@@ -15,6 +18,70 @@ const VIEWPORT_H: f64 = 360.0;
 const OVERSCAN: usize = 6;
 /// Width of the waterfall drawing.
 const WATERFALL_W: f64 = 180.0;
+/// Shortest time between two redraws of the log as events arrive: ten a
+/// second still reads as live, and beyond a few events a second the rows
+/// are replaced faster than anyone can read them, so drawing every frame
+/// would only cost the animation its frames.
+const REDRAW_MS: f64 = 100.0;
+
+/// The rows in view: the events that pass the filters, newest first, from
+/// the `first` to at most `first + count`.
+#[derive(Debug, Clone)]
+struct Window {
+    first: usize,
+    /// Events that pass the filters.
+    total: usize,
+    rows: Vec<EventRow>,
+}
+
+impl PartialEq for Window {
+    /// Rows are equal when their `seq` is: the events themselves never change.
+    fn eq(&self, other: &Self) -> bool {
+        self.first == other.first
+            && self.total == other.total
+            && self.rows.len() == other.rows.len()
+            && self
+                .rows
+                .iter()
+                .zip(&other.rows)
+                .all(|(a, b)| a.seq == b.seq)
+    }
+}
+
+/// The window of `count` rows from `first` of the events `filters` show,
+/// newest first, cloning only the rows in it.
+fn window(
+    events: &VecDeque<EventRow>,
+    filters: &crate::view_state::Filters,
+    first: usize,
+    count: usize,
+) -> Window {
+    let (total, rows) = if filters.is_empty() {
+        let rows = events
+            .iter()
+            .rev()
+            .skip(first)
+            .take(count)
+            .cloned()
+            .collect();
+        (events.len(), rows)
+    } else {
+        let mut total = 0;
+        let mut rows = Vec::new();
+        for row in events.iter().rev().filter(|r| filters.shows(&r.event)) {
+            if total >= first && rows.len() < count {
+                rows.push(row.clone());
+            }
+            total += 1;
+        }
+        (total, rows)
+    };
+    Window {
+        first: first.min(total),
+        total,
+        rows,
+    }
+}
 
 /// Recent events, newest first.
 #[component]
@@ -22,35 +89,51 @@ pub fn EventLog() -> impl IntoView {
     let model = expect_context::<Model>();
     let view = expect_context::<ViewState>();
     let scroll_top = RwSignal::new(0.0_f64);
-    let filtered = Memo::new(move |_| {
-        model.events.with(|e| {
-            e.iter()
-                .rev()
-                .filter(|r| view.shows(&r.event))
-                .cloned()
-                .collect::<Vec<_>>()
-        })
-    });
-    let window = move || {
+    let redraw = throttled(REDRAW_MS, move || model.events.track());
+    let shown = Memo::new(move |_| {
+        redraw.track();
+        let filters = view.filters();
         let first = ((scroll_top.get() / ROW_H) as usize).saturating_sub(OVERSCAN);
         let count = (VIEWPORT_H / ROW_H) as usize + 2 * OVERSCAN;
-        filtered.with(|rows| {
-            let end = (first + count).min(rows.len());
-            let first = first.min(end);
-            (first, rows.len(), rows[first..end].to_vec())
-        })
+        model
+            .events
+            .with_untracked(|e| window(e, &filters, first, count))
+    });
+    let received = move || {
+        redraw.track();
+        model.events.with_untracked(|e| e.len() as u64) + model.dropped.get_untracked()
     };
-    let dropped = move || model.dropped.get();
+    let dropped = move || {
+        redraw.track();
+        model.dropped.get_untracked()
+    };
+    // One listener for all the rows, which are redrawn many times a second:
+    // listeners of their own would be taken off and put back on each redraw.
+    let player = expect_context::<Player>();
+    let follow = move |ev: &web_sys::Event| {
+        let row = event_target::<web_sys::Element>(ev)
+            .closest("tr.event-row")
+            .ok()
+            .flatten()
+            .and_then(|tr| tr.get_attribute("data-seq"))
+            .and_then(|seq| seq.parse::<u64>().ok())
+            .and_then(|seq| {
+                shown.with_untracked(|w| w.rows.iter().find(|r| r.seq == seq).cloned())
+            });
+        if let Some(row) = row {
+            player.follow(row, view.paused.get_untracked());
+        }
+    };
     view! {
         <section
             class="event-log panel"
             aria-label="Live events"
-            data-received=move || model.events.with(|e| e.len() as u64) + dropped()
+            data-received=received
         >
             <h2>
                 "Events "
                 <small>
-                    {move || format!("{} shown", filtered.with(Vec::len))}
+                    {move || format!("{} shown", shown.with(|w| w.total))}
                     {move || match dropped() {
                         0 => String::new(),
                         n => format!(" · {n} older events dropped"),
@@ -70,9 +153,17 @@ pub fn EventLog() -> impl IntoView {
                     <thead>
                         <tr><th>"seq"</th><th>"event"</th><th>"kind"</th><th>"namespace/name"</th><th>"RV"</th><th>"stages"</th></tr>
                     </thead>
-                    <tbody id="events">
+                    <tbody
+                        id="events"
+                        on:click=move |ev| follow(&ev)
+                        on:keydown=move |ev| {
+                            if ev.key() == "Enter" {
+                                follow(&ev);
+                            }
+                        }
+                    >
                         {move || {
-                            let (first, total, rows) = window();
+                            let Window { first, total, rows } = shown.get();
                             let after = total - first - rows.len();
                             view! {
                                 <tr class="spacer" style=format!("height:{}px", first as f64 * ROW_H)></tr>
@@ -89,15 +180,8 @@ pub fn EventLog() -> impl IntoView {
 
 #[component]
 fn Row(row: EventRow) -> impl IntoView {
-    let player = expect_context::<Player>();
-    let view = expect_context::<ViewState>();
     let e = row.event.clone();
     let kind = e.event_type.as_str();
-    let follow = {
-        let row = row.clone();
-        move || player.follow(row.clone(), view.paused.get_untracked())
-    };
-    let follow2 = follow.clone();
     let seq = row.seq;
     view! {
         <tr
@@ -111,12 +195,6 @@ fn Row(row: EventRow) -> impl IntoView {
             data-seq=seq
             tabindex="0"
             title="Follow this event's token"
-            on:click=move |_| follow()
-            on:keydown=move |ev| {
-                if ev.key() == "Enter" {
-                    follow2();
-                }
-            }
         >
             <td class="seq">{seq}</td>
             <td>

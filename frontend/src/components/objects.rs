@@ -4,19 +4,40 @@
 
 use crate::history::diff;
 use crate::model::{Model, ObjectKey};
+use crate::throttle::throttled;
 use crate::view_state::ViewState;
 use leptos::prelude::*;
+
+/// Shortest time between two redraws of the table and of the chosen
+/// object's history as objects change: five a second is quicker than a
+/// changing resourceVersion can be read, and a busy cluster then costs the
+/// animation nothing like a redraw of every row on every frame.
+const REDRAW_MS: f64 = 200.0;
+
+/// What one row of the table shows.
+#[derive(Debug, Clone, PartialEq)]
+struct ObjectRow {
+    key: ObjectKey,
+    kind: String,
+    resource_version: String,
+    /// Versions seen, kept or dropped.
+    events: usize,
+    deleted: bool,
+}
 
 #[component]
 pub fn Objects() -> impl IntoView {
     let model = expect_context::<Model>();
     let view = expect_context::<ViewState>();
     let chosen: RwSignal<Option<ObjectKey>> = RwSignal::new(None);
-    let rows = move || {
+    let redraw = throttled(REDRAW_MS, move || model.objects.track());
+    // Sorted by key, as the model keeps them.
+    let rows = Memo::new(move |_| {
+        redraw.track();
         let resource = view.resource.get();
         let namespace = view.namespace.get();
         let search = view.search.get();
-        model.objects.with(|o| {
+        model.objects.with_untracked(|o| {
             o.iter()
                 .filter(|((r, key), h)| {
                     (resource.is_empty() || *r == resource)
@@ -24,16 +45,30 @@ pub fn Objects() -> impl IntoView {
                             || h.target.namespace.as_deref() == Some(namespace.as_str()))
                         && (search.is_empty() || key.contains(search.as_str()))
                 })
-                .map(|(k, h)| {
-                    (
-                        k.clone(),
-                        h.target.kind.clone(),
-                        h.resource_version().to_string(),
-                        h.versions.len() + h.dropped,
-                        h.deleted,
-                    )
+                .map(|(k, h)| ObjectRow {
+                    key: k.clone(),
+                    kind: h.target.kind.clone(),
+                    resource_version: h.resource_version().to_string(),
+                    events: h.versions.len() + h.dropped,
+                    deleted: h.deleted,
                 })
                 .collect::<Vec<_>>()
+        })
+    });
+    // A row lives as long as its object (a deletion draws it anew, greyed);
+    // its resourceVersion and count change in place.
+    let keys = move || {
+        rows.with(|rows| {
+            rows.iter()
+                .map(|r| (r.key.clone(), r.kind.clone(), r.deleted))
+                .collect::<Vec<_>>()
+        })
+    };
+    let field = move |key: &ObjectKey, read: fn(&ObjectRow) -> String| {
+        rows.with(|rows| {
+            rows.binary_search_by(|r| r.key.cmp(key))
+                .map(|i| read(&rows[i]))
+                .unwrap_or_default()
         })
     };
     view! {
@@ -43,20 +78,22 @@ pub fn Objects() -> impl IntoView {
                 <table>
                     <thead><tr><th>"kind"</th><th>"namespace/name"</th><th>"RV"</th><th>"events"</th></tr></thead>
                     <tbody id="objects">
-                        <For each=rows key=|r| (r.0.clone(), r.2.clone()) let:row>
+                        <For each=keys key=|r| (r.0.clone(), r.2) let:row>
                             {
-                                let key = row.0.clone();
+                                let (key, kind, deleted) = row;
                                 let key2 = key.clone();
                                 let key3 = key.clone();
+                                let rv_key = key.clone();
+                                let count_key = key.clone();
                                 view! {
                                     <tr
                                         class="object-row"
                                         class:chosen=move || chosen.with(|c| c.as_ref() == Some(&key3))
-                                        class:deleted=row.4
+                                        class:deleted=deleted
                                         data-resource=key.0.clone()
                                         data-key=key.1.clone()
-                                        data-deleted=row.4.to_string()
-                                        title=row.4.then_some("deleted: kept a while so its history can be read")
+                                        data-deleted=deleted.to_string()
+                                        title=deleted.then_some("deleted: kept a while so its history can be read")
                                         tabindex="0"
                                         on:click=move |_| chosen.set(Some(key.clone()))
                                         on:keydown=move |e| {
@@ -65,13 +102,13 @@ pub fn Objects() -> impl IntoView {
                                             }
                                         }
                                     >
-                                        <td>{row.1.clone()}</td>
+                                        <td>{kind}</td>
                                         <td class="name">
-                                            {row.0.1.clone()}
-                                            {row.4.then(|| view! { <span class="gone">" deleted"</span> })}
+                                            {rv_key.1.clone()}
+                                            {deleted.then(|| view! { <span class="gone">" deleted"</span> })}
                                         </td>
-                                        <td class="rv">{row.2.clone()}</td>
-                                        <td class="count">{row.3}</td>
+                                        <td class="rv">{move || field(&rv_key, |r| r.resource_version.clone())}</td>
+                                        <td class="count">{move || field(&count_key, |r| r.events.to_string())}</td>
                                     </tr>
                                 }
                             }
@@ -79,18 +116,34 @@ pub fn Objects() -> impl IntoView {
                     </tbody>
                 </table>
             </div>
-            <History chosen/>
+            <History chosen redraw/>
         </section>
     }
 }
 
 /// The chosen object's versions, oldest first, each with what changed.
 #[component]
-fn History(chosen: RwSignal<Option<ObjectKey>>) -> impl IntoView {
+fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl IntoView {
     let model = expect_context::<Model>();
-    let entries = move || {
+    // What the history depends on: recomputed on every redraw of the table,
+    // but the diffs are worked out again only when the object changed.
+    let latest = Memo::new(move |_| {
+        redraw.track();
         let key = chosen.get()?;
-        model.objects.with(|o| {
+        model.objects.with_untracked(|o| {
+            let h = o.get(&key)?;
+            Some((
+                key.clone(),
+                h.resource_version().to_string(),
+                h.versions.len(),
+                h.dropped,
+                h.deleted,
+            ))
+        })
+    });
+    let entries = move || {
+        let key = latest.get()?.0;
+        model.objects.with_untracked(|o| {
             let h = o.get(&key)?;
             let mut out = Vec::new();
             let mut previous: Option<&serde_json::Value> = None;

@@ -37,7 +37,8 @@ const REFLECTOR_CHAR_W: f64 = 6.3;
 /// A generous average width of one character of the latency line (12px
 /// sans-serif), to squeeze a long one rather than let it cross its node.
 const SANS_CHAR_W: f64 = 6.4;
-/// How often the numbers on the nodes are refreshed.
+/// How often the numbers on the nodes are refreshed (and only then: they
+/// do not follow every event).
 const REFRESH_MS: u64 = 500;
 /// Reflector lines on its node (one per resource); more are counted.
 const REFLECTOR_LINES: usize = 4;
@@ -124,30 +125,39 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
     let player = expect_context::<Player>();
     let x = node_x(index(stage));
     let cx = x + NODE_W / 2.0;
-    let observed = move || {
+    let observed = Memo::new(move |_| {
         model.hello.with(|h| {
             h.as_ref()
                 .is_some_and(|h| h.observed_stages.contains(&stage))
         }) || model.stats.with(|s| s.seen.contains(&stage))
-    };
+    });
+    let observed = move || observed.get();
     let side = if stage.is_server_side() {
         "server"
     } else {
         "client"
     };
     let [line1, line2] = explain(stage);
-    let numbers = move || {
-        let now = now.get();
-        model.stats.with(|s| {
+    // Follows the refresh clock only, not every event: under load the
+    // numbers would change on every frame, faster than they can be read.
+    // The first event to reach the stage, and a stream that stands still,
+    // show their numbers at once.
+    let reached = Memo::new(move |_| model.stats.with(|s| s.stage(stage).is_some()));
+    let numbers = Memo::new(move |_| {
+        model.settled.track();
+        reached.track();
+        now.track();
+        let now = model.now();
+        model.stats.with_untracked(|s| {
             let Some(st) = s.stage(stage) else {
                 return ("no events yet".to_string(), String::new(), String::new());
             };
             let rate = format!("{:.1} events/s", st.rate(now));
-            let latency = match (st.latency_quantile(0.5), st.latency_quantile(0.99)) {
-                (Some(p50), Some(p99)) => {
+            let latency = match st.latency_quantiles([0.5, 0.99]) {
+                Some([p50, p99]) => {
                     format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99))
                 }
-                _ => "first measured stage".to_string(),
+                None => "first measured stage".to_string(),
             };
             let depth = st
                 .depth
@@ -155,7 +165,8 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
                 .unwrap_or_default();
             (rate, latency, depth)
         })
-    };
+    });
+    let numbers = move || numbers.get();
     let skipped = move || {
         player.tick.track();
         player

@@ -162,8 +162,8 @@ fn LatencyPlot(now: RwSignal<f64>) -> impl IntoView {
                     let st = stats.stage(*stage);
                     let bins = st.map(|s| histogram(s.latencies())).unwrap_or_default();
                     let tallest = bins.iter().copied().max().unwrap_or(0);
-                    let summary = match st.and_then(|s| s.latency_quantile(0.5)).zip(st.and_then(|s| s.latency_quantile(0.99))) {
-                        Some((p50, p99)) => format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99)),
+                    let summary = match st.and_then(|s| s.latency_quantiles([0.5, 0.99])) {
+                        Some([p50, p99]) => format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99)),
                         None => "no measurements yet".to_string(),
                     };
                     let bars = (tallest > 0).then(|| {

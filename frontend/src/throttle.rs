@@ -1,0 +1,51 @@
+//! Redrawing a costly panel at most a few times a second, however often what
+//! it shows changes.
+//!
+//! A panel tracks the signal [`throttled`] returns instead of the model's:
+//! the first change after a quiet period comes through at once, so a slow
+//! stream looks as live as before; changes within the period are gathered
+//! and come through together at its end, so the last one is always drawn.
+//! When the stream stands still ([`Model::settle`]), everything comes
+//! through at once.
+
+use crate::model::{Model, now_ms};
+use leptos::prelude::*;
+use std::time::Duration;
+
+/// A counter bumped after `source` (a closure that tracks signals) changes,
+/// at most once per `period_ms` of page time.
+pub fn throttled(period_ms: f64, source: impl Fn() + 'static) -> ReadSignal<u64> {
+    let (bumps, set_bumps) = signal(0_u64);
+    let last = StoredValue::new(f64::NEG_INFINITY);
+    let pending = StoredValue::new(false);
+    let bump = move || {
+        last.try_set_value(now_ms());
+        set_bumps.try_update(|n| *n += 1);
+    };
+    Effect::new(move |_| {
+        source();
+        if pending.get_value() {
+            return;
+        }
+        let wait = last.get_value() + period_ms - now_ms();
+        if wait <= 0.0 {
+            bump();
+            return;
+        }
+        pending.set_value(true);
+        set_timeout(
+            move || {
+                pending.try_set_value(false);
+                bump();
+            },
+            Duration::from_millis(wait.ceil() as u64),
+        );
+    });
+    if let Some(model) = use_context::<Model>() {
+        Effect::new(move |_| {
+            model.settled.track();
+            bump();
+        });
+    }
+    bumps
+}
