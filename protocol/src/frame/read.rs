@@ -10,9 +10,9 @@
 //! copy of every body's reader in the page.
 
 use super::{FrameBody, ServerFrame};
-use serde::{Deserialize, Serialize};
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 impl<'de> Deserialize<'de> for ServerFrame {
