@@ -175,7 +175,8 @@ pub fn run(report: &mut Report, config: &Config) {
          Reflector decodes it too (the Reflector row is kubectl's work, in Rust), then the \
          event goes through the informer's FIFO, Indexer, handlers and workqueue, is encoded \
          once for every viewer, and crosses one more WebSocket hop; the page then parses it \
-         and draws it at its next animation frame. At the median, from the write's request, \
+         at its next animation frame, and its event log, redrawn at most ten times a second \
+         (the first change after a quiet tenth of a second at once), shows the row. At the median, from the write's request, \
          a viewer of watchlife gets the event {} after kubectl prints it, and the page draws it \
          {} after.",
         micros(figures[2].sent_p50.median() - kubectl.sent_p50.median()),

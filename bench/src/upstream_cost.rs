@@ -37,6 +37,8 @@ const WRITE_RATE: f64 = 20.0;
 const WINDOW: Duration = Duration::from_secs(6);
 /// Viewers connecting at once.
 const CONNECTING: usize = 32;
+/// Longest wait for the apiserver's count of watchers to stand still.
+const SETTLE_MAX: Duration = Duration::from_secs(30);
 const PATH: &str = "/api/v1/namespaces/default/configmaps";
 const NAME: &str = "bench-upstream";
 
@@ -212,6 +214,21 @@ impl Servers {
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum())
     }
+
+    /// Watchers of configmaps once their number stands still: the watches of
+    /// the relay measured before take a moment to be unregistered.
+    async fn settled_watchers(&self) -> Result<f64, String> {
+        let deadline = Instant::now() + SETTLE_MAX;
+        let mut last = self.configmap_watchers().await?;
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = self.configmap_watchers().await?;
+            if now == last || Instant::now() > deadline {
+                return Ok(now);
+            }
+            last = now;
+        }
+    }
 }
 
 async fn steps_with_watchlife(
@@ -220,7 +237,7 @@ async fn steps_with_watchlife(
     kubeconfig: &str,
     figures: &mut [Figures],
 ) -> Result<(), String> {
-    let before = servers.configmap_watchers().await?;
+    let before = servers.settled_watchers().await?;
     let bridge = Watchlife::start(
         &config.watchlife,
         &[
@@ -243,7 +260,7 @@ async fn steps_with_naive_relay(
     servers: &Servers,
     figures: &mut [Figures],
 ) -> Result<(), String> {
-    let before = servers.configmap_watchers().await?;
+    let before = servers.settled_watchers().await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
@@ -345,11 +362,13 @@ async fn view(url: String, updates: Arc<AtomicU64>, permit: tokio::sync::OwnedSe
 }
 
 /// The naive relay: every WebSocket connection gets a watch of its own at
-/// the apiserver, and every line of it as one message.
+/// the apiserver, and every line of it as one message. Aborting it closes
+/// every connection and its watch.
 async fn naive_relay(listener: tokio::net::TcpListener, api: Api) {
+    let mut connections = tokio::task::JoinSet::new();
     while let Ok((tcp, _)) = listener.accept().await {
         let api = api.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
                 return;
             };
