@@ -55,7 +55,11 @@ impl ObjectRef {
 }
 
 /// One watch event with the measured times of the stages it passed.
+///
+/// Read through [`WireEvent`], the same fields without `flatten`, which
+/// would buffer the whole event (its object included) before reading it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "WireEvent")]
 pub struct WatchEvent {
     #[serde(rename = "event")]
     pub event_type: EventType,
@@ -79,4 +83,42 @@ pub struct WatchEvent {
     /// event merged into the queued item instead of adding one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub coalesced: bool,
+}
+
+/// A [`WatchEvent`] as it is written: the target's fields side by side with
+/// the event's.
+#[derive(Deserialize)]
+struct WireEvent {
+    event: EventType,
+    resource: String,
+    kind: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    name: String,
+    resource_version: String,
+    object: serde_json::Value,
+    stages: StageTimes,
+    #[serde(default)]
+    initial: bool,
+    #[serde(default)]
+    coalesced: bool,
+}
+
+impl From<WireEvent> for WatchEvent {
+    fn from(w: WireEvent) -> Self {
+        WatchEvent {
+            event_type: w.event,
+            target: ObjectRef {
+                resource: w.resource,
+                kind: w.kind,
+                namespace: w.namespace,
+                name: w.name,
+            },
+            resource_version: w.resource_version,
+            object: w.object,
+            stages: w.stages,
+            initial: w.initial,
+            coalesced: w.coalesced,
+        }
+    }
 }

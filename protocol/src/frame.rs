@@ -7,6 +7,8 @@ use crate::watch_cache::WatchCacheReport;
 use crate::{Micros, client::DemoAction};
 use serde::{Deserialize, Serialize};
 
+mod read;
+
 /// A frame from the bridge.
 ///
 /// `seq` orders the bridge's stream. *Stream* frames (`event`, `reflector`,
@@ -15,15 +17,19 @@ use serde::{Deserialize, Serialize};
 /// resumes after it. *Control* frames
 /// (`hello`, `heartbeat`, `resync`, `snapshot`, `error`, `action_result`) belong
 /// to one connection and carry the `seq` of the latest stream frame, the cursor.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read by hand rather than derived (see `frame/read.rs`): the page reads
+/// thousands a second.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerFrame {
     pub seq: u64,
     #[serde(flatten)]
     pub body: FrameBody,
 }
 
-/// What a frame says; its `type` field on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a frame says; its `type` field on the wire. Read as part of a
+/// [`ServerFrame`] only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FrameBody {
     /// First frame of every connection: what this bridge is watching and how.
@@ -101,13 +107,42 @@ pub struct Resync {
     pub reason: String,
 }
 
-/// One current object in a snapshot.
+/// One current object in a snapshot. Read through [`WireSnapshotObject`],
+/// without `flatten`'s buffering: a snapshot holds every object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "WireSnapshotObject")]
 pub struct SnapshotObject {
     #[serde(flatten)]
     pub target: ObjectRef,
     pub resource_version: String,
     pub object: serde_json::Value,
+}
+
+/// A [`SnapshotObject`] as it is written: the target's fields beside the others.
+#[derive(Deserialize)]
+struct WireSnapshotObject {
+    resource: String,
+    kind: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    name: String,
+    resource_version: String,
+    object: serde_json::Value,
+}
+
+impl From<WireSnapshotObject> for SnapshotObject {
+    fn from(w: WireSnapshotObject) -> Self {
+        SnapshotObject {
+            target: ObjectRef {
+                resource: w.resource,
+                kind: w.kind,
+                namespace: w.namespace,
+                name: w.name,
+            },
+            resource_version: w.resource_version,
+            object: w.object,
+        }
+    }
 }
 
 /// Every current object the bridge knows, and the state of every Reflector,
