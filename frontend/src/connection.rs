@@ -1,18 +1,26 @@
 //! The WebSocket to the bridge: connect, read frames into the model, and when
 //! the link drops or stalls, reconnect with backoff and resume from the cursor.
 //! A bridge that speaks a newer protocol is not retried: only a reload helps.
+//!
+//! Each frame is read in the socket's own message handler as it arrives, with
+//! no queue or task in between: under load the page receives thousands a
+//! second, and what each one costs is what the animation does not get.
 
 use crate::model::{Link, Model, now_ms};
 use crate::tape::Tape;
 use crate::view_state::encode;
-use futures::channel::mpsc;
+use futures::StreamExt;
+use futures::channel::{mpsc, oneshot};
 use futures::future::{Either, select};
-use futures::{SinkExt, StreamExt};
-use gloo_net::websocket::{Message, futures::WebSocket};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use watchlife_protocol::ServerFrame;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::closure::Closure;
+use watchlife_protocol::{FrameBody, ServerFrame};
+use web_sys::{MessageEvent, WebSocket};
 
 /// First wait before reconnecting, doubled after each failure.
 const FIRST_RETRY_MS: u32 = 500;
@@ -31,9 +39,7 @@ pub fn connect(model: Model, token: String, tape: Tape) {
         let mut retry_ms = FIRST_RETRY_MS;
         loop {
             model.link.set(Link::Connecting);
-            if let Ok(socket) = WebSocket::open(&url(&model, &token))
-                && read_until_closed(socket, model, tape).await
-            {
+            if connection(model, &token, tape).await {
                 retry_ms = FIRST_RETRY_MS;
             }
             if matches!(model.link.get_untracked(), Link::Incompatible { .. }) {
@@ -48,83 +54,141 @@ pub fn connect(model: Model, token: String, tape: Tape) {
     });
 }
 
-/// Reads frames until the socket closes or goes silent. True when the bridge
-/// said hello (so the next failure starts the backoff afresh).
-async fn read_until_closed(socket: WebSocket, model: Model, tape: Tape) -> bool {
-    let (mut write, mut read) = socket.split();
-    // The writer: messages the page sends go out in order until the socket
-    // or the sender (replaced on the next connection) goes away.
-    let (tx, mut rx) = mpsc::unbounded::<String>();
-    model.outbox.set_value(Some(tx));
-    spawn_local(async move {
-        while let Some(text) = rx.next().await {
-            if write.send(Message::Text(text)).await.is_err() {
-                break;
-            }
-        }
-    });
-    let greeted = read_frames(&mut read, model, tape).await;
-    model.outbox.set_value(None);
-    greeted
+/// What the socket's handlers share with the connection's task.
+struct Shared {
+    /// The bridge said hello on this connection.
+    greeted: Cell<bool>,
+    /// Page time the last message arrived.
+    heard: Cell<f64>,
+    /// Taken (and sent) when the connection is over: closed, failed, or
+    /// refused because the bridge speaks a newer protocol.
+    over: RefCell<Option<oneshot::Sender<()>>>,
 }
 
-/// The reading half of [`read_until_closed`].
-async fn read_frames(
-    read: &mut futures::stream::SplitStream<WebSocket>,
-    model: Model,
-    tape: Tape,
-) -> bool {
-    let mut greeted = false;
-    // One timer for the silence, set again only when it goes off: a frame
-    // costs a clock reading, not a timer of its own.
-    let mut heard = now_ms();
-    let mut timer = TimeoutFuture::new(stall_ms(&model));
-    loop {
-        match select(read.next(), &mut timer).await {
-            Either::Left((Some(Ok(Message::Text(text))), _)) => {
-                heard = now_ms();
-                match serde_json::from_str::<ServerFrame>(&text) {
-                    Ok(frame) => {
-                        greeted |= matches!(frame.body, watchlife_protocol::FrameBody::Hello(_));
-                        if frame.body.is_stream() {
-                            tape.capture(&text);
-                        }
-                        model.receive(frame);
-                        if matches!(model.link.get_untracked(), Link::Incompatible { .. }) {
-                            return greeted;
-                        }
-                    }
-                    Err(e) => {
-                        // A newer bridge's hello may not parse as ours: say
-                        // what matters, the protocol, when it can be read.
-                        let newer = serde_json::from_str::<serde_json::Value>(&text)
-                            .ok()
-                            .filter(|v| v["type"] == "hello")
-                            .and_then(|v| v["protocol"].as_u64())
-                            .filter(|p| *p > u64::from(watchlife_protocol::PROTOCOL_VERSION));
-                        if let Some(p) = newer {
-                            let bridge = u32::try_from(p).unwrap_or(u32::MAX);
-                            model.link.set(Link::Incompatible { bridge });
-                            model.tell(crate::model::incompatible_message(bridge), true);
-                            return greeted;
-                        }
-                        model
-                            .last_error
-                            .set(Some(format!("a frame from the bridge did not parse: {e}")))
+impl Shared {
+    fn end(&self) {
+        if let Some(over) = self.over.borrow_mut().take() {
+            let _ = over.send(());
+        }
+    }
+
+    fn is_over(&self) -> bool {
+        self.over.borrow().is_none()
+    }
+}
+
+/// One connection, until the socket closes or goes silent. True when the
+/// bridge said hello (so the next failure starts the backoff afresh).
+async fn connection(model: Model, token: &str, tape: Tape) -> bool {
+    let Ok(socket) = WebSocket::new(&url(&model, token)) else {
+        return false;
+    };
+    let (over_tx, mut over) = oneshot::channel();
+    let shared = Rc::new(Shared {
+        greeted: Cell::new(false),
+        heard: Cell::new(now_ms()),
+        over: RefCell::new(Some(over_tx)),
+    });
+    let on_message = {
+        let shared = shared.clone();
+        Closure::<dyn FnMut(MessageEvent)>::new(move |message: MessageEvent| {
+            if shared.is_over() {
+                return;
+            }
+            shared.heard.set(now_ms());
+            if let Some(text) = message.data().as_string()
+                && !read_frame(&text, model, tape, &shared.greeted)
+            {
+                shared.end();
+            }
+        })
+    };
+    let on_end = {
+        let shared = shared.clone();
+        Closure::<dyn FnMut()>::new(move || shared.end())
+    };
+    let on_open = {
+        let socket = socket.clone();
+        Closure::<dyn FnMut()>::new(move || {
+            // The writer: messages the page sends go out in order until the
+            // socket fails or the sender (replaced on the next connection)
+            // goes away.
+            let (tx, mut rx) = mpsc::unbounded::<String>();
+            model.outbox.set_value(Some(tx));
+            let socket = socket.clone();
+            spawn_local(async move {
+                while let Some(text) = rx.next().await {
+                    if socket.send_with_str(&text).is_err() {
+                        break;
                     }
                 }
-            }
-            Either::Left((Some(Ok(Message::Bytes(_))), _)) => heard = now_ms(),
-            Either::Left((Some(Err(_)) | None, _)) => return greeted,
+            });
+        })
+    };
+    socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    socket.set_onclose(Some(on_end.as_ref().unchecked_ref()));
+    socket.set_onerror(Some(on_end.as_ref().unchecked_ref()));
+    socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+    // One timer for the silence, set again only when it goes off: a frame
+    // costs a clock reading, not a timer of its own.
+    let mut timer = TimeoutFuture::new(stall_ms(&model));
+    loop {
+        match select(&mut over, &mut timer).await {
+            Either::Left(_) => break,
             Either::Right(_) => {
-                let silence = now_ms() - heard;
+                let silence = now_ms() - shared.heard.get();
                 let allowed = f64::from(stall_ms(&model));
                 if silence >= allowed {
                     model.link.set(Link::Stalled);
-                    return greeted;
+                    break;
                 }
                 timer = TimeoutFuture::new((allowed - silence).ceil() as u32);
             }
+        }
+    }
+    shared.end();
+    // The handlers go with this function: the socket must not call them.
+    socket.set_onmessage(None);
+    socket.set_onclose(None);
+    socket.set_onerror(None);
+    socket.set_onopen(None);
+    let _ = socket.close();
+    model.outbox.set_value(None);
+    shared.greeted.get()
+}
+
+/// Reads one frame's text into the model. False when the page must stop
+/// reading: the bridge speaks a newer protocol.
+fn read_frame(text: &str, model: Model, tape: Tape, greeted: &Cell<bool>) -> bool {
+    match serde_json::from_str::<ServerFrame>(text) {
+        Ok(frame) => {
+            if matches!(frame.body, FrameBody::Hello(_)) {
+                greeted.set(true);
+            }
+            if frame.body.is_stream() {
+                tape.capture(text);
+            }
+            model.receive(frame);
+            !matches!(model.link.get_untracked(), Link::Incompatible { .. })
+        }
+        Err(e) => {
+            // A newer bridge's hello may not parse as ours: say what
+            // matters, the protocol, when it can be read.
+            let newer = serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .filter(|v| v["type"] == "hello")
+                .and_then(|v| v["protocol"].as_u64())
+                .filter(|p| *p > u64::from(watchlife_protocol::PROTOCOL_VERSION));
+            if let Some(p) = newer {
+                let bridge = u32::try_from(p).unwrap_or(u32::MAX);
+                model.link.set(Link::Incompatible { bridge });
+                model.tell(crate::model::incompatible_message(bridge), true);
+                return false;
+            }
+            model
+                .last_error
+                .set(Some(format!("a frame from the bridge did not parse: {e}")));
+            true
         }
     }
 }
