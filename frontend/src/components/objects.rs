@@ -7,12 +7,16 @@ use crate::model::{Model, ObjectKey};
 use crate::throttle::throttled;
 use crate::view_state::ViewState;
 use leptos::prelude::*;
+use std::collections::HashMap;
 
 /// Shortest time between two redraws of the table and of the chosen
 /// object's history as objects change: five a second is quicker than a
 /// changing resourceVersion can be read, and a busy cluster then costs the
 /// animation nothing like a redraw of every row on every frame.
 const REDRAW_MS: f64 = 200.0;
+
+/// What changes in place in a row: the resourceVersion and the count of events.
+type Cells = (String, usize);
 
 /// What one row of the table shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,19 +60,39 @@ pub fn Objects() -> impl IntoView {
         })
     });
     // A row lives as long as its object (a deletion draws it anew, greyed);
-    // its resourceVersion and count change in place.
+    // its resourceVersion and count change in place, through a signal of
+    // its own that is set only when they changed: a redraw wakes the rows
+    // that changed, not every row.
+    let cells: StoredValue<HashMap<ObjectKey, RwSignal<Cells>>> = StoredValue::new(HashMap::new());
+    Effect::new(move |_| {
+        rows.with(|rows| {
+            cells.with_value(|cells| {
+                for row in rows {
+                    let Some(cell) = cells.get(&row.key) else {
+                        continue;
+                    };
+                    let changed = cell.with_untracked(|(rv, events)| {
+                        *rv != row.resource_version || *events != row.events
+                    });
+                    if changed {
+                        cell.set((row.resource_version.clone(), row.events));
+                    }
+                }
+            })
+        })
+    });
     let keys = move || {
         rows.with(|rows| {
             rows.iter()
-                .map(|r| (r.key.clone(), r.kind.clone(), r.deleted))
+                .map(|r| {
+                    (
+                        r.key.clone(),
+                        r.kind.clone(),
+                        r.deleted,
+                        (r.resource_version.clone(), r.events),
+                    )
+                })
                 .collect::<Vec<_>>()
-        })
-    };
-    let field = move |key: &ObjectKey, read: fn(&ObjectRow) -> String| {
-        rows.with(|rows| {
-            rows.binary_search_by(|r| r.key.cmp(key))
-                .map(|i| read(&rows[i]))
-                .unwrap_or_default()
         })
     };
     view! {
@@ -80,11 +104,23 @@ pub fn Objects() -> impl IntoView {
                     <tbody id="objects">
                         <For each=keys key=|r| (r.0.clone(), r.2) let:row>
                             {
-                                let (key, kind, deleted) = row;
+                                let (key, kind, deleted, now) = row;
+                                let cell = RwSignal::new(now);
+                                cells.update_value(|c| {
+                                    c.insert(key.clone(), cell);
+                                });
+                                let mine = key.clone();
+                                // A row drawn anew for the same object may have taken the slot already.
+                                on_cleanup(move || {
+                                    cells.try_update_value(|c| {
+                                        if c.get(&mine) == Some(&cell) {
+                                            c.remove(&mine);
+                                        }
+                                    });
+                                });
                                 let key2 = key.clone();
                                 let key3 = key.clone();
-                                let rv_key = key.clone();
-                                let count_key = key.clone();
+                                let name = key.1.clone();
                                 view! {
                                     <tr
                                         class="object-row"
@@ -104,11 +140,11 @@ pub fn Objects() -> impl IntoView {
                                     >
                                         <td>{kind}</td>
                                         <td class="name">
-                                            {rv_key.1.clone()}
+                                            {name}
                                             {deleted.then(|| view! { <span class="gone">" deleted"</span> })}
                                         </td>
-                                        <td class="rv">{move || field(&rv_key, |r| r.resource_version.clone())}</td>
-                                        <td class="count">{move || field(&count_key, |r| r.events.to_string())}</td>
+                                        <td class="rv">{move || cell.with(|c| c.0.clone())}</td>
+                                        <td class="count">{move || cell.with(|c| c.1)}</td>
                                     </tr>
                                 }
                             }
