@@ -102,34 +102,30 @@ fn ActionPanel() -> impl IntoView {
             );
         }
     };
-    // Options that keep the viewer's choice selected when the list is redrawn.
-    let options = move |offered: Vec<(String, String)>, chosen: RwSignal<String>| {
-        offered
-            .into_iter()
-            .map(|(ns, n)| {
-                let v = format!("{ns}/{n}");
-                let selected = chosen.get_untracked() == v;
-                view! { <option value=v.clone() selected=selected>{v.clone()}</option> }
+    // What each select offers, as its options' values.
+    let keys = |names: Memo<Vec<(String, String)>>| {
+        Memo::new(move |_| {
+            names.with(|n| {
+                n.iter()
+                    .map(|(ns, n)| format!("{ns}/{n}"))
+                    .collect::<Vec<_>>()
             })
-            .collect_view()
+        })
     };
+    let objects = Memo::new(move |_| {
+        labellable.with(|l| {
+            l.iter()
+                .map(|(r, ns, n)| format!("{r} {ns}/{n}"))
+                .collect::<Vec<_>>()
+        })
+    });
     view! {
         <section class="actions panel" aria-label="Demo actions">
             <h2>"Demo actions " <small>"change the demo cluster and watch the events travel"</small></h2>
             <div class="action-row">
                 <label>"object "
                     <select node_ref=object_select id="action-object" on:change=move |ev| target.set(event_target_value(&ev))>
-                        {move || {
-                            labellable
-                                .get()
-                                .into_iter()
-                                .map(|(r, ns, n)| {
-                                    let v = format!("{r} {ns}/{n}");
-                                    let selected = target.get_untracked() == v;
-                                    view! { <option value=v.clone() selected=selected>{v.clone()}</option> }
-                                })
-                                .collect_view()
-                        }}
+                        <Options values=objects chosen=target/>
                     </select>
                 </label>
                 <label>"label "
@@ -157,7 +153,7 @@ fn ActionPanel() -> impl IntoView {
             <div class="action-row">
                 <label>"pod "
                     <select node_ref=pod_select id="action-pod" on:change=move |ev| pod.set(event_target_value(&ev))>
-                        {move || options(pods.get(), pod)}
+                        <Options values=keys(pods) chosen=pod/>
                     </select>
                 </label>
                 <button id="action-delete-pod" disabled=move || pods.with(Vec::is_empty) on:click=move |_| {
@@ -169,7 +165,7 @@ fn ActionPanel() -> impl IntoView {
             <div class="action-row">
                 <label>"deployment "
                     <select node_ref=deployment_select id="action-deployment" on:change=move |ev| deployment.set(event_target_value(&ev))>
-                        {move || options(deployments.get(), deployment)}
+                        <Options values=keys(deployments) chosen=deployment/>
                     </select>
                 </label>
                 <label>"replicas "
@@ -199,5 +195,17 @@ fn ActionPanel() -> impl IntoView {
                     title="Make one watcher too slow, so the watch cache closes it">"slow watcher"</button>
             </div>
         </section>
+    }
+}
+
+/// A select's options, one per value, each kept while its value is offered:
+/// the option the viewer chose stays the same element, and stays chosen,
+/// however the list around it changes.
+#[component]
+fn Options(values: Memo<Vec<String>>, chosen: RwSignal<String>) -> impl IntoView {
+    view! {
+        <For each=move || values.get() key=|v| v.clone() let:v>
+            <option value=v.clone() selected=chosen.get_untracked() == v>{v.clone()}</option>
+        </For>
     }
 }
