@@ -76,7 +76,7 @@ pub fn start(model: Model) {
         objects: Vec::new(),
         reflectors: Vec::new(),
     }));
-    spawn_local(drive(Demo::new(cp, Some(STORY_PACE))));
+    spawn_local(drive(Demo::new(cp, Some(STORY_PACE)), page.clock.clone()));
     for rt in RESOURCES {
         spawn_local(page.clone().list_and_watch(rt));
     }
@@ -95,8 +95,7 @@ fn browser_micros() -> Micros {
 }
 
 /// Runs the controllers and the story, as the bridge's demo source does.
-async fn drive(mut demo: Demo) {
-    let clock = Clock::new(browser_micros);
+async fn drive(mut demo: Demo, clock: Clock) {
     let mut revisions = demo.control_plane().revisions();
     loop {
         let wait = demo.step(clock.now());
