@@ -148,6 +148,7 @@ struct Inner {
     closed: [AtomicU64; Closed::ALL.len()],
     frames_published: AtomicU64,
     frames_sent: AtomicU64,
+    messages_sent: AtomicU64,
     bytes_sent: AtomicU64,
     resyncs: [AtomicU64; ResyncCause::ALL.len()],
     rejected: [AtomicU64; REJECTED.len()],
@@ -229,8 +230,11 @@ impl Metrics {
     /// `frames` frames of `bytes` bytes in all were written to one viewer.
     /// Viewers count in batches, so that thousands of them do not contend on
     /// one counter for every frame.
-    pub fn frames_sent(&self, frames: u64, bytes: u64) {
+    /// `frames` went out in `messages` WebSocket messages (fewer when the
+    /// viewer asked for batches).
+    pub fn frames_sent(&self, frames: u64, messages: u64, bytes: u64) {
         self.0.frames_sent.fetch_add(frames, Relaxed);
+        self.0.messages_sent.fetch_add(messages, Relaxed);
         self.0.bytes_sent.fetch_add(bytes, Relaxed);
     }
 
@@ -319,6 +323,12 @@ impl Metrics {
             "watchlife_frames_sent_total",
             "Frames written to viewers' sockets, all viewers together.",
             m.frames_sent.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "watchlife_messages_sent_total",
+            "WebSocket messages those frames went out in (several frames to a message for viewers that asked for batches).",
+            m.messages_sent.load(Relaxed),
         );
         counter(
             &mut out,
@@ -468,7 +478,7 @@ mod tests {
         reflector.upstream_watch_closed();
         reflector.relisted();
         let gauge = m.viewer_connected();
-        m.frames_sent(3, 300);
+        m.frames_sent(3, 2, 300);
         m.resynced(ResyncCause::Lagged);
         m.message_rejected(ErrorCode::RateLimited);
         m.viewer_refused(Refusal::Capacity);
@@ -489,6 +499,10 @@ mod tests {
         assert_eq!(
             line(&text, "watchlife_frames_sent_total "),
             "watchlife_frames_sent_total 3"
+        );
+        assert_eq!(
+            line(&text, "watchlife_messages_sent_total "),
+            "watchlife_messages_sent_total 2"
         );
         assert!(text.contains("watchlife_resyncs_total{cause=\"lagged\"} 1"));
         assert!(text.contains("watchlife_resyncs_total{cause=\"cursor\"} 0"));

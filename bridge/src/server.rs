@@ -43,7 +43,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 /// How long a client refused for the cap is told to wait (`Retry-After`).
 const RETRY_AFTER_SECS: u32 = 10;
 
-/// Query of `/ws`: where a returning viewer left off, and its token.
+/// Query of `/ws`: where a returning viewer left off, its token, and how it
+/// takes frames.
 #[derive(Debug, Deserialize)]
 pub struct WsQuery {
     /// Stream the viewer's cursor belongs to (from `hello`).
@@ -52,6 +53,9 @@ pub struct WsQuery {
     pub since: Option<u64>,
     /// The bridge's `--token`, when it has one.
     pub token: Option<String>,
+    /// `true`: the viewer takes several frames in one message, one per line.
+    #[serde(default)]
+    pub batch: bool,
 }
 
 /// Query of `/metrics` and `/version`: the token only.
@@ -216,6 +220,7 @@ async fn websocket(
     let session = viewer::Session {
         app: shared.app.clone(),
         since,
+        batch: query.batch,
         shutdown: shared.shutdown.clone(),
         permit,
     };

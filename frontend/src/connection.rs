@@ -96,10 +96,15 @@ async fn connection(model: Model, token: &str, tape: Tape) -> bool {
                 return;
             }
             shared.heard.set(now_ms());
-            if let Some(text) = message.data().as_string()
-                && !read_frame(&text, model, tape, &shared.greeted)
-            {
-                shared.end();
+            let Some(text) = message.data().as_string() else {
+                return;
+            };
+            // The page asks for batches: one frame per line.
+            for line in text.split('\n') {
+                if !read_frame(line, model, tape, &shared.greeted) {
+                    shared.end();
+                    return;
+                }
             }
         })
     };
@@ -203,8 +208,9 @@ fn stall_ms(model: &Model) -> u32 {
         .min(u64::from(u32::MAX)) as u32
 }
 
-/// `ws://` or `wss://` URL of the bridge that served the page, with the
-/// cursor to resume from and the access token, if any.
+/// `ws://` or `wss://` URL of the bridge that served the page, asking for
+/// frames in batches, with the cursor to resume from and the access token,
+/// if any.
 fn url(model: &Model, token: &str) -> String {
     let location = web_sys::window().expect("a page has a window").location();
     let scheme = match location.protocol().as_deref() {
@@ -226,7 +232,9 @@ fn url(model: &Model, token: &str) -> String {
 
 /// The stream URL from its parts (see [`url`]).
 fn ws_url(scheme: &str, host: &str, cursor: Option<(&str, u64)>, token: &str) -> String {
-    let mut query = Vec::new();
+    // Under load a batch of frames in one message costs the page one message
+    // event instead of dozens.
+    let mut query = vec!["batch=true".to_string()];
     if let Some((stream, since)) = cursor {
         query.push(format!("stream={}", encode(stream)));
         query.push(format!("since={since}"));
@@ -234,11 +242,7 @@ fn ws_url(scheme: &str, host: &str, cursor: Option<(&str, u64)>, token: &str) ->
     if !token.is_empty() {
         query.push(format!("token={}", encode(token)));
     }
-    if query.is_empty() {
-        format!("{scheme}://{host}/ws")
-    } else {
-        format!("{scheme}://{host}/ws?{}", query.join("&"))
-    }
+    format!("{scheme}://{host}/ws?{}", query.join("&"))
 }
 
 #[cfg(test)]
@@ -247,11 +251,11 @@ mod tests {
 
     #[test]
     fn the_token_and_the_cursor_go_on_the_stream_url() {
-        assert_eq!(ws_url("ws", "h:1", None, ""), "ws://h:1/ws");
+        assert_eq!(ws_url("ws", "h:1", None, ""), "ws://h:1/ws?batch=true");
         assert_eq!(
             ws_url("wss", "h:1", Some(("18a6", 41)), "a b+/="),
-            "wss://h:1/ws?stream=18a6&since=41&token=a%20b%2B/%3D"
+            "wss://h:1/ws?batch=true&stream=18a6&since=41&token=a%20b%2B/%3D"
         );
-        assert_eq!(ws_url("ws", "h", None, "t"), "ws://h/ws?token=t");
+        assert_eq!(ws_url("ws", "h", None, "t"), "ws://h/ws?batch=true&token=t");
     }
 }

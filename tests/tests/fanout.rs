@@ -352,6 +352,76 @@ async fn a_cursor_inside_the_window_resumes_with_exactly_the_missed_frames() {
 }
 
 #[tokio::test]
+async fn a_viewer_that_asks_for_batches_gets_the_same_frames_several_to_a_message() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "100"]).await;
+    let mut first = Client::connect(&bridge.ws_url()).await;
+    let (stream, _) = first.greeting().await;
+    first.close().await;
+    let (reference_ws, start) = greeted(&bridge.ws_url()).await;
+    let reference = tokio::spawn(record(reference_ws, start, start + 150));
+
+    // Resume from the reference's cursor once frames have piled up: the
+    // missed frames go out together, so they must share messages.
+    wait_for_metric(bridge.addr, "watchlife_frames_published_total", |v| {
+        v >= (start + 60) as f64
+    })
+    .await;
+    let url = format!(
+        "{}?batch=true&stream={stream}&since={start}",
+        bridge.ws_url()
+    );
+    let (mut batched, _) = tokio_tungstenite::connect_async(&url)
+        .await
+        .expect("the bridge accepts the viewer");
+    let mut got = Vec::new();
+    let mut messages = Vec::new();
+    while got.last().map_or(start, |(s, _)| *s) < start + 150 {
+        let message = tokio::time::timeout(WAIT, batched.next())
+            .await
+            .expect("frames keep coming")
+            .expect("the connection stays open")
+            .expect("no WebSocket error");
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let lines: Vec<&str> = text.split('\n').collect();
+        if messages.is_empty() {
+            assert_eq!(head(lines[0]).kind, "hello", "hello first");
+        }
+        messages.push(lines.len());
+        for line in lines {
+            let head = head(line);
+            assert!(
+                !matches!(head.kind.as_str(), "resync" | "snapshot"),
+                "a cursor in the window resumes without a snapshot"
+            );
+            if is_stream(&head.kind) {
+                got.push((head.seq, fingerprint(line)));
+            }
+        }
+    }
+    assert!(
+        messages[0] > 10,
+        "hello and the frames missed since the cursor share the first message: {messages:?}"
+    );
+    let expected: Vec<_> = reference.await.unwrap().frames;
+    assert_eq!(
+        &got[..expected.len()],
+        &expected[..],
+        "the same frames, in the same order, as a viewer without batches"
+    );
+    let frames = metric(bridge.addr, "watchlife_frames_sent_total")
+        .await
+        .unwrap();
+    let sent = metric(bridge.addr, "watchlife_messages_sent_total")
+        .await
+        .unwrap();
+    assert!(sent < frames, "{sent} messages for {frames} frames");
+}
+
+#[tokio::test]
 async fn a_cursor_out_of_the_window_or_from_another_run_gets_resync_and_a_snapshot() {
     let bridge = Bridge::start(&["--demo", "--demo-rate", "10000"]).await;
     let mut first = Client::connect(&bridge.ws_url()).await;
