@@ -52,8 +52,7 @@ pub fn set_image(
     image: &str,
 ) -> Result<Arc<Value>, ApiError> {
     let current = cp.get(DEPLOYMENTS, Some(namespace), name)?;
-    let containers = current
-        .pointer("/spec/template/spec/containers")
+    let containers = crate::object::field(&current, &["spec", "template", "spec", "containers"])
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();

@@ -191,7 +191,7 @@ impl ControlPlane {
         set_type_meta(&mut obj, rt);
         // uid and creationTimestamp are the server's, whatever the client sent.
         for field in ["uid", "creationTimestamp", "namespace"] {
-            if let Some(v) = current.pointer(&format!("/metadata/{field}")) {
+            if let Some(v) = object::field(&current, &["metadata", field]) {
                 object::metadata_mut(&mut obj).insert(field.into(), v.clone());
             }
         }

@@ -6,27 +6,38 @@
 
 use serde_json::{Map, Value};
 
+/// The field at `path` (`["metadata", "uid"]`). The controllers read fields
+/// of every object on every pass: unlike a JSON pointer, this allocates
+/// nothing.
+pub fn field<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |v, key| v.get(key))
+}
+
+/// Whether the object is being deleted (`metadata.deletionTimestamp` is set).
+pub fn is_deleting(obj: &Value) -> bool {
+    field(obj, &["metadata", "deletionTimestamp"]).is_some()
+}
+
 /// `metadata.name`, or "" when absent.
 pub fn name(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
+    field(obj, &["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// `metadata.namespace`, when set.
 pub fn namespace(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/namespace").and_then(Value::as_str)
+    field(obj, &["metadata", "namespace"]).and_then(Value::as_str)
 }
 
 /// `metadata.resourceVersion`, when set.
 pub fn resource_version(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
+    field(obj, &["metadata", "resourceVersion"]).and_then(Value::as_str)
 }
 
 /// `metadata.labels` as pairs.
 pub fn labels(obj: &Value) -> impl Iterator<Item = (&str, &str)> {
-    obj.pointer("/metadata/labels")
+    field(obj, &["metadata", "labels"])
         .and_then(Value::as_object)
         .into_iter()
         .flat_map(|m| m.iter())

@@ -425,8 +425,12 @@ impl FieldSelector {
     /// Whether the object's fields satisfy every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
         self.requirements.iter().all(|r| {
-            let pointer = format!("/{}", r.field.replace('.', "/"));
-            let actual = obj.pointer(&pointer).and_then(Value::as_str).unwrap_or("");
+            let actual = r
+                .field
+                .split('.')
+                .try_fold(obj, |v, key| v.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or("");
             (actual == r.value) == (r.op == FieldOp::Equals)
         })
     }

@@ -182,7 +182,7 @@ pub fn victim(cp: &ControlPlane) -> Option<String> {
     let (pods, _) = cp.list(PODS, Some(NAMESPACE));
     pods.iter()
         .filter(|p| p["metadata"]["labels"]["app"] == DEPLOYMENT)
-        .filter(|p| p.pointer("/metadata/deletionTimestamp").is_none())
+        .filter(|p| !object::is_deleting(p))
         .filter(|p| p["status"]["phase"] == "Running")
         .map(|p| object::name(p).to_string())
         .min()

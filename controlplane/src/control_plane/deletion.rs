@@ -83,8 +83,7 @@ impl ControlPlane {
                 .map_err(|e| api_error(rt, name, e))?;
             return Ok(Deletion::Deleted(state.publish(rt, event)));
         }
-        let marked_with = current
-            .pointer("/metadata/deletionGracePeriodSeconds")
+        let marked_with = object::field(&current, &["metadata", "deletionGracePeriodSeconds"])
             .and_then(Value::as_u64);
         if marked_with.is_some_and(|marked| grace >= marked) {
             return Ok(Deletion::Pending(current));
@@ -107,12 +106,11 @@ impl ControlPlane {
 
 /// The grace period a pod gets: zero when nothing runs it.
 fn pod_grace_period(pod: &Value, requested: Option<u64>) -> u64 {
-    let bound = pod
-        .pointer("/spec/nodeName")
+    let bound = object::field(pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .is_some_and(|n| !n.is_empty());
     let finished = matches!(
-        pod.pointer("/status/phase").and_then(Value::as_str),
+        object::field(pod, &["status", "phase"]).and_then(Value::as_str),
         Some("Succeeded" | "Failed")
     );
     if !bound || finished {
@@ -120,8 +118,7 @@ fn pod_grace_period(pod: &Value, requested: Option<u64>) -> u64 {
     }
     requested
         .or_else(|| {
-            pod.pointer("/spec/terminationGracePeriodSeconds")
-                .and_then(Value::as_u64)
+            object::field(pod, &["spec", "terminationGracePeriodSeconds"]).and_then(Value::as_u64)
         })
         .unwrap_or(DEFAULT_GRACE_PERIOD_SECONDS)
 }

@@ -7,7 +7,7 @@
 //! desired count, never more than `maxUnavailable` below it.
 
 use super::informer::{Informer, Notification, key_of, split_key};
-use super::owner::{controller_of, controller_reference, is_controlled_by, uid};
+use super::owner::{controller_of, controller_reference, uid};
 use super::workqueue::WorkQueue;
 use super::{Activity, names, update_if_changed};
 use crate::control_plane::{ApiError, ControlPlane};
@@ -104,20 +104,19 @@ impl DeploymentController {
             // Deleted: its ReplicaSets are the garbage collector's.
             return Ok(());
         };
-        if deployment.pointer("/metadata/deletionTimestamp").is_some() {
+        if object::is_deleting(&deployment) {
             return Ok(());
         }
         let owner_uid = uid(&deployment).to_string();
         let mut owned: Vec<Arc<Value>> = self
             .replicasets
-            .list()
-            .filter(|rs| is_controlled_by(rs, &owner_uid))
+            .controlled_by(&owner_uid)
             .cloned()
             .collect();
         owned.sort_by_key(|rs| revision_of(rs));
         let hash = names::template_hash(&deployment["spec"]["template"]);
         let (new, old): (Vec<_>, Vec<_>) = owned.into_iter().partition(|rs| {
-            rs.pointer(&format!("/metadata/labels/{TEMPLATE_HASH_LABEL}")) == Some(&json!(hash))
+            object::field(rs, &["metadata", "labels", TEMPLATE_HASH_LABEL]) == Some(&json!(hash))
         });
         let plan = Rollout::new(&deployment);
         match new.first() {
@@ -301,13 +300,10 @@ fn available(rs: &Value) -> u64 {
 }
 
 fn revision_of(rs: &Value) -> u64 {
-    rs.pointer(&format!(
-        "/metadata/annotations/{}",
-        REVISION_ANNOTATION.replace('/', "~1")
-    ))
-    .and_then(Value::as_str)
-    .and_then(|r| r.parse().ok())
-    .unwrap_or(0)
+    object::field(rs, &["metadata", "annotations", REVISION_ANNOTATION])
+        .and_then(Value::as_str)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
 }
 
 fn scale(cp: &ControlPlane, rs: &Value, replicas: u64) -> Result<(), ApiError> {

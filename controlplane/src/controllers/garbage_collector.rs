@@ -8,7 +8,7 @@
 
 use super::Activity;
 use super::informer::{Informer, Notification, split_key};
-use super::owner::{owners, uid};
+use super::owner::{has_owners, owners, uid};
 use super::workqueue::WorkQueue;
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::{DEPLOYMENTS, PODS, REPLICASETS, ResourceType};
@@ -21,6 +21,9 @@ pub const NAME: &str = "garbage-collector";
 /// The owner → dependent pairs the collector knows: the types the demo's
 /// controllers create.
 const DEPENDENTS: [ResourceType; 2] = [REPLICASETS, PODS];
+
+/// The owners of those dependents.
+const OWNERS: [ResourceType; 2] = [DEPLOYMENTS, REPLICASETS];
 
 /// The garbage collector.
 ///
@@ -74,9 +77,13 @@ impl GarbageCollector {
             activity.noticed += 1;
             match &n {
                 // An owner went away: check everything that named it.
-                Notification::Deleted(owner) => self.enqueue_dependents_of(owner),
+                Notification::Deleted(owner) if OWNERS.contains(&rt) => {
+                    self.enqueue_dependents_of(owner)
+                }
+                // A dependent gone needs nothing more.
+                Notification::Deleted(_) => {}
                 // A dependent appeared or changed: its owners may be gone already.
-                _ if DEPENDENTS.contains(&rt) && !owners(n.object()).is_empty() => {
+                _ if DEPENDENTS.contains(&rt) && has_owners(n.object()) => {
                     self.queue.add(format!("{}:{}", rt.plural, n.key()));
                 }
                 _ => {}
@@ -122,7 +129,7 @@ impl GarbageCollector {
             Err(ApiError::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e),
         };
-        if dependent.pointer("/metadata/deletionTimestamp").is_some() {
+        if crate::object::is_deleting(&dependent) {
             return Ok(());
         }
         let refs = owners(&dependent);
@@ -130,10 +137,7 @@ impl GarbageCollector {
             return Ok(());
         }
         for owner in &refs {
-            let Some(owner_rt) = [DEPLOYMENTS, REPLICASETS]
-                .into_iter()
-                .find(|rt| rt.kind == owner.kind)
-            else {
+            let Some(owner_rt) = OWNERS.into_iter().find(|rt| rt.kind == owner.kind) else {
                 // An owner of a type the collector does not know: leave it be.
                 return Ok(());
             };

@@ -5,12 +5,13 @@
 //! delivered (re-watching or re-listing when needed) and returns the
 //! notifications; the owning controller hands them to its handlers.
 
+use super::owner::controller_uid;
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::ResourceType;
 use crate::store::Revision;
 use crate::watch_cache::{Delivery, WatchFilter};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 use watchlife_protocol::EventType;
@@ -87,6 +88,11 @@ pub struct Informer {
     phase: Phase,
     last_revision: Revision,
     cache: BTreeMap<String, Arc<Value>>,
+    /// Keys of the cached objects by the uid of the controller managing
+    /// them, as client-go's indexer keeps an owner index: a controller asks
+    /// for its own objects on every sync, and a pass over the whole cache
+    /// each time would cost as much as the cache is large.
+    controlled: BTreeMap<String, BTreeSet<String>>,
     synced: bool,
     stats: InformerStats,
 }
@@ -113,6 +119,7 @@ impl Informer {
             phase: Phase::NeedsList,
             last_revision: 0,
             cache: BTreeMap::new(),
+            controlled: BTreeMap::new(),
             synced: false,
             stats: InformerStats::default(),
         }
@@ -148,6 +155,16 @@ impl Informer {
     /// Every cached object, in key order.
     pub fn list(&self) -> impl Iterator<Item = &Arc<Value>> {
         self.cache.values()
+    }
+
+    /// The cached objects whose managing controller has uid `owner`, in key
+    /// order.
+    pub fn controlled_by<'a>(&'a self, owner: &str) -> impl Iterator<Item = &'a Arc<Value>> {
+        self.controlled
+            .get(owner)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| self.cache.get(key))
     }
 
     /// Brings the cache up to date with what the control plane has delivered
@@ -212,12 +229,39 @@ impl Informer {
             EventType::Bookmark | EventType::Error => return,
         }
         if keep {
-            changes.push(match self.cache.insert(key, obj.clone()) {
+            self.index(&key, &obj);
+            changes.push(match self.cache.insert(key.clone(), obj.clone()) {
                 None => Notification::Added(obj),
-                Some(old) => Notification::Updated { old, new: obj },
+                Some(old) => {
+                    if controller_uid(&old) != controller_uid(&obj) {
+                        self.unindex(&key, &old);
+                    }
+                    Notification::Updated { old, new: obj }
+                }
             });
-        } else if self.cache.remove(&key).is_some() {
+        } else if let Some(old) = self.cache.remove(&key) {
+            self.unindex(&key, &old);
             changes.push(Notification::Deleted(obj));
+        }
+    }
+
+    fn index(&mut self, key: &str, obj: &Value) {
+        if let Some(owner) = controller_uid(obj) {
+            self.controlled
+                .entry(owner.to_string())
+                .or_default()
+                .insert(key.to_string());
+        }
+    }
+
+    fn unindex(&mut self, key: &str, obj: &Value) {
+        if let Some(owner) = controller_uid(obj)
+            && let Some(keys) = self.controlled.get_mut(owner)
+        {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.controlled.remove(owner);
+            }
         }
     }
 
@@ -226,6 +270,10 @@ impl Informer {
         let mut fresh = BTreeMap::new();
         for obj in items.into_iter().filter(|o| self.selects(o)) {
             fresh.insert(key_of(&obj), obj);
+        }
+        self.controlled.clear();
+        for (key, obj) in &fresh {
+            self.index(key, obj);
         }
         let old = std::mem::replace(&mut self.cache, fresh);
         for (key, obj) in &self.cache {
@@ -335,5 +383,51 @@ mod tests {
         })
         .unwrap();
         assert_eq!(names(&informer.poll(&cp)), vec!["-p"]);
+    }
+
+    #[test]
+    fn the_owner_index_follows_adds_owner_changes_deletions_and_relists() {
+        let cp = ControlPlane::new(Clock::new(|| 0));
+        let owned_by = |name: &str, owner: &str| {
+            json!({"metadata": {"name": name, "ownerReferences": [
+                {"kind": "ReplicaSet", "name": owner, "uid": owner, "controller": true}
+            ]}})
+        };
+        let mut informer = Informer::new(PODS, "test");
+        let controlled = |informer: &Informer, owner: &str| -> Vec<String> {
+            informer
+                .controlled_by(owner)
+                .map(|o| crate::object::name(o).to_string())
+                .collect()
+        };
+        cp.create(PODS, owned_by("a", "rs-1")).unwrap();
+        cp.create(PODS, json!({"metadata": {"name": "loose"}}))
+            .unwrap();
+        informer.poll(&cp);
+        cp.create(PODS, owned_by("b", "rs-1")).unwrap();
+        cp.create(PODS, owned_by("c", "rs-2")).unwrap();
+        informer.poll(&cp);
+        assert_eq!(controlled(&informer, "rs-1"), vec!["a", "b"]);
+        assert_eq!(controlled(&informer, "rs-2"), vec!["c"]);
+
+        // Adopted by another owner, then deleted.
+        cp.modify(PODS, Some("default"), "b", |p| {
+            p["metadata"]["ownerReferences"][0]["uid"] = json!("rs-2")
+        })
+        .unwrap();
+        cp.delete(PODS, Some("default"), "a").unwrap();
+        informer.poll(&cp);
+        assert!(controlled(&informer, "rs-1").is_empty());
+        assert_eq!(controlled(&informer, "rs-2"), vec!["b", "c"]);
+
+        // A relist after 410 Gone rebuilds the index with the cache.
+        cp.drop_watchers();
+        cp.delete(PODS, Some("default"), "c").unwrap();
+        cp.create(PODS, owned_by("d", "rs-1")).unwrap();
+        cp.compact();
+        informer.poll(&cp);
+        assert_eq!(informer.stats().lists, 2, "relisted");
+        assert_eq!(controlled(&informer, "rs-1"), vec!["d"]);
+        assert_eq!(controlled(&informer, "rs-2"), vec!["b"]);
     }
 }

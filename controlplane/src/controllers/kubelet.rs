@@ -125,7 +125,7 @@ impl Kubelet {
             self.work.remove(key);
             return Ok(());
         };
-        let wanted = if pod.pointer("/metadata/deletionTimestamp").is_some() {
+        let wanted = if crate::object::is_deleting(&pod) {
             Work::Stopping(now + STOP_MICROS)
         } else if pod["status"]["phase"] != "Running" {
             Work::Starting(now + START_MICROS)
@@ -169,7 +169,7 @@ impl Kubelet {
         let host_ip = format!("10.0.0.{}", 10 + u32::from(self.index));
         let pod_ip = format!("10.244.{}.{}", self.index, 2 + self.started % 250);
         update_if_changed(cp, PODS, ns, name, |pod| {
-            if pod.pointer("/metadata/deletionTimestamp").is_some() {
+            if crate::object::is_deleting(pod) {
                 return;
             }
             let containers: Vec<Value> = pod["spec"]["containers"]

@@ -16,17 +16,22 @@ pub struct OwnerRef {
 
 /// `metadata.uid`, or "".
 pub fn uid(obj: &Value) -> &str {
-    obj.pointer("/metadata/uid")
+    crate::object::field(obj, &["metadata", "uid"])
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
-/// Every owner reference of `obj`.
-pub fn owners(obj: &Value) -> Vec<OwnerRef> {
-    obj.pointer("/metadata/ownerReferences")
+/// The entries of `metadata.ownerReferences`, as JSON.
+fn references(obj: &Value) -> impl Iterator<Item = &Value> {
+    crate::object::field(obj, &["metadata", "ownerReferences"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+}
+
+/// Every owner reference of `obj`.
+pub fn owners(obj: &Value) -> Vec<OwnerRef> {
+    references(obj)
         .filter_map(|r| {
             Some(OwnerRef {
                 kind: r["kind"].as_str()?.to_string(),
@@ -38,6 +43,11 @@ pub fn owners(obj: &Value) -> Vec<OwnerRef> {
         .collect()
 }
 
+/// Whether `obj` names any owner.
+pub fn has_owners(obj: &Value) -> bool {
+    references(obj).next().is_some()
+}
+
 /// The owner that manages `obj`, when it is of `kind`.
 pub fn controller_of(obj: &Value, kind: &str) -> Option<OwnerRef> {
     owners(obj)
@@ -45,11 +55,11 @@ pub fn controller_of(obj: &Value, kind: &str) -> Option<OwnerRef> {
         .find(|o| o.controller && o.kind == kind)
 }
 
-/// Whether `obj` is managed by the object with uid `owner_uid`.
-pub fn is_controlled_by(obj: &Value, owner_uid: &str) -> bool {
-    owners(obj)
-        .iter()
-        .any(|o| o.controller && o.uid == owner_uid)
+/// The uid of the object that manages `obj`, when one does.
+pub fn controller_uid(obj: &Value) -> Option<&str> {
+    references(obj)
+        .find(|r| r["controller"] == true)
+        .and_then(|r| r["uid"].as_str())
 }
 
 /// The reference a controller puts on what it creates.

@@ -6,7 +6,7 @@
 //! and are ready in `status`.
 
 use super::informer::{Informer, Notification};
-use super::owner::{controller_of, controller_reference, is_controlled_by, uid};
+use super::owner::{controller_of, controller_reference, uid};
 use super::workqueue::WorkQueue;
 use super::{Activity, names, update_if_changed};
 use crate::control_plane::{ApiError, ControlPlane};
@@ -108,13 +108,13 @@ impl ReplicaSetController {
         let owner_uid = uid(&rs).to_string();
         let mut active: Vec<Arc<Value>> = self
             .pods
-            .list()
-            .filter(|p| is_controlled_by(p, &owner_uid) && is_active(p))
+            .controlled_by(&owner_uid)
+            .filter(|p| is_active(p))
             .cloned()
             .collect();
         let desired = rs["spec"]["replicas"].as_u64().unwrap_or(1) as usize;
         let mut result = Ok(());
-        if rs.pointer("/metadata/deletionTimestamp").is_none() {
+        if !object::is_deleting(&rs) {
             if active.len() < desired {
                 for _ in 0..(desired - active.len()).min(BURST_REPLICAS) {
                     if let Err(e) = self.create_pod(cp, &rs) {
@@ -181,7 +181,7 @@ impl ReplicaSetController {
 
 /// A pod that counts towards its ReplicaSet: not finished, not being deleted.
 pub fn is_active(pod: &Value) -> bool {
-    pod.pointer("/metadata/deletionTimestamp").is_none()
+    !object::is_deleting(pod)
         && !matches!(
             pod["status"]["phase"].as_str(),
             Some("Succeeded" | "Failed")
