@@ -200,12 +200,46 @@ fn ActionPanel() -> impl IntoView {
 
 /// A select's options, one per value, each kept while its value is offered:
 /// the option the viewer chose stays the same element, and stays chosen,
-/// however the list around it changes.
+/// however the list around it changes. Options stay in the order they were
+/// first offered, new ones last: a busy demo adds and removes objects every
+/// second, and a sorted list would move most of its options each time.
 #[component]
 fn Options(values: Memo<Vec<String>>, chosen: RwSignal<String>) -> impl IntoView {
+    let ordered = Memo::new(move |before: Option<&Vec<String>>| {
+        values.with(|fresh| stable_order(before.map_or(&[][..], Vec::as_slice), fresh))
+    });
     view! {
-        <For each=move || values.get() key=|v| v.clone() let:v>
+        <For each=move || ordered.get() key=|v| v.clone() let:v>
             <option value=v.clone() selected=chosen.get_untracked() == v>{v.clone()}</option>
         </For>
+    }
+}
+
+/// `fresh` with the values also in `before` in `before`'s order, followed by
+/// the new ones in `fresh`'s order.
+fn stable_order(before: &[String], fresh: &[String]) -> Vec<String> {
+    let offered: std::collections::HashSet<&String> = fresh.iter().collect();
+    let kept: std::collections::HashSet<&String> = before.iter().collect();
+    before
+        .iter()
+        .filter(|v| offered.contains(v))
+        .chain(fresh.iter().filter(|v| !kept.contains(v)))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stable_order;
+
+    #[test]
+    fn options_keep_their_order_and_new_ones_come_last() {
+        let list = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(stable_order(&[], &list("b a")), list("b a"));
+        assert_eq!(
+            stable_order(&list("c a b"), &list("a b d c e")),
+            list("c a b d e")
+        );
+        assert_eq!(stable_order(&list("c a b"), &list("b x")), list("b x"));
     }
 }

@@ -14,3 +14,4 @@ pub mod plots;
 pub mod record_bar;
 #[cfg(feature = "replay")]
 pub mod replay_bar;
+pub mod slot;

@@ -2,21 +2,30 @@
 //! events) and, for the chosen one, its history with a diff per version.
 //! A deleted object stays a while, greyed, its history ending in DELETED.
 
+use super::slot::part;
 use crate::history::diff;
 use crate::model::{Model, ObjectKey};
 use crate::throttle::throttled;
 use crate::view_state::ViewState;
 use leptos::prelude::*;
-use std::collections::HashMap;
 
 /// Shortest time between two redraws of the table and of the chosen
 /// object's history as objects change: five a second is quicker than a
 /// changing resourceVersion can be read, and a busy cluster then costs the
 /// animation nothing like a redraw of every row on every frame.
 const REDRAW_MS: f64 = 200.0;
-
-/// What changes in place in a row: the resourceVersion and the count of events.
-type Cells = (String, usize);
+/// Height of one row in px; the stylesheet gives rows exactly this height.
+const ROW_H: f64 = 28.0;
+/// Most height of the scrolling area in px: eight rows.
+const VIEWPORT_H: f64 = 8.0 * ROW_H;
+/// Rows drawn beyond the visible ones, above and below, so that a fast
+/// scroll shows no gap.
+const OVERSCAN: usize = 6;
+/// Rows in the page at once: the visible ones and the overscan. A busy
+/// cluster has hundreds of objects, created and deleted many times a
+/// second; only these rows exist, each showing whichever object is at its
+/// place, so an object coming or going changes a few texts, never the table.
+const SLOTS: usize = (VIEWPORT_H / ROW_H) as usize + 2 * OVERSCAN;
 
 /// What one row of the table shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,101 +68,107 @@ pub fn Objects() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     });
-    // A row lives as long as its object (a deletion draws it anew, greyed);
-    // its resourceVersion and count change in place, through a signal of
-    // its own that is set only when they changed: a redraw wakes the rows
-    // that changed, not every row.
-    let cells: StoredValue<HashMap<ObjectKey, RwSignal<Cells>>> = StoredValue::new(HashMap::new());
-    Effect::new(move |_| {
-        rows.with(|rows| {
-            cells.with_value(|cells| {
-                for row in rows {
-                    let Some(cell) = cells.get(&row.key) else {
-                        continue;
-                    };
-                    let changed = cell.with_untracked(|(rv, events)| {
-                        *rv != row.resource_version || *events != row.events
-                    });
-                    if changed {
-                        cell.set((row.resource_version.clone(), row.events));
-                    }
-                }
-            })
-        })
-    });
-    let keys = move || {
-        rows.with(|rows| {
-            rows.iter()
-                .map(|r| {
-                    (
-                        r.key.clone(),
-                        r.kind.clone(),
-                        r.deleted,
-                        (r.resource_version.clone(), r.events),
-                    )
-                })
-                .collect::<Vec<_>>()
-        })
+    let scroll_top = RwSignal::new(0.0_f64);
+    let first = Memo::new(move |_| ((scroll_top.get() / ROW_H) as usize).saturating_sub(OVERSCAN));
+    let total = Memo::new(move |_| rows.with(Vec::len));
+    let below = move || total.get().saturating_sub(first.get() + SLOTS) as f64 * ROW_H;
+    // One listener for all the rows, which show another object whenever the
+    // table changes or scrolls.
+    let choose = move |ev: &web_sys::Event| {
+        let row = event_target::<web_sys::Element>(ev)
+            .closest("tr.object-row")
+            .ok()
+            .flatten();
+        let key = row.and_then(|tr| {
+            Some((
+                tr.get_attribute("data-resource")?,
+                tr.get_attribute("data-key")?,
+            ))
+        });
+        if key.is_some() {
+            chosen.set(key);
+        }
     };
     view! {
-        <section class="objects panel" aria-label="Current objects">
+        <section class="objects panel" aria-label="Current objects" data-objects=move || total.get()>
             <h2>"Objects " <small>"the informer's cache: click one for its history"</small></h2>
-            <div class="scroll">
+            <div
+                class="scroll"
+                style=format!("max-height:{VIEWPORT_H}px")
+                on:scroll=move |ev| {
+                    let el = event_target::<web_sys::Element>(&ev);
+                    scroll_top.set(el.scroll_top() as f64);
+                }
+            >
                 <table>
                     <thead><tr><th>"kind"</th><th>"namespace/name"</th><th>"RV"</th><th>"events"</th></tr></thead>
-                    <tbody id="objects">
-                        <For each=keys key=|r| (r.0.clone(), r.2) let:row>
-                            {
-                                let (key, kind, deleted, now) = row;
-                                let cell = RwSignal::new(now);
-                                cells.update_value(|c| {
-                                    c.insert(key.clone(), cell);
-                                });
-                                let mine = key.clone();
-                                // A row drawn anew for the same object may have taken the slot already.
-                                on_cleanup(move || {
-                                    cells.try_update_value(|c| {
-                                        if c.get(&mine) == Some(&cell) {
-                                            c.remove(&mine);
-                                        }
-                                    });
-                                });
-                                let key2 = key.clone();
-                                let key3 = key.clone();
-                                let name = key.1.clone();
-                                view! {
-                                    <tr
-                                        class="object-row"
-                                        class:chosen=move || chosen.with(|c| c.as_ref() == Some(&key3))
-                                        class:deleted=deleted
-                                        data-resource=key.0.clone()
-                                        data-key=key.1.clone()
-                                        data-deleted=deleted.to_string()
-                                        title=deleted.then_some("deleted: kept a while so its history can be read")
-                                        tabindex="0"
-                                        on:click=move |_| chosen.set(Some(key.clone()))
-                                        on:keydown=move |e| {
-                                            if e.key() == "Enter" {
-                                                chosen.set(Some(key2.clone()));
-                                            }
-                                        }
-                                    >
-                                        <td>{kind}</td>
-                                        <td class="name">
-                                            {name}
-                                            {deleted.then(|| view! { <span class="gone">" deleted"</span> })}
-                                        </td>
-                                        <td class="rv">{move || cell.with(|c| c.0.clone())}</td>
-                                        <td class="count">{move || cell.with(|c| c.1)}</td>
-                                    </tr>
-                                }
+                    <tbody
+                        id="objects"
+                        on:click=move |ev| choose(&ev)
+                        on:keydown=move |ev| {
+                            if ev.key() == "Enter" {
+                                choose(&ev);
                             }
-                        </For>
+                        }
+                    >
+                        <tr class="spacer" style=move || format!("height:{}px", first.get() as f64 * ROW_H)></tr>
+                        {(0..SLOTS)
+                            .map(|i| {
+                                let row = Memo::new(move |_| rows.with(|r| r.get(first.get() + i).cloned()));
+                                object_slot(row.into(), chosen)
+                            })
+                            .collect_view()}
+                        <tr class="spacer" style=move || format!("height:{}px", below())></tr>
                     </tbody>
                 </table>
             </div>
             <History chosen redraw/>
         </section>
+    }
+}
+
+/// One row of the table: the object at its place, or hidden (and without
+/// the row's class and data) while there is none.
+fn object_slot(
+    row: Signal<Option<ObjectRow>>,
+    chosen: RwSignal<Option<ObjectKey>>,
+) -> impl IntoView {
+    let key = part(row, |r| r.key.clone());
+    let deleted = part(row, |r| r.deleted);
+    let class = move || match key.get() {
+        None => "slot".to_string(),
+        Some(key) => {
+            let mut class = "object-row".to_string();
+            if deleted.get() == Some(true) {
+                class.push_str(" deleted");
+            }
+            if chosen.with(|c| c.as_ref() == Some(&key)) {
+                class.push_str(" chosen");
+            }
+            class
+        }
+    };
+    let kind = part(row, |r| r.kind.clone());
+    let rv = part(row, |r| r.resource_version.clone());
+    let events = part(row, |r| r.events);
+    view! {
+        <tr
+            class=class
+            hidden=move || key.with(Option::is_none)
+            data-resource=move || key.get().map(|k| k.0)
+            data-key=move || key.get().map(|k| k.1)
+            data-deleted=move || deleted.get().map(|d| d.to_string())
+            title=move || (deleted.get() == Some(true)).then_some("deleted: kept a while so its history can be read")
+            tabindex=move || key.with(Option::is_some).then_some("0")
+        >
+            <td>{move || kind.get()}</td>
+            <td class="name">
+                {move || key.get().map(|k| k.1)}
+                {move || (deleted.get() == Some(true)).then(|| view! { <span class="gone">" deleted"</span> })}
+            </td>
+            <td class="rv">{move || rv.get()}</td>
+            <td class="count">{move || events.get()}</td>
+        </tr>
     }
 }
 

@@ -1,6 +1,7 @@
 //! The pipeline as one SVG: a node per stage, server side then client side,
 //! with live numbers, the Reflector's state, and the tokens travelling.
 
+use super::slot::part;
 use crate::animator::{LANES, index};
 use crate::model::Model;
 use crate::narration::{explain, reflector_alarming, reflector_state, reflector_state_short};
@@ -314,109 +315,31 @@ fn QueuedKeys(x: f64) -> impl IntoView {
     }
 }
 
-/// The tokens on their lanes, redrawn on every animation frame.
+/// The tokens on their lanes. A lane holds at most one token, so each lane
+/// has one slot drawn once; from frame to frame only the attributes of a
+/// slot change, and only those that did (a token's position, mostly): under
+/// load the animation must not cost new elements on every frame.
 #[component]
 fn Tokens() -> impl IntoView {
     let player = expect_context::<Player>();
-    let tokens = move || {
+    let slots: [RwSignal<Option<TokenView>>; LANES] = std::array::from_fn(|_| RwSignal::new(None));
+    Effect::new(move |_| {
         player.tick.track();
         let step = player.reduced_motion.get();
+        let mut views: [Option<TokenView>; LANES] = Default::default();
         player.state.with_value(|s| {
-            let followed = s.followed;
-            let lane_y = |lane: usize| TRACK_Y + lane as f64 * LANE_H;
-            // A queued token that merging tokens of the same key fold into.
-            let host = |t: &crate::animator::Token| {
-                s.active.iter().find(|h| {
-                    !h.merges
-                        && h.key() == t.key()
-                        && h.place(s.clock, step)
-                            .is_some_and(|p| p.stage == Stage::Workqueue)
-                })
-            };
-            let merged_into = |h: &crate::animator::Token| {
-                s.active
-                    .iter()
-                    .filter(|t| {
-                        t.merge_progress(s.clock).is_some() && host(t).is_some_and(|x| x.id == h.id)
-                    })
-                    .count()
-            };
-            s.active
-                .iter()
-                .filter_map(|t| {
-                    let place = t.place(s.clock, step)?;
-                    let e = &t.row.event;
-                    let mut x = node_x(place.at) + NODE_W / 2.0 - TOKEN_W / 2.0;
-                    let mut y = lane_y(t.lane);
-                    let mut scale = 1.0;
-                    let merge = t.merge_progress(s.clock);
-                    if let Some(p) = merge.filter(|_| !step) {
-                        // Glide onto the queued token's lane, shrinking into it.
-                        if let Some(h) = host(t) {
-                            y += (lane_y(h.lane) - y) * p;
-                        }
-                        scale = 1.0 - 0.6 * p;
-                        x += TOKEN_W * (1.0 - scale) / 2.0;
-                        y += TOKEN_H * (1.0 - scale) / 2.0;
-                    }
-                    let absorbed = if t.merges { 0 } else { merged_into(t) };
-                    let mut class = format!("token {}", e.event_type.as_str().to_lowercase());
-                    if e.initial {
-                        class.push_str(" initial");
-                    }
-                    if e.coalesced {
-                        class.push_str(" coalesced");
-                    }
-                    if merge.is_some() {
-                        class.push_str(" merging");
-                    }
-                    if absorbed > 0 {
-                        class.push_str(" absorbing");
-                    }
-                    if followed == Some(t.row.seq) {
-                        class.push_str(" followed");
-                    }
-                    let arrived = t.arrival() <= s.clock;
-                    if arrived {
-                        class.push_str(" arrived");
-                    }
-                    let label = if merge.is_some() {
-                        "merged".to_string()
-                    } else if e.resource_version.is_empty() {
-                        e.event_type.as_str().to_string()
-                    } else {
-                        e.resource_version.clone()
-                    };
-                    let mut what = format!(
-                        "{} {} {} (RV {}) at {}",
-                        e.event_type.as_str(),
-                        e.target.kind,
-                        e.target.key(),
-                        e.resource_version,
-                        place.stage.label()
-                    );
-                    if merge.is_some() {
-                        what.push_str(": merged into the key already queued");
-                    }
-                    Some(TokenView {
-                        id: t.id,
-                        class,
-                        transform: if scale < 1.0 {
-                            format!("translate({x:.1} {y:.1}) scale({scale:.2})")
-                        } else {
-                            format!("translate({x:.1} {y:.1})")
-                        },
-                        label,
-                        rv: e.resource_version.clone(),
-                        kind: e.event_type.as_str(),
-                        at: stage_id(place.stage),
-                        what,
-                        absorbed,
-                    })
-                })
-                .collect::<Vec<_>>()
-        })
-    };
+            for (lane, view) in token_views(s, step) {
+                if let Some(slot) = views.get_mut(lane) {
+                    *slot = Some(view);
+                }
+            }
+        });
+        for (slot, view) in slots.iter().zip(views) {
+            if slot.with_untracked(|now| *now != view) {
+                slot.set(view);
+            }
+        }
+    });
     view! {
         <g class="tokens" aria-hidden="true">
             {(0..LANES)
@@ -425,31 +348,147 @@ fn Tokens() -> impl IntoView {
                     view! { <line class="lane" x1=MARGIN x2=WIDTH - MARGIN y1=y y2=y/> }
                 })
                 .collect_view()}
-            {move || {
-                tokens()
-                    .into_iter()
-                    .map(|t| {
-                        view! {
-                            <g class=t.class transform=t.transform data-token=t.id data-rv=t.rv data-type=t.kind data-at=t.at>
-                                <rect width=TOKEN_W height=TOKEN_H rx=TOKEN_H / 2.0/>
-                                <text x=TOKEN_W / 2.0 y=TOKEN_H / 2.0 + 4.5 text-anchor="middle">{t.label}</text>
-                                {(t.absorbed > 0).then(|| view! {
-                                    <g class="merge-badge" data-merged=t.absorbed>
-                                        <circle cx=TOKEN_W cy=0 r=9/>
-                                        <text x=TOKEN_W y=4 text-anchor="middle">{format!("+{}", t.absorbed)}</text>
-                                    </g>
-                                })}
-                                <title>{t.what}</title>
-                            </g>
-                        }
-                    })
-                    .collect_view()
-            }}
+            {slots.into_iter().map(token_slot).collect_view()}
         </g>
     }
 }
 
+/// One lane's slot: hidden, and without the token's data attributes, while
+/// the lane is empty.
+fn token_slot(slot: RwSignal<Option<TokenView>>) -> impl IntoView {
+    let slot: Signal<Option<TokenView>> = slot.into();
+    let class = part(slot, |t| t.class.clone());
+    let transform = part(slot, |t| t.transform.clone());
+    let id = part(slot, |t| t.id);
+    let rv = part(slot, |t| t.rv.clone());
+    let kind = part(slot, |t| t.kind);
+    let at = part(slot, |t| t.at);
+    let label = part(slot, |t| t.label.clone());
+    let what = part(slot, |t| t.what.clone());
+    let absorbed = part(slot, |t| t.absorbed);
+    let shown = move || slot.with(Option::is_some);
+    view! {
+        <g
+            class=move || class.get().unwrap_or_else(|| "token-slot".into())
+            display=move || (!shown()).then_some("none")
+            transform=move || transform.get()
+            data-token=move || id.get()
+            data-rv=move || rv.get()
+            data-type=move || kind.get()
+            data-at=move || at.get()
+        >
+            <rect width=TOKEN_W height=TOKEN_H rx=TOKEN_H / 2.0/>
+            <text x=TOKEN_W / 2.0 y=TOKEN_H / 2.0 + 4.5 text-anchor="middle">{move || label.get()}</text>
+            {move || absorbed.get().filter(|n| *n > 0).map(|n| view! {
+                <g class="merge-badge" data-merged=n>
+                    <circle cx=TOKEN_W cy=0 r=9/>
+                    <text x=TOKEN_W y=4 text-anchor="middle">{format!("+{n}")}</text>
+                </g>
+            })}
+            <title>{move || what.get()}</title>
+        </g>
+    }
+}
+
+/// Each token on screen with its lane, as it looks at the player's clock.
+fn token_views(s: &crate::animator::AnimState, step: bool) -> Vec<(usize, TokenView)> {
+    let followed = s.followed;
+    let lane_y = |lane: usize| TRACK_Y + lane as f64 * LANE_H;
+    // A queued token that merging tokens of the same key fold into.
+    let host = |t: &crate::animator::Token| {
+        s.active.iter().find(|h| {
+            !h.merges
+                && h.key() == t.key()
+                && h.place(s.clock, step)
+                    .is_some_and(|p| p.stage == Stage::Workqueue)
+        })
+    };
+    let merged_into = |h: &crate::animator::Token| {
+        s.active
+            .iter()
+            .filter(|t| {
+                t.merge_progress(s.clock).is_some() && host(t).is_some_and(|x| x.id == h.id)
+            })
+            .count()
+    };
+    s.active
+        .iter()
+        .filter_map(|t| {
+            let place = t.place(s.clock, step)?;
+            let e = &t.row.event;
+            let mut x = node_x(place.at) + NODE_W / 2.0 - TOKEN_W / 2.0;
+            let mut y = lane_y(t.lane);
+            let mut scale = 1.0;
+            let merge = t.merge_progress(s.clock);
+            if let Some(p) = merge.filter(|_| !step) {
+                // Glide onto the queued token's lane, shrinking into it.
+                if let Some(h) = host(t) {
+                    y += (lane_y(h.lane) - y) * p;
+                }
+                scale = 1.0 - 0.6 * p;
+                x += TOKEN_W * (1.0 - scale) / 2.0;
+                y += TOKEN_H * (1.0 - scale) / 2.0;
+            }
+            let absorbed = if t.merges { 0 } else { merged_into(t) };
+            let mut class = format!("token {}", e.event_type.as_str().to_lowercase());
+            if e.initial {
+                class.push_str(" initial");
+            }
+            if e.coalesced {
+                class.push_str(" coalesced");
+            }
+            if merge.is_some() {
+                class.push_str(" merging");
+            }
+            if absorbed > 0 {
+                class.push_str(" absorbing");
+            }
+            if followed == Some(t.row.seq) {
+                class.push_str(" followed");
+            }
+            if t.arrival() <= s.clock {
+                class.push_str(" arrived");
+            }
+            let label = if merge.is_some() {
+                "merged".to_string()
+            } else if e.resource_version.is_empty() {
+                e.event_type.as_str().to_string()
+            } else {
+                e.resource_version.clone()
+            };
+            let mut what = format!(
+                "{} {} {} (RV {}) at {}",
+                e.event_type.as_str(),
+                e.target.kind,
+                e.target.key(),
+                e.resource_version,
+                place.stage.label()
+            );
+            if merge.is_some() {
+                what.push_str(": merged into the key already queued");
+            }
+            let view = TokenView {
+                id: t.id,
+                class,
+                transform: if scale < 1.0 {
+                    format!("translate({x:.1} {y:.1}) scale({scale:.2})")
+                } else {
+                    format!("translate({x:.1} {y:.1})")
+                },
+                label,
+                rv: e.resource_version.clone(),
+                kind: e.event_type.as_str(),
+                at: stage_id(place.stage),
+                what,
+                absorbed,
+            };
+            Some((t.lane, view))
+        })
+        .collect()
+}
+
 /// What one token looks like in one frame.
+#[derive(Debug, Clone, PartialEq)]
 struct TokenView {
     id: u64,
     class: String,
