@@ -19,20 +19,39 @@ use std::time::{Duration, Instant};
 
 /// How long frames are counted.
 const COUNT_FOR: Duration = Duration::from_secs(5);
+/// How long the bridge's output is counted when choosing the demo's rate.
+const CALIBRATE_FOR: Duration = Duration::from_secs(3);
+/// Attempts at finding the demo rate that makes the bridge publish a target
+/// number of frames a second.
+const CALIBRATE_TRIES: usize = 5;
+/// A rate is close enough when the bridge publishes this share of the
+/// target or more…
+const CALIBRATE_UNDER: f64 = 0.95;
+/// …and at most this share: above, a lower rate is tried.
+const CALIBRATE_OVER: f64 = 1.15;
+/// The demo's highest rate (`watchlife --demo-rate`).
+const MAX_DEMO_RATE: f64 = 10_000.0;
 /// How long the page may take to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const CHROMIUM: &str = "/usr/bin/chromium";
+/// The browser window: tall enough for the whole page, so that every panel
+/// draws (a shorter one would leave the object table and the event log out
+/// of view, and cheaper).
+const WINDOW: (u32, u32) = (1280, 1800);
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub runs: usize,
     pub watchlife: PathBuf,
-    /// Demo changes per second to measure at.
-    pub rates: Vec<u32>,
+    /// Frames per second the page should receive: the demo's rate is chosen
+    /// to make the bridge publish about that many.
+    pub targets: Vec<u32>,
 }
 
 #[derive(Default)]
 struct Figures {
+    /// The demo rate chosen for the target.
+    rate: u32,
     first_paint: Spread,
     fps: Spread,
     worst_frame: Spread,
@@ -52,14 +71,27 @@ pub fn run(report: &mut Report, config: &Config) {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let mut figures: Vec<Figures> = config.rates.iter().map(|_| Figures::default()).collect();
+    let mut figures: Vec<Figures> = config.targets.iter().map(|_| Figures::default()).collect();
     let mut failure = None;
+    for (f, target) in figures.iter_mut().zip(&config.targets) {
+        match runtime.block_on(calibrate(config, *target)) {
+            Ok(rate) => f.rate = rate,
+            Err(e) => failure = Some(e),
+        }
+    }
     'runs: for run in 0..config.runs {
-        for (i, rate) in config.rates.iter().enumerate() {
-            progress!("browser: run {}/{}, {rate} changes/s", run + 1, config.runs);
-            match runtime.block_on(measure(config, *rate)) {
+        if failure.is_some() {
+            break;
+        }
+        for f in figures.iter_mut() {
+            let rate = f.rate;
+            progress!(
+                "browser: run {}/{}, demo at {rate} changes/s",
+                run + 1,
+                config.runs
+            );
+            match runtime.block_on(measure(config, rate)) {
                 Ok(m) => {
-                    let f = &mut figures[i];
                     f.first_paint.push(m.first_paint_ms * 1000.0);
                     f.fps.push(m.fps);
                     f.worst_frame.push(m.worst_frame_ms * 1000.0);
@@ -77,7 +109,8 @@ pub fn run(report: &mut Report, config: &Config) {
     let mut table = Table::new(
         "",
         &[
-            "demo changes/s",
+            "frames per second wanted",
+            "demo changes/s chosen",
             "frames the page received per second",
             "resyncs per minute (the page fell behind)",
             "page frames per second",
@@ -85,9 +118,10 @@ pub fn run(report: &mut Report, config: &Config) {
             "first paint",
         ],
     );
-    for (f, rate) in figures.iter().zip(&config.rates) {
+    for (f, target) in figures.iter().zip(&config.targets) {
         table.row(vec![
-            count(*rate as usize),
+            count(*target as usize),
+            count(f.rate as usize),
             f.received.show(num),
             f.resyncs.show(num),
             f.fps.show(num),
@@ -99,7 +133,8 @@ pub fn run(report: &mut Report, config: &Config) {
         "Budgets: 60 frames per second while receiving 5,000 events per second, and first \
          paint under one second on loopback. Headless Chromium draws without a display and \
          shares the two cores with `watchlife` and its demo, so its frame rate is a lower \
-         bound of what a desktop browser would do."
+         bound of what a desktop browser would do. The window is tall enough to show the \
+         whole page, every panel drawing at once."
             .to_string(),
     ];
     if let Some(e) = failure {
@@ -107,11 +142,10 @@ pub fn run(report: &mut Report, config: &Config) {
     }
     let summary = figures
         .iter()
-        .zip(&config.rates)
-        .map(|(f, rate)| {
+        .map(|f| {
             format!(
-                "at {} changes/s: {} frames/s received, page at {} fps (longest frame {}), first paint {}",
-                count(*rate as usize),
+                "demo at {} changes/s: {} frames/s received, page at {} fps (longest frame {}), first paint {}",
+                count(f.rate as usize),
                 num(f.received.median()),
                 num(f.fps.median()),
                 micros(f.worst_frame.median()),
@@ -122,10 +156,17 @@ pub fn run(report: &mut Report, config: &Config) {
     report.sections.push(Section {
         title: "Browser app: frames per second under load, first paint".into(),
         method: format!(
-            "`watchlife --demo --demo-rate N` serves the app; a fresh headless Chromium \
-             (through chromedriver, 1280×800) opens it and waits until the link is connected. \
+            "For each number of frames per second wanted, the demo's rate is chosen first: \
+             `watchlife --demo --demo-rate N` runs alone while its published frames are counted \
+             for {} s, and N is scaled until the bridge publishes about that many (a change of \
+             the demo's story sets off a varying number of events). Then `watchlife --demo \
+             --demo-rate N` serves the app; a fresh headless Chromium \
+             (through chromedriver, {}×{}) opens it and waits until the link is connected. \
              First paint is the page's `first-contentful-paint`. Then, after two seconds, \
              `requestAnimationFrame` callbacks are counted for {} s. {} runs.",
+            CALIBRATE_FOR.as_secs(),
+            WINDOW.0,
+            WINDOW.1,
             COUNT_FOR.as_secs(),
             config.runs
         ),
@@ -134,6 +175,68 @@ pub fn run(report: &mut Report, config: &Config) {
         summary,
         seconds: started.elapsed().as_secs_f64(),
     });
+}
+
+/// The demo rate at which the bridge publishes about `target` frames a
+/// second on this machine: the lowest rate tried that reached it, or the
+/// one that came closest. The demo's output does not grow in proportion to
+/// its rate, so each try interpolates between the closest tries below and
+/// above.
+async fn calibrate(config: &Config, target: u32) -> Result<u32, String> {
+    let target = f64::from(target);
+    let mut tried: Vec<(f64, f64)> = Vec::new();
+    let mut rate = target.min(MAX_DEMO_RATE);
+    for _ in 0..CALIBRATE_TRIES {
+        let published = published_per_second(config, rate.round() as u32).await?;
+        progress!("browser: demo at {rate:.0} changes/s publishes {published:.0} frames/s");
+        tried.push((rate, published));
+        let below = tried
+            .iter()
+            .filter(|t| t.1 < target)
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let above = tried
+            .iter()
+            .filter(|t| t.1 >= target)
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        rate = match (below, above) {
+            (_, Some(a)) if a.1 <= target * CALIBRATE_OVER => break,
+            (Some(b), Some(a)) => b.0 + (a.0 - b.0) * (target - b.1) / (a.1 - b.1),
+            (Some(b), None) if b.0 >= MAX_DEMO_RATE => break,
+            (Some(b), None) => (b.0 * target / b.1.max(1.0)).min(MAX_DEMO_RATE),
+            (None, Some(a)) => a.0 * target / a.1,
+            (None, None) => break,
+        };
+    }
+    let enough = tried
+        .iter()
+        .filter(|t| t.1 >= target * CALIBRATE_UNDER)
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let closest = tried.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+    enough
+        .or(closest)
+        .map(|t| t.0.round() as u32)
+        .ok_or_else(|| "no demo rate could be tried".to_string())
+}
+
+/// Frames the bridge publishes per second with the demo at `rate`, no viewer.
+async fn published_per_second(config: &Config, rate: u32) -> Result<f64, String> {
+    let rate = rate.to_string();
+    let bridge = Watchlife::start(
+        &config.watchlife,
+        &["--demo", "--demo-rate", &rate, "--demo-api", "127.0.0.1:0"],
+    )?;
+    let published = || async {
+        get(bridge.addr, "/metrics")
+            .await
+            .and_then(|m| metric(&m, "watchlife_frames_published_total"))
+            .ok_or_else(|| "no /metrics from the bridge".to_string())
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = published().await?;
+    let t0 = Instant::now();
+    tokio::time::sleep(CALIBRATE_FOR).await;
+    let after = published().await?;
+    Ok((after - before) / t0.elapsed().as_secs_f64())
 }
 
 struct Measured {
@@ -309,7 +412,8 @@ impl Driver {
                 "args": [
                     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,800",
+                    "--disable-sync", "--disable-dev-shm-usage",
+                    format!("--window-size={},{}", WINDOW.0, WINDOW.1),
                     format!("--user-data-dir={}", self.profile.display()),
                 ],
             }),

@@ -194,7 +194,7 @@ fn main() {
         let config = browser::Config {
             runs: process_runs.min(2),
             watchlife: args.watchlife.clone(),
-            rates: if args.quick {
+            targets: if args.quick {
                 vec![1000]
             } else {
                 vec![1000, 5000]
