@@ -275,6 +275,66 @@ async fn a_deleted_object_stays_greyed_with_its_history_ending_in_deleted() {
 }
 
 #[tokio::test]
+async fn a_table_of_hundreds_of_objects_draws_only_the_rows_in_view() {
+    let names: Vec<String> = (0..300).map(|i| format!("pod-{i:03}")).collect();
+    let objects: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 10)).collect();
+    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&objects)]).await;
+    let browser = open(&bridge, "").await;
+    browser
+        .wait_until(
+            "the table holds every object",
+            "document.querySelector('section.objects').dataset.objects === '300'",
+        )
+        .await;
+    let keys = "[...document.querySelectorAll('tr.object-row')].map(r => r.dataset.key)";
+    let drawn = browser.eval(keys).await;
+    let drawn = drawn.as_array().expect("rows");
+    assert!(
+        !drawn.is_empty() && drawn.len() < 40,
+        "only the rows in view and a few more: {}",
+        drawn.len()
+    );
+    assert_eq!(drawn[0], json!("default/pod-000"));
+    // Scrolled to the end, the last objects are drawn, in order.
+    browser
+        .eval("((s) => { s.scrollTop = s.scrollHeight; return true; })(document.querySelector('.objects .scroll'))")
+        .await;
+    browser
+        .wait_until(
+            "the last object is drawn after scrolling",
+            "document.querySelector(\"tr.object-row[data-key='default/pod-299']\")",
+        )
+        .await;
+    let drawn = browser.eval(keys).await;
+    let drawn: Vec<&str> = drawn
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert!(drawn.len() < 40, "{}", drawn.len());
+    assert!(
+        drawn.windows(2).all(|w| w[0] < w[1]),
+        "in key order: {drawn:?}"
+    );
+    assert!(
+        !drawn.contains(&"default/pod-000"),
+        "the first rows left: {drawn:?}"
+    );
+    // A drawn row still opens its object's history.
+    browser
+        .click("tr.object-row[data-key='default/pod-299']")
+        .await;
+    browser
+        .wait_until(
+            "the history of the object clicked",
+            "document.querySelector('#history .name')?.textContent === 'default/pod-299'",
+        )
+        .await;
+    browser.close().await;
+}
+
+#[tokio::test]
 async fn a_search_hides_objects_but_never_a_bookmark_or_an_error() {
     let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[])]).await;
     let browser = open(&bridge, "?q=web&ns=default").await;
@@ -392,7 +452,7 @@ async fn the_token_in_the_address_is_passed_on_to_the_stream() {
     let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[])]).await;
     let browser = open(&bridge, "?token=s3cr%2Bt&theme=dark").await;
     let requests = bridge.ws_requests();
-    assert_eq!(requests, vec!["/ws?token=s3cr%2Bt".to_string()]);
+    assert_eq!(requests, vec!["/ws?batch=true&token=s3cr%2Bt".to_string()]);
     // The address keeps it, so a reload still gets in.
     let query = browser.eval("location.search").await;
     assert_eq!(query, json!("?theme=dark&token=s3cr%2Bt"));
