@@ -16,6 +16,8 @@ pub struct App {
     pub observed_stages: Vec<Stage>,
     pub demo: Option<ControlPlane>,
     pub clock: Clock,
+    /// The demo's kubeconfig, removed when the app goes (the bridge stops).
+    pub kubeconfig: Option<crate::source::demo::Kubeconfig>,
 }
 
 impl App {

@@ -140,6 +140,7 @@ async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunEr
         observed_stages: upstream.observed,
         demo: upstream.demo,
         clock,
+        kubeconfig: upstream.kubeconfig,
     })
 }
 

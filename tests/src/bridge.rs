@@ -105,6 +105,22 @@ impl Bridge {
         format!("ws://{}/ws", self.addr)
     }
 
+    /// The bridge's cache folder (`XDG_CACHE_HOME`).
+    pub fn cache_dir(&self) -> &Path {
+        self._cache.path()
+    }
+
+    /// Stops the process as a service manager does (SIGTERM) and waits for
+    /// it to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "the bridge is running");
+        self.child.wait().expect("the bridge exits")
+    }
+
     /// Stops the process (SIGKILL) and waits for it.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -38,3 +38,23 @@ async fn healthz_and_version_answer() {
     let json: serde_json::Value = serde_json::from_slice(&version.body).unwrap();
     assert_eq!(json["source"]["kind"], "demo");
 }
+
+#[tokio::test]
+async fn the_demo_kubeconfig_is_written_at_start_and_removed_at_a_graceful_stop() {
+    let mut bridge = Bridge::start(&["--demo"]).await;
+    let folder = bridge.cache_dir().join("watchlife");
+    let written: Vec<_> = std::fs::read_dir(&folder)
+        .expect("the cache folder")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-demo.kubeconfig"))
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let text = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(text.contains("server: http://127.0.0.1:"), "{text}");
+    assert!(bridge.terminate().success());
+    assert!(
+        !written[0].exists(),
+        "{} is left behind",
+        written[0].display()
+    );
+}

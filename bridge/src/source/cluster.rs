@@ -102,5 +102,6 @@ fn upstream(config: kube::Config, context: String, args: &Args) -> Result<Upstre
         server_stages,
         observed,
         demo: None,
+        kubeconfig: None,
     })
 }

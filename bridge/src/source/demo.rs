@@ -46,17 +46,23 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
     let pace = (!args.demo_idle).then(|| args.demo_pace());
     tokio::spawn(drive(Demo::new(cp.clone(), pace), clock));
 
-    let kubeconfig = kubeconfig_path(addr.port());
-    match watchlife_demo_apiserver::write_kubeconfig(&kubeconfig, &url) {
-        Ok(()) => println!(
-            "the demo's Kubernetes API is at {url}; for kubectl:\n  export KUBECONFIG={}",
-            kubeconfig.display()
-        ),
-        Err(e) => tracing::warn!(
-            "could not write the demo kubeconfig {}: {e}",
-            kubeconfig.display()
-        ),
-    }
+    let path = kubeconfig_path(addr.port());
+    let kubeconfig = match watchlife_demo_apiserver::write_kubeconfig(&path, &url) {
+        Ok(()) => {
+            println!(
+                "the demo's Kubernetes API is at {url}; for kubectl:\n  export KUBECONFIG={}",
+                path.display()
+            );
+            Some(Kubeconfig(path))
+        }
+        Err(e) => {
+            tracing::warn!(
+                "could not write the demo kubeconfig {}: {e}",
+                path.display()
+            );
+            None
+        }
+    };
 
     let config = kube::Config::new(
         url.parse()
@@ -70,7 +76,19 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
         server_stages: Some(Arc::new(LedgerStages(cp.clone()))),
         observed: Stage::ALL.to_vec(),
         demo: Some(cp),
+        kubeconfig,
     })
+}
+
+/// The kubeconfig written for the demo's API, removed when dropped: a demo
+/// that stopped leaves no file pointing at its port.
+#[derive(Debug)]
+pub struct Kubeconfig(PathBuf);
+
+impl Drop for Kubeconfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Where the kubeconfig goes: beside watchlife's other files in the user's

@@ -29,6 +29,8 @@ pub struct Upstream {
     pub observed: Vec<Stage>,
     /// The demo control plane, for the demo actions.
     pub demo: Option<ControlPlane>,
+    /// The kubeconfig written for the demo's API, removed with this.
+    pub kubeconfig: Option<demo::Kubeconfig>,
 }
 
 /// Why no source could be started.

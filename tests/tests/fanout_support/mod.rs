@@ -200,14 +200,18 @@ pub async fn wait_for_metric(addr: SocketAddr, series: &str, check: impl Fn(f64)
 pub struct Process {
     pub child: Child,
     pub addr: SocketAddr,
+    /// Its cache folder, where the demo writes its kubeconfig.
+    _cache: tempfile::TempDir,
 }
 
 impl Process {
     /// Starts `watchlife --listen ADDR ARGS` (the demo's API on a free
     /// port) and waits for `/healthz`.
     pub async fn start(addr: SocketAddr, args: &[&str]) -> Process {
+        let cache = tempfile::tempdir().expect("a temporary folder");
         let child = Command::new(watchlife_tests::bridge::binary())
             .current_dir(watchlife_tests::workspace())
+            .env("XDG_CACHE_HOME", cache.path())
             .arg("--listen")
             .arg(addr.to_string())
             .args(["--demo-api", "127.0.0.1:0"])
@@ -216,7 +220,11 @@ impl Process {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("the watchlife binary starts");
-        let process = Process { child, addr };
+        let process = Process {
+            child,
+            addr,
+            _cache: cache,
+        };
         let deadline = Instant::now() + WAIT;
         loop {
             if let Ok(r) = watchlife_tests::http::get(addr, "/healthz").await
