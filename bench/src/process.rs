@@ -3,8 +3,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -15,13 +16,24 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Watchlife {
     child: Child,
     pub addr: SocketAddr,
+    /// Its own cache folder (where the demo writes its kubeconfig), removed
+    /// on drop: a killed bridge cannot remove its kubeconfig itself.
+    cache: PathBuf,
 }
 
 impl Watchlife {
     /// Starts `binary --listen 127.0.0.1:0 args...` and waits for the line
     /// `watchlife is serving http://ADDR/`.
     pub fn start(binary: &Path, args: &[&str]) -> Result<Watchlife, String> {
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let cache = std::env::temp_dir().join(format!(
+            "watchlife-bench-cache-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
         let mut child = Command::new(binary)
+            .env("XDG_CACHE_HOME", &cache)
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .env("RUST_LOG", "warn")
@@ -41,6 +53,7 @@ impl Watchlife {
         let mut process = Watchlife {
             child,
             addr: "127.0.0.1:0".parse().expect("an address"),
+            cache,
         };
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
@@ -72,6 +85,7 @@ impl Drop for Watchlife {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.cache);
     }
 }
 
