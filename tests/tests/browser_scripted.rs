@@ -275,11 +275,23 @@ async fn a_deleted_object_stays_greyed_with_its_history_ending_in_deleted() {
 }
 
 #[tokio::test]
-async fn a_table_of_hundreds_of_objects_draws_only_the_rows_in_view() {
+async fn hundreds_of_objects_draw_only_the_rows_in_view_and_offer_a_few_to_act_on() {
     let names: Vec<String> = (0..300).map(|i| format!("pod-{i:03}")).collect();
     let objects: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 10)).collect();
-    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&objects)]).await;
+    let with_actions = Hello {
+        demo_actions: true,
+        ..hello(1)
+    };
+    let bridge = ScriptedBridge::start(with_actions, vec![snapshot_of(&objects)]).await;
     let browser = open(&bridge, "").await;
+    // The actions offer a few pods to pick from, not hundreds.
+    browser
+        .wait_until(
+            "the pods to delete are offered, the first fifty",
+            "document.querySelectorAll('#action-pod option').length === 50 \
+             && document.querySelector('#action-pod option').value === 'default/pod-000'",
+        )
+        .await;
     browser
         .wait_until(
             "the table holds every object",

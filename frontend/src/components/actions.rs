@@ -15,6 +15,11 @@ const DEFAULT_IMAGE: &str = "nginx:1.5.3";
 /// pick from anyway, and a busy demo would rebuild hundreds of options on
 /// every frame.
 const LISTS_REDRAW_MS: f64 = 1_000.0;
+/// Most objects of one kind a select offers. A person picks from a few; a
+/// busy demo has hundreds of pods, each living a second, and a select of
+/// hundreds of options changing every second costs the page a frame each
+/// time it is laid out again.
+const MAX_OFFERED: usize = 50;
 
 #[component]
 pub fn Actions() -> impl IntoView {
@@ -32,13 +37,14 @@ fn ActionPanel() -> impl IntoView {
     let model = expect_context::<Model>();
     // The lists follow which objects exist, not their every change.
     let redraw = throttled(LISTS_REDRAW_MS, move || model.roster.track());
-    // (namespace, name) of the objects of one kind, sorted.
+    // (namespace, name) of the first objects of one kind, sorted.
     let names_of = move |kind: &'static str| {
         Memo::new(move |_| {
             redraw.track();
             model.objects.with_untracked(|o| {
                 o.values()
                     .filter(|h| h.target.kind == kind && !h.deleted)
+                    .take(MAX_OFFERED)
                     .map(|h| {
                         (
                             h.target.namespace.clone().unwrap_or_default(),
@@ -50,12 +56,19 @@ fn ActionPanel() -> impl IntoView {
         })
     };
     let pods = names_of("Pod");
-    // Every object as (resource, namespace, name), pods first: any can be labelled.
+    // Objects as (resource, namespace, name), pods first: any can be
+    // labelled. Every object of another kind, and the first pods.
     let labellable = Memo::new(move |_| {
         redraw.track();
+        let mut pods = 0;
         let mut all: Vec<(String, String, String)> = model.objects.with_untracked(|o| {
             o.values()
                 .filter(|h| !h.deleted)
+                .filter(|h| {
+                    let pod = h.target.resource == "pods";
+                    pods += usize::from(pod);
+                    !pod || pods <= MAX_OFFERED
+                })
                 .map(|h| {
                     (
                         h.target.resource.clone(),
