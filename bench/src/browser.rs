@@ -30,8 +30,11 @@ const CALIBRATE_UNDER: f64 = 0.95;
 /// …and at most this share: above, a lower rate is tried.
 const CALIBRATE_OVER: f64 = 1.15;
 /// Times a measurement is made again at a higher rate when the page
-/// received too few frames.
+/// received fewer frames than wanted.
 const RAISES: usize = 2;
+/// How much more than the shortfall a raise asks for: the demo's output
+/// does not grow in proportion to its rate.
+const RAISE_MARGIN: f64 = 1.05;
 /// The demo's highest rate (`watchlife --demo-rate`).
 const MAX_DEMO_RATE: f64 = 10_000.0;
 /// How long the page may take to connect.
@@ -167,7 +170,7 @@ pub fn run(report: &mut Report, config: &Config) {
              (through chromedriver, {}×{}) opens it and waits until the link is connected. \
              First paint is the page's `first-contentful-paint`. Then, after two seconds, \
              `requestAnimationFrame` callbacks are counted for {} s. When the page received \
-             under 95 % of the frames wanted (the page's own load slows the demo), N is raised \
+             fewer frames than wanted (the page's own load slows the demo), N is raised \
              and the run measured again, up to {} times. {} runs.",
             CALIBRATE_FOR.as_secs(),
             WINDOW.0,
@@ -246,16 +249,18 @@ async fn published_per_second(config: &Config, rate: u32) -> Result<f64, String>
 }
 
 /// [`measure`] at `rate`, raised (and measured again) while the page receives
-/// less than `target` frames a second: the page's own load slows the demo
+/// fewer than `target` frames a second: the page's own load slows the demo
 /// below what it publishes alone. The rate stays raised for the next runs.
 async fn measure_at(config: &Config, rate: &mut u32, target: u32) -> Result<Measured, String> {
     let mut measured = measure(config, *rate).await?;
     for _ in 0..RAISES {
         let short = f64::from(target) / measured.received_per_second.max(1.0);
-        if short * CALIBRATE_UNDER <= 1.0 || f64::from(*rate) >= MAX_DEMO_RATE {
+        if short <= 1.0 || f64::from(*rate) >= MAX_DEMO_RATE {
             break;
         }
-        *rate = (f64::from(*rate) * short).min(MAX_DEMO_RATE).round() as u32;
+        *rate = (f64::from(*rate) * short * RAISE_MARGIN)
+            .min(MAX_DEMO_RATE)
+            .round() as u32;
         progress!(
             "browser: the page received {:.0} frames/s; again with the demo at {rate} changes/s",
             measured.received_per_second

@@ -174,7 +174,8 @@ pub fn run(report: &mut Report, config: &Config) {
         "**What watchlife adds.** kubectl decodes the event and prints it. watchlife's \
          Reflector decodes it too (the Reflector row is kubectl's work, in Rust), then the \
          event goes through the informer's FIFO, Indexer, handlers and workqueue, is encoded \
-         once for every viewer, and crosses one more WebSocket hop; the page then parses it \
+         once for every viewer, and crosses one more WebSocket hop (the page takes frames in \
+         batches: while frames keep coming, one write every 8 ms at most); the page then parses it \
          at its next animation frame, and its event log, redrawn at most ten times a second \
          (the first change after a quiet tenth of a second at once), shows the row. At the median, from the write's request, \
          a viewer of watchlife gets the event {} after kubectl prints it, and the page draws it \
