@@ -151,7 +151,7 @@ pub async fn serve(socket: WebSocket, session: Session) {
     let mut limiter = RateLimiter::new(Instant::now());
     // For a viewer that takes batches: no stream write before this.
     let mut next_write = Instant::now();
-    let most = if batch { PACED_BATCH } else { MAX_BATCH };
+    let per_write = if batch { PACED_BATCH } else { MAX_BATCH };
 
     let mut opening = vec![control(cursor, FrameBody::Hello(app.hello()))];
     match attached.join {
@@ -244,7 +244,7 @@ pub async fn serve(socket: WebSocket, session: Session) {
                                 texts.extend(catch_up(&app, &metrics, missed, &mut cursor));
                             }
                         }
-                        if texts.len() >= most {
+                        if texts.len() >= per_write {
                             break;
                         }
                         next = match live.try_recv() {
@@ -425,22 +425,36 @@ impl Outbox {
 /// order, the frames of one message separated by `\n` (a JSON frame never
 /// holds a raw newline).
 fn batched(texts: Vec<Utf8Bytes>) -> Vec<Utf8Bytes> {
-    if texts.len() < 2 {
-        return texts;
-    }
     let mut messages = Vec::new();
-    let mut joined = String::new();
+    // The frames of the message being filled, and its length once joined.
+    let mut pending: Vec<Utf8Bytes> = Vec::new();
+    let mut len = 0;
     for text in texts {
-        if !joined.is_empty() && joined.len() + 1 + text.len() > MAX_BATCH_BYTES {
-            messages.push(std::mem::take(&mut joined).into());
+        if !pending.is_empty() && len + 1 + text.len() > MAX_BATCH_BYTES {
+            messages.push(join(std::mem::take(&mut pending)));
+            len = 0;
         }
-        if !joined.is_empty() {
-            joined.push('\n');
-        }
-        joined.push_str(&text);
+        len += usize::from(!pending.is_empty()) + text.len();
+        pending.push(text);
     }
-    messages.push(joined.into());
+    if !pending.is_empty() {
+        messages.push(join(pending));
+    }
     messages
+}
+
+/// One message of `frames`, one per line; a lone frame (a snapshot, often)
+/// goes as it is, not copied.
+fn join(mut frames: Vec<Utf8Bytes>) -> Utf8Bytes {
+    if frames.len() == 1 {
+        return frames.pop().expect("one frame");
+    }
+    frames
+        .iter()
+        .map(|f| f.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into()
 }
 
 /// The per-viewer token bucket, and the count of messages it turned away.
