@@ -217,6 +217,7 @@ fn reflector_event(line: Line, at: u64) -> (WatchEvent, Arc<Value>) {
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
         initial: false,
         coalesced: false,
+        handled: Default::default(),
     };
     (event, object)
 }

@@ -269,6 +269,7 @@ fn listed_event(object: Arc<Value>, at: u64) -> (WatchEvent, Arc<Value>) {
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
         initial: true,
         coalesced: false,
+        handled: Default::default(),
     };
     (event, object)
 }

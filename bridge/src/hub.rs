@@ -316,6 +316,7 @@ mod tests {
             stages: StageTimes::new(),
             initial: false,
             coalesced: false,
+            handled: Default::default(),
         })
     }
 

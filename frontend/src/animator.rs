@@ -351,6 +351,7 @@ mod tests {
                     .collect(),
                 initial: false,
                 coalesced,
+                handled: Default::default(),
             }),
         }
     }

@@ -174,6 +174,7 @@ impl Page {
                 rt,
                 ReflectorState::WatchStarted {
                     resource_version: revision.to_string(),
+                    timeout_seconds: 0,
                 },
             );
             while let Some(delivery) = deliveries.recv().await {
@@ -198,6 +199,7 @@ impl Page {
             rt,
             ReflectorState::ListStarted {
                 resource_version: "0".into(),
+                limit: 0,
             },
         );
         let (objects, revision) = self.cp.list(rt, None);
@@ -308,5 +310,6 @@ fn watch_event(rt: ResourceType, event_type: EventType, object: &Value, now: Mic
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(now))]),
         initial: false,
         coalesced: false,
+        handled: Default::default(),
     }
 }

@@ -93,7 +93,7 @@ pub fn reflector_state(state: &ReflectorState) -> String {
             count,
             resource_version,
         } => format!("LIST: {count} objects at RV {resource_version}"),
-        ReflectorState::WatchStarted { resource_version } => {
+        ReflectorState::WatchStarted { resource_version, .. } => {
             format!("WATCH from RV {resource_version}")
         }
         ReflectorState::Bookmark { resource_version } => {
@@ -117,7 +117,7 @@ pub fn reflector_state_short(state: &ReflectorState) -> String {
         ReflectorState::ListStarted { .. } => "LIST…".into(),
         ReflectorState::ListProgress { bytes } => format!("LIST… {:.1} MB", *bytes as f64 / 1e6),
         ReflectorState::ListFinished { count, .. } => format!("LISTED {count}"),
-        ReflectorState::WatchStarted { resource_version } => {
+        ReflectorState::WatchStarted { resource_version, .. } => {
             format!("WATCH from {resource_version}")
         }
         ReflectorState::Bookmark { resource_version } => format!("BOOKMARK {resource_version}"),

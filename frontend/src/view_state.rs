@@ -425,6 +425,7 @@ mod tests {
             stages: Default::default(),
             initial: false,
             coalesced: false,
+            handled: Default::default(),
         };
         let pod = event(EventType::Modified, "web-1");
         assert!(passes("", "", "", "web", &pod));

@@ -298,6 +298,7 @@ fn deleted_by_relist(
         stages: Default::default(),
         initial: true,
         coalesced: false,
+        handled: Default::default(),
     };
     stamp(&mut event, Stage::Fifo, now, None);
     event
@@ -327,6 +328,7 @@ mod tests {
             stages: Default::default(),
             initial: false,
             coalesced: false,
+            handled: Default::default(),
         };
         (event, object)
     }

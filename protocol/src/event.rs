@@ -83,6 +83,95 @@ pub struct WatchEvent {
     /// event merged into the queued item instead of adding one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub coalesced: bool,
+    /// What the informer did with the event after its Indexer: the handler
+    /// calls, the reconcile. Empty for BOOKMARK and ERROR, and in recordings
+    /// made before it existed.
+    #[serde(default, skip_serializing_if = "Handled::is_empty")]
+    pub handled: Handled,
+}
+
+/// The informer's side of one event, as client-go's sharedIndexInformer
+/// would report it: what the Indexer held before, which listeners were
+/// called with what, and the reconcile that covered the event's key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handled {
+    /// The resourceVersion the Indexer held for the key before this event
+    /// (the `old` object of OnUpdate); absent when the key was new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_resource_version: Option<String>,
+    /// A deletion found by a relist rather than seen on the watch: handlers
+    /// got a `DeletedFinalStateUnknown` holding the Indexer's last copy, and
+    /// `resource_version` is that copy's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub final_state_unknown: bool,
+    /// Delivered as a resync: a Sync delta, or a relisted object whose
+    /// resourceVersion did not change. Only listeners due for a resync get it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resync: bool,
+    /// Each listener that was called, in the order listeners registered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<HandlerCall>,
+    /// The reconcile that covered this event's key, when a handler queued it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<ReconcileRun>,
+}
+
+impl Handled {
+    /// True when the informer left no trace (markers, old recordings).
+    pub fn is_empty(&self) -> bool {
+        *self == Handled::default()
+    }
+}
+
+/// Which callback of a handler ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Callback {
+    OnAdd,
+    OnUpdate,
+    OnDelete,
+}
+
+impl Callback {
+    /// client-go's spelling: `OnAdd`, `OnUpdate`, `OnDelete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Callback::OnAdd => "OnAdd",
+            Callback::OnUpdate => "OnUpdate",
+            Callback::OnDelete => "OnDelete",
+        }
+    }
+}
+
+/// One listener's handling of one notification (client-go's processorListener).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerCall {
+    /// The listener's name, as its lane is labelled.
+    pub listener: String,
+    pub callback: Callback,
+    /// Notifications in the listener's buffer just after this one entered it.
+    pub depth: u32,
+    /// When the listener's task took the notification from its buffer.
+    pub dequeued: crate::Micros,
+    /// When the handler returned.
+    pub returned: crate::Micros,
+}
+
+/// The workqueue worker's run over the event's key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconcileRun {
+    /// Which worker (0-based) took the key.
+    pub worker: u32,
+    /// When the worker took the key from the workqueue.
+    pub started: crate::Micros,
+    /// When the reconcile returned.
+    pub finished: crate::Micros,
+    /// The resourceVersion the worker read from the Indexer; absent when the
+    /// object was gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_resource_version: Option<String>,
+    /// The reconcile failed and the key was requeued with the rate limiter's delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeued_after_ms: Option<u64>,
 }
 
 /// A [`WatchEvent`] as it is written: the target's fields side by side with
@@ -102,6 +191,8 @@ struct WireEvent {
     initial: bool,
     #[serde(default)]
     coalesced: bool,
+    #[serde(default)]
+    handled: Handled,
 }
 
 impl From<WireEvent> for WatchEvent {
@@ -119,6 +210,7 @@ impl From<WireEvent> for WatchEvent {
             stages: w.stages,
             initial: w.initial,
             coalesced: w.coalesced,
+            handled: w.handled,
         }
     }
 }

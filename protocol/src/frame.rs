@@ -219,6 +219,7 @@ mod tests {
                 stages,
                 initial: false,
                 coalesced: false,
+                handled: Default::default(),
             }),
         };
         let json = round_trip(&frame);
@@ -239,6 +240,7 @@ mod tests {
                 resource: "pods".into(),
                 state: crate::ReflectorState::WatchStarted {
                     resource_version: "42".into(),
+                    timeout_seconds: 300,
                 },
             }),
         };

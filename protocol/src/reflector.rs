@@ -15,8 +15,14 @@ pub struct ReflectorUpdate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ReflectorState {
-    /// A LIST request went out (`resource_version` as requested: "0", "" or exact).
-    ListStarted { resource_version: String },
+    /// A LIST request went out (`resource_version` as requested: "0", "" or
+    /// exact), asking for pages of `limit` items (0: the whole list at once,
+    /// which lets the watch cache serve it).
+    ListStarted {
+        resource_version: String,
+        #[serde(default)]
+        limit: u64,
+    },
     /// A long LIST is still coming in: this much of it has arrived (sent at
     /// most every [`crate::LIST_PROGRESS_EVERY_MS`] while it lasts).
     ListProgress { bytes: u64 },
@@ -25,8 +31,13 @@ pub enum ReflectorState {
         count: u64,
         resource_version: String,
     },
-    /// A WATCH request went out from this resourceVersion.
-    WatchStarted { resource_version: String },
+    /// A WATCH request went out from this resourceVersion, asking the server
+    /// to end it after `timeout_seconds`.
+    WatchStarted {
+        resource_version: String,
+        #[serde(default)]
+        timeout_seconds: u64,
+    },
     /// A BOOKMARK moved the last synced resourceVersion on.
     Bookmark { resource_version: String },
     /// The watch ended normally (timeout or server close); it re-watches from

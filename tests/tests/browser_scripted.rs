@@ -73,6 +73,7 @@ fn event(
             stages: times,
             initial: false,
             coalesced: false,
+            handled: Default::default(),
         }),
     }
 }

@@ -62,7 +62,7 @@ async fn watch(cluster: &RealCluster, resources: &str, selector: Option<&str>) -
 /// as its state in a snapshot (when it started before the viewer came).
 async fn watching(viewer: &mut Viewer, resource: &str) -> String {
     let started = |r: &watchlife_protocol::ReflectorUpdate| match &r.state {
-        ReflectorState::WatchStarted { resource_version } if r.resource == resource => {
+        ReflectorState::WatchStarted { resource_version, .. } if r.resource == resource => {
             Some(resource_version.clone())
         }
         _ => None,
@@ -198,7 +198,7 @@ async fn a_restarted_apiserver_is_watched_again_from_the_last_resource_version()
         .until(WAIT, |f| match &f.body {
             FrameBody::Reflector(r) => match &r.state {
                 ReflectorState::ListStarted { .. } => panic!("a relist after a restart: {r:?}"),
-                ReflectorState::WatchStarted { resource_version } => Some(resource_version.clone()),
+                ReflectorState::WatchStarted { resource_version, .. } => Some(resource_version.clone()),
                 _ => None,
             },
             _ => None,

@@ -99,6 +99,7 @@ impl Reflector {
         loop {
             self.report(ReflectorState::ListStarted {
                 resource_version: list_from.clone(),
+                limit: 0,
             });
             let mut last = match self.list(&list_from).await {
                 Ok(rv) => rv,
@@ -233,6 +234,7 @@ impl Reflector {
             + Duration::from_secs(rand::rng().random_range(0..MIN_WATCH_TIMEOUT.as_secs()));
         self.report(ReflectorState::WatchStarted {
             resource_version: last.clone(),
+            timeout_seconds: timeout.as_secs(),
         });
         let request = match requests::watch(&self.target, last, timeout) {
             Ok(r) => r,
@@ -354,6 +356,7 @@ impl Reflector {
             stages,
             initial,
             coalesced: false,
+            handled: Default::default(),
         }
     }
 
