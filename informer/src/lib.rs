@@ -16,6 +16,7 @@ pub mod fifo;
 pub mod handlers;
 pub mod indexer;
 pub mod informer;
+pub mod reflector;
 pub mod workqueue;
 
 pub use informer::{Informer, Reconciled};
