@@ -7,20 +7,24 @@
 //! every delta as its own entry, in arrival order. watchlife shows each event
 //! on its own, in the order the watch delivered it, so RealFIFO is the honest
 //! model; coalescing per key happens later, in the workqueue, where it is drawn.
+//! Either way each key's handlers see the same calls in the same order.
 
 use std::collections::VecDeque;
 
-/// What happened to an object, as the Reflector queues it.
+/// What happened to an object, as the Reflector queues it (client-go's
+/// `DeltaType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeltaType {
     Added,
     Updated,
     Deleted,
-    /// Part of a (re)list: the Indexer's contents are replaced as a whole.
+    /// Part of a (re)list: the store's contents are replaced as a whole.
     Replaced,
+    /// A resync: the object as the store holds it, delivered again.
+    Sync,
 }
 
-/// An in-order queue of items; `T` carries the delta and its bookkeeping.
+/// An in-order queue of items.
 #[derive(Debug)]
 pub struct Fifo<T> {
     items: VecDeque<T>,

@@ -1,174 +1,272 @@
-//! The stages after the Reflector, wired together and instrumented.
+//! The informer viewers see: a [`SharedInformer`] with the talk's
+//! listeners, a [`Workqueue`] and its workers, every stage of every event
+//! stamped with the time it got there.
 //!
-//! Reflector → [`Fifo`] → (processing loop) → [`Indexer`] → handlers →
-//! [`Workqueue`] → (worker) → reconcile. Each stage stamps the event with the
-//! time it reached the stage and, where the stage is a queue, its depth. The
-//! caller drives the three sides — [`Informer::enqueue`] /
-//! [`Informer::enqueue_list`] from the Reflector, [`Informer::process_one`] from
-//! the processing loop, [`Informer::reconcile_one`] from a worker — from
-//! whichever tasks it likes; the measured times are then the real queueing.
+//! ```text
+//! Reflector ─► FIFO ─► HandleDeltas ─► Indexer ─► distribute ─┬► listener "scheduler: unscheduled" (pods)
+//!                                                              ├► listener "scheduler: scheduled"   (pods)
+//!                                                              └► listener "controller" ─► workqueue ─► workers ─► reconcile
+//! ```
+//!
+//! The caller drives each side from whichever task it likes — the
+//! Reflector's ([`Informer::enqueue`] and friends), the processing loop
+//! ([`Informer::process_one`]), one per listener ([`Informer::run_listener`]),
+//! one per worker ([`Informer::run_worker`]) — so the times between stages
+//! are real queueing. An event is finished, with every stage stamped, once
+//! every listener that got it has run and the reconcile of its key (when a
+//! handler queued it) has returned.
 
-use crate::fifo::{DeltaType, Fifo};
-use crate::handlers::{Notification, SchedulerSplit};
-use crate::indexer::Indexer;
+use crate::fifo::DeltaType;
+use crate::handlers::{Filtering, Handler, Unfiltered, is_scheduled, is_unscheduled};
+use crate::indexer::{Indexer, resource_version};
+use crate::shared_informer::{Distribution, Kind, Processed as Popped, SharedInformer};
 use crate::workqueue::Workqueue;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use watchlife_protocol::{EventType, Micros, Stage, StageMark, WatchEvent};
+use watchlife_protocol::{
+    EventType, FrameBody, HandlerCall, Micros, ObjectRef, ReconcileRun, Stage, StageMark,
+    WatchEvent,
+};
 
-/// One event on its way through the stages.
+/// The name of the listener whose handler queues every key for the workers.
+pub const CONTROLLER: &str = "controller";
+
+/// The mini scheduler's two filtering listeners (pods only).
+pub const SCHEDULER_UNSCHEDULED: &str = "scheduler: unscheduled";
+pub const SCHEDULER_SCHEDULED: &str = "scheduler: scheduled";
+
+/// What the informer watches and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Resource as watched (`pods`, `deployments.apps`).
+    pub resource: String,
+    /// The objects' kind (`Pod`).
+    pub kind: String,
+    /// Listeners take resyncs (a resync period is set).
+    pub resyncs: bool,
+}
+
+/// What one step of the processing loop produced.
+#[derive(Debug, Default)]
+pub struct Processed {
+    /// Notes (Reflector states, BOOKMARK and ERROR markers) to publish now,
+    /// in stream order.
+    pub notes: Vec<FrameBody>,
+    /// Listeners whose buffers got something.
+    pub woken: Vec<usize>,
+    /// Events finished at once (no listener took them).
+    pub finished: Vec<WatchEvent>,
+}
+
+/// What one listener run produced.
+#[derive(Debug, Default)]
+pub struct ListenerRun {
+    /// The controller's handler queued a key: wake a worker.
+    pub queued: bool,
+    pub finished: Vec<WatchEvent>,
+}
+
+/// An event on its way: stamped as it goes, finished when nothing waits.
 #[derive(Debug)]
-struct Delta {
+struct Tracked {
     event: WatchEvent,
-    object: Arc<Value>,
-    kind: DeltaType,
+    /// Listener runs and reconciles still to come.
+    pending: u32,
 }
 
-/// What the FIFO holds: single deltas, or a whole LIST to apply at once.
-#[derive(Debug)]
-enum Item {
-    Delta(Delta),
-    Replace(Vec<Delta>),
-}
-
-/// Events finished by one reconcile of one key.
-#[derive(Debug)]
-pub struct Reconciled {
-    pub key: String,
-    /// The events merged into this reconcile, oldest first, every stage stamped.
-    pub events: Vec<WatchEvent>,
-    /// The resourceVersion the worker read from the Indexer (absent when the
-    /// object is gone). Newer than the first event's when later ones merged in.
-    pub seen_version: Option<String>,
-}
-
-/// The informer of one resource.
+/// The instrumented informer of one resource.
 pub struct Informer {
-    fifo: Fifo<Item>,
-    indexer: Indexer,
-    scheduler: SchedulerSplit,
+    options: Options,
+    shared: SharedInformer<FrameBody>,
+    handlers: Vec<Box<dyn Handler>>,
+    controller: usize,
     workqueue: Workqueue,
-    /// Events past the workqueue, waiting for their key's reconcile.
-    in_flight: HashMap<u64, WatchEvent>,
-    next_id: u64,
+    /// Events not yet finished, by delta id.
+    tracked: HashMap<u64, Tracked>,
+    /// Events of deltas not yet processed, by delta id.
+    queued: HashMap<u64, WatchEvent>,
 }
 
-impl Default for Informer {
-    fn default() -> Self {
-        Informer::new()
+impl std::fmt::Debug for Informer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Informer")
+            .field("resource", &self.options.resource)
+            .field("objects", &self.shared.indexer().len())
+            .finish()
     }
 }
 
 impl Informer {
-    pub fn new() -> Self {
+    /// The informer of `options.resource` with its listeners: the
+    /// scheduler's two filtering ones for pods, and the controller's.
+    pub fn new(options: Options) -> Self {
+        let mut shared = SharedInformer::new(Indexer::default());
+        let mut handlers: Vec<Box<dyn Handler>> = Vec::new();
+        if options.kind == "Pod" {
+            shared.add_listener(SCHEDULER_UNSCHEDULED, options.resyncs);
+            handlers.push(Box::new(Filtering::new(is_unscheduled)));
+            shared.add_listener(SCHEDULER_SCHEDULED, options.resyncs);
+            handlers.push(Box::new(Filtering::new(is_scheduled)));
+        }
+        let controller = shared.add_listener(CONTROLLER, options.resyncs);
+        handlers.push(Box::new(Unfiltered));
         Informer {
-            fifo: Fifo::default(),
-            indexer: Indexer::default(),
-            scheduler: SchedulerSplit::default(),
+            options,
+            shared,
+            handlers,
+            controller,
             workqueue: Workqueue::default(),
-            in_flight: HashMap::new(),
-            next_id: 0,
+            tracked: HashMap::new(),
+            queued: HashMap::new(),
         }
     }
 
+    /// Listener names, in registration order (a listener's index is its
+    /// place here).
+    pub fn listeners(&self) -> Vec<String> {
+        self.shared.listener_names().map(String::from).collect()
+    }
+
     /// The Reflector queues one watch event (ADDED, MODIFIED or DELETED).
-    /// BOOKMARK and ERROR events stop at the Reflector and are ignored here.
+    /// BOOKMARK and ERROR events are markers: see [`Informer::enqueue_note`].
     pub fn enqueue(&mut self, mut event: WatchEvent, object: Arc<Value>, now: Micros) {
         let kind = match event.event_type {
             EventType::Added => DeltaType::Added,
             EventType::Modified => DeltaType::Updated,
             EventType::Deleted => DeltaType::Deleted,
-            EventType::Bookmark | EventType::Error => return,
+            EventType::Bookmark | EventType::Error => {
+                self.enqueue_note(FrameBody::Event(event));
+                return;
+            }
         };
-        let depth = self.fifo.len() + 1;
+        let (id, depth) = self.shared.queue_delta(kind, object);
         stamp(&mut event, Stage::Fifo, now, Some(depth));
-        self.fifo.push(Item::Delta(Delta {
-            event,
-            object,
-            kind,
-        }));
+        self.queued.insert(id, event);
     }
 
-    /// The Reflector queues a whole LIST: applied to the Indexer in one step.
+    /// The Reflector queues a whole LIST.
     pub fn enqueue_list(&mut self, items: Vec<(WatchEvent, Arc<Value>)>, now: Micros) {
-        let depth = self.fifo.len() + 1;
-        let deltas = items
-            .into_iter()
-            .map(|(mut event, object)| {
-                stamp(&mut event, Stage::Fifo, now, Some(depth));
-                Delta {
-                    event,
-                    object,
-                    kind: DeltaType::Replaced,
-                }
-            })
-            .collect();
-        self.fifo.push(Item::Replace(deltas));
-    }
-
-    /// The processing loop's step: pops one FIFO item, applies it to the
-    /// Indexer, calls the handlers, and adds the keys to the workqueue.
-    /// Returns false when the FIFO was empty.
-    pub fn process_one(&mut self, now: Micros) -> bool {
-        match self.fifo.pop() {
-            None => false,
-            Some(Item::Delta(delta)) => {
-                let notification_old = match delta.kind {
-                    DeltaType::Deleted => self.indexer.remove(&delta.event.target.key()),
-                    _ => self
-                        .indexer
-                        .upsert(&delta.event.target.key(), delta.object.clone()),
-                };
-                self.after_indexer(delta, notification_old, now);
-                true
-            }
-            Some(Item::Replace(deltas)) => {
-                self.replace(deltas, now);
-                true
-            }
+        let (events, objects): (Vec<_>, Vec<_>) = items.into_iter().unzip();
+        let (ids, depth) = self.shared.queue_list(objects);
+        for (id, mut event) in ids.into_iter().zip(events) {
+            stamp(&mut event, Stage::Fifo, now, Some(depth));
+            self.queued.insert(id, event);
         }
     }
 
-    /// A worker's step: takes the oldest key from the workqueue, reads the
-    /// object from the Indexer, and finishes every event merged into the key.
-    pub fn reconcile_one(&mut self, now: Micros) -> Option<Reconciled> {
-        let (key, ids) = self.workqueue.get()?;
-        let seen_version = self
-            .indexer
+    /// The Reflector's resync timer fired.
+    pub fn enqueue_resync(&mut self) {
+        self.shared.queue_resync();
+    }
+
+    /// Something to publish in stream order with the events.
+    pub fn enqueue_note(&mut self, note: FrameBody) {
+        self.shared.queue_note(note);
+    }
+
+    /// The processing loop's step: HandleDeltas on one FIFO item. `now` is
+    /// read when the item is popped and applied, and again once it is
+    /// distributed. `None` when the FIFO is empty.
+    pub fn process_one(&mut self, now: &dyn Fn() -> Micros) -> Option<Processed> {
+        let applied_at = now();
+        let processed = self.shared.process_one()?;
+        let distributed_at = now();
+        let mut out = Processed::default();
+        match processed {
+            Popped::Note(note) => out.notes.push(note),
+            Popped::Distributed(distributions) => {
+                for d in distributions {
+                    self.track(d, applied_at, distributed_at, &mut out);
+                }
+            }
+        }
+        out.woken.sort_unstable();
+        out.woken.dedup();
+        Some(out)
+    }
+
+    /// Listener `index`'s task: takes one notification from its buffer and
+    /// runs its handler. `None` when the buffer is empty.
+    pub fn run_listener(&mut self, index: usize, now: &dyn Fn() -> Micros) -> Option<ListenerRun> {
+        let depth = self.shared.buffered(index);
+        let n = self.shared.pop(index)?;
+        let dequeued = now();
+        let handler = self.handlers.get_mut(index)?;
+        let callback = handler.handle(&n);
+        let mut out = ListenerRun::default();
+        let queue = index == self.controller && callback.is_some();
+        let name = self.shared.listener_names().nth(index).unwrap_or_default().to_string();
+        if queue {
+            let added = self.workqueue.add(&n.key, [n.id]);
+            let at = now();
+            if let Some(t) = self.tracked.get_mut(&n.id) {
+                stamp(&mut t.event, Stage::Workqueue, at, Some(added.depth));
+                t.event.coalesced = added.coalesced;
+                t.pending += 1;
+            }
+            out.queued = true;
+        }
+        let returned = now();
+        if let Some(t) = self.tracked.get_mut(&n.id) {
+            if let Some(callback) = callback {
+                t.event.handled.calls.push(HandlerCall {
+                    listener: name,
+                    callback,
+                    depth: depth.min(u32::MAX as usize) as u32,
+                    dequeued,
+                    returned,
+                });
+            }
+        }
+        out.finished.extend(self.settle(n.id));
+        Some(out)
+    }
+
+    /// Worker `worker`'s step: takes a key from the workqueue, reads the
+    /// object from the Indexer, and finishes every event merged into the
+    /// key. `None` when no key waits.
+    pub fn run_worker(&mut self, worker: u32, now: &dyn Fn() -> Micros) -> Option<Vec<WatchEvent>> {
+        let started = now();
+        let (key, ids) = self.workqueue.get(started)?;
+        let seen = self
+            .shared
+            .indexer()
             .get(&key)
-            .and_then(|o| o.pointer("/metadata/resourceVersion"))
-            .and_then(Value::as_str)
-            .map(String::from);
-        let events = ids
-            .into_iter()
-            .filter_map(|id| self.in_flight.remove(&id))
-            .map(|mut event| {
-                stamp(&mut event, Stage::Reconcile, now, None);
-                event
-            })
-            .collect();
+            .map(|o| resource_version(o).to_string());
         self.workqueue.done(&key);
-        Some(Reconciled {
-            key,
-            events,
-            seen_version,
-        })
+        self.workqueue.forget(&key);
+        let finished_at = now();
+        let mut finished = Vec::new();
+        for id in ids {
+            if let Some(t) = self.tracked.get_mut(&id) {
+                stamp(&mut t.event, Stage::Reconcile, started, None);
+                t.event.handled.reconcile = Some(ReconcileRun {
+                    worker,
+                    started,
+                    finished: finished_at,
+                    seen_resource_version: seen.clone(),
+                    requeued_after_ms: None,
+                });
+            }
+            finished.extend(self.settle(id));
+        }
+        Some(finished)
     }
 
     /// The Indexer (read-only).
     pub fn indexer(&self) -> &Indexer {
-        &self.indexer
-    }
-
-    /// The scheduler's filtering handlers (read-only).
-    pub fn scheduler(&self) -> &SchedulerSplit {
-        &self.scheduler
+        self.shared.indexer()
     }
 
     /// Items waiting in the FIFO.
     pub fn fifo_depth(&self) -> usize {
-        self.fifo.len()
+        self.shared.fifo_len()
+    }
+
+    /// Notifications waiting in listener `index`'s buffer.
+    pub fn buffered(&self, index: usize) -> usize {
+        self.shared.buffered(index)
     }
 
     /// Keys waiting in the workqueue.
@@ -176,80 +274,78 @@ impl Informer {
         self.workqueue.len()
     }
 
-    /// Applies a LIST atomically, then notifies per object: OnAdd for new
-    /// keys, OnUpdate for known ones, OnDelete (a synthesized DELETED event)
-    /// for keys the LIST no longer has.
-    fn replace(&mut self, deltas: Vec<Delta>, now: Micros) {
-        let listed: std::collections::HashSet<String> =
-            deltas.iter().map(|d| d.event.target.key()).collect();
-        let mut vanished: Vec<(String, Arc<Value>)> = self
-            .indexer
-            .keys()
-            .filter(|k| !listed.contains(*k))
-            .map(|k| {
-                (
-                    k.to_string(),
-                    self.indexer.get(k).cloned().expect("listed key"),
-                )
-            })
-            .collect();
-        vanished.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut previous: HashMap<String, Arc<Value>> = HashMap::new();
-        for d in &deltas {
-            if let Some(old) = self.indexer.get(&d.event.target.key()) {
-                previous.insert(d.event.target.key(), old.clone());
-            }
+    /// Starts tracking a distributed notification's event.
+    fn track(
+        &mut self,
+        d: Distribution,
+        applied_at: Micros,
+        distributed_at: Micros,
+        out: &mut Processed,
+    ) {
+        let n = &d.notification;
+        let mut event = match self.queued.remove(&n.id) {
+            Some(event) => event,
+            None => self.synthesized(n.kind, &n.object, applied_at),
+        };
+        if n.listed && n.kind == Kind::Update {
+            event.event_type = EventType::Modified;
         }
-        self.indexer.replace(
-            deltas
-                .iter()
-                .map(|d| (d.event.target.key(), d.object.clone())),
-        );
-        let template = deltas.first().map(|d| d.event.clone());
-        for mut delta in deltas {
-            let old = previous.remove(&delta.event.target.key());
-            if old.is_some() {
-                delta.event.event_type = EventType::Modified;
-            }
-            self.after_indexer(delta, old, now);
-        }
-        for (key, object) in vanished {
-            let event = deleted_by_relist(template.as_ref(), &key, &object, now);
-            self.after_indexer(
-                Delta {
-                    event,
-                    object: object.clone(),
-                    kind: DeltaType::Deleted,
-                },
-                Some(object),
-                now,
-            );
+        event.handled.old_resource_version = n.old.as_deref().map(|o| resource_version(o).to_string());
+        event.handled.final_state_unknown = n.final_state_unknown;
+        event.handled.resync = n.resync;
+        stamp(&mut event, Stage::Indexer, applied_at, None);
+        stamp(&mut event, Stage::Handlers, distributed_at, None);
+        let pending = d.listeners.len() as u32;
+        out.woken.extend(d.listeners.iter().map(|(i, _)| *i));
+        if pending == 0 {
+            out.finished.push(event);
+        } else {
+            self.tracked.insert(n.id, Tracked { event, pending });
         }
     }
 
-    /// Handlers and workqueue for one delta already applied to the Indexer;
-    /// `old` is what the Indexer held before.
-    fn after_indexer(&mut self, mut delta: Delta, old: Option<Arc<Value>>, now: Micros) {
-        stamp(&mut delta.event, Stage::Indexer, now, None);
-        let new = delta.object.as_ref();
-        let notification = match (delta.kind, old.as_deref()) {
-            (DeltaType::Deleted, Some(old)) => Notification::Delete { object: old },
-            (DeltaType::Deleted, None) => Notification::Delete { object: new },
-            (_, Some(old)) => Notification::Update { old, new },
-            (_, None) => Notification::Add {
-                object: new,
-                initial: delta.kind == DeltaType::Replaced,
-            },
+    /// One part of an event's handling is done; returns the event once
+    /// nothing else waits for it.
+    fn settle(&mut self, id: u64) -> Option<WatchEvent> {
+        let t = self.tracked.get_mut(&id)?;
+        t.pending = t.pending.saturating_sub(1);
+        if t.pending > 0 {
+            return None;
+        }
+        self.tracked.remove(&id).map(|t| t.event)
+    }
+
+    /// The event of a delta the informer made itself: a relist's deletion
+    /// (DeletedFinalStateUnknown) or a resync.
+    fn synthesized(&self, kind: Kind, object: &Arc<Value>, now: Micros) -> WatchEvent {
+        let meta = |field: &str| {
+            object
+                .get("metadata")
+                .and_then(|m| m.get(field))
+                .and_then(Value::as_str)
+                .map(String::from)
         };
-        self.scheduler.deliver(notification);
-        stamp(&mut delta.event, Stage::Handlers, now, None);
-        // The controller's own handler: enqueue the key, whatever changed.
-        let id = self.next_id;
-        self.next_id += 1;
-        let added = self.workqueue.add(&delta.event.target.key(), id);
-        stamp(&mut delta.event, Stage::Workqueue, now, Some(added.depth));
-        delta.event.coalesced = added.coalesced;
-        self.in_flight.insert(id, delta.event);
+        let mut event = WatchEvent {
+            event_type: match kind {
+                Kind::Delete => EventType::Deleted,
+                Kind::Add => EventType::Added,
+                Kind::Update => EventType::Modified,
+            },
+            target: ObjectRef {
+                resource: self.options.resource.clone(),
+                kind: self.options.kind.clone(),
+                namespace: meta("namespace"),
+                name: meta("name").unwrap_or_default(),
+            },
+            resource_version: resource_version(object).to_string(),
+            object: (**object).clone(),
+            stages: Default::default(),
+            initial: kind == Kind::Delete,
+            coalesced: false,
+            handled: Default::default(),
+        };
+        stamp(&mut event, Stage::Fifo, now, None);
+        event
     }
 }
 
@@ -263,168 +359,5 @@ fn stamp(event: &mut WatchEvent, stage: Stage, at: Micros, depth: Option<usize>)
     );
 }
 
-/// The DELETED event a relist implies for an object the LIST no longer has
-/// (client-go's DeletedFinalStateUnknown).
-fn deleted_by_relist(
-    template: Option<&WatchEvent>,
-    key: &str,
-    object: &Arc<Value>,
-    now: Micros,
-) -> WatchEvent {
-    let (namespace, name) = match key.split_once('/') {
-        Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
-        None => (None, key.to_string()),
-    };
-    let mut event = WatchEvent {
-        event_type: EventType::Deleted,
-        target: watchlife_protocol::ObjectRef {
-            resource: template
-                .map(|t| t.target.resource.clone())
-                .unwrap_or_default(),
-            kind: object
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            namespace,
-            name,
-        },
-        resource_version: object
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        object: (**object).clone(),
-        stages: Default::default(),
-        initial: true,
-        coalesced: false,
-        handled: Default::default(),
-    };
-    stamp(&mut event, Stage::Fifo, now, None);
-    event
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use watchlife_protocol::ObjectRef;
-
-    fn event(t: EventType, name: &str, rv: u64) -> (WatchEvent, Arc<Value>) {
-        let object = Arc::new(json!({
-            "kind": "Pod",
-            "metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}
-        }));
-        let event = WatchEvent {
-            event_type: t,
-            target: ObjectRef {
-                resource: "pods".into(),
-                kind: "Pod".into(),
-                namespace: Some("default".into()),
-                name: name.into(),
-            },
-            resource_version: rv.to_string(),
-            object: (*object).clone(),
-            stages: Default::default(),
-            initial: false,
-            coalesced: false,
-            handled: Default::default(),
-        };
-        (event, object)
-    }
-
-    fn push(inf: &mut Informer, t: EventType, name: &str, rv: u64, now: Micros) {
-        let (e, o) = event(t, name, rv);
-        inf.enqueue(e, o, now);
-    }
-
-    #[test]
-    fn every_stage_is_stamped_in_order() {
-        let mut inf = Informer::new();
-        push(&mut inf, EventType::Added, "a", 519, 10);
-        assert!(inf.process_one(20));
-        let done = inf.reconcile_one(30).unwrap();
-        assert_eq!(done.key, "default/a");
-        assert_eq!(done.seen_version.as_deref(), Some("519"));
-        let stages: Vec<_> = done.events[0]
-            .stages
-            .iter()
-            .map(|(s, m)| (*s, m.at))
-            .collect();
-        assert_eq!(
-            stages,
-            vec![
-                (Stage::Fifo, 10),
-                (Stage::Indexer, 20),
-                (Stage::Handlers, 20),
-                (Stage::Workqueue, 20),
-                (Stage::Reconcile, 30)
-            ]
-        );
-        assert_eq!(done.events[0].stages[&Stage::Fifo].depth, Some(1));
-    }
-
-    #[test]
-    fn later_events_for_a_queued_key_merge_into_one_reconcile() {
-        let mut inf = Informer::new();
-        push(&mut inf, EventType::Added, "a", 519, 1);
-        push(&mut inf, EventType::Modified, "a", 603, 1);
-        push(&mut inf, EventType::Modified, "a", 604, 1);
-        while inf.process_one(2) {}
-        assert_eq!(inf.workqueue_depth(), 1);
-        let done = inf.reconcile_one(3).unwrap();
-        let seen: Vec<_> = done
-            .events
-            .iter()
-            .map(|e| (e.resource_version.as_str(), e.coalesced))
-            .collect();
-        assert_eq!(seen, vec![("519", false), ("603", true), ("604", true)]);
-        assert_eq!(done.seen_version.as_deref(), Some("604"));
-        assert!(inf.reconcile_one(4).is_none());
-    }
-
-    #[test]
-    fn a_relist_replaces_the_store_and_deletes_what_vanished() {
-        let mut inf = Informer::new();
-        push(&mut inf, EventType::Added, "a", 1, 0);
-        push(&mut inf, EventType::Added, "b", 2, 0);
-        while inf.process_one(0) {}
-        while inf.reconcile_one(0).is_some() {}
-        inf.enqueue_list(
-            vec![
-                event(EventType::Added, "b", 5),
-                event(EventType::Added, "c", 6),
-            ],
-            1,
-        );
-        assert!(inf.process_one(2));
-        let mut keys: Vec<_> = inf.indexer().keys().map(String::from).collect();
-        keys.sort();
-        assert_eq!(keys, vec!["default/b", "default/c"]);
-        let mut finished = Vec::new();
-        while let Some(r) = inf.reconcile_one(3) {
-            finished.extend(r.events.into_iter().map(|e| (e.target.name, e.event_type)));
-        }
-        finished.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(
-            finished,
-            vec![
-                ("a".to_string(), EventType::Deleted),
-                ("b".to_string(), EventType::Modified),
-                ("c".to_string(), EventType::Added)
-            ]
-        );
-    }
-
-    #[test]
-    fn the_scheduler_split_sees_pods_move_to_its_cache() {
-        let mut inf = Informer::new();
-        let (e, _) = event(EventType::Added, "p", 1);
-        inf.enqueue(e, Arc::new(json!({"spec": {}})), 0);
-        let (e, _) = event(EventType::Modified, "p", 2);
-        inf.enqueue(e, Arc::new(json!({"spec": {"nodeName": "node-a"}})), 0);
-        while inf.process_one(0) {}
-        assert_eq!(inf.scheduler().queue.inner().holding, 0);
-        assert_eq!(inf.scheduler().cache.inner().holding, 1);
-    }
-}
+mod tests;

@@ -1,13 +1,15 @@
-//! The informer's stages after the Reflector, each instrumented with a
-//! timestamp per event and its queue depth.
+//! The informer, written out and instrumented: client-go's Reflector,
+//! sharedIndexInformer, processorListeners and workqueue. No IO.
 //!
 //! # Layout
-//! - [`fifo`]: the queue between the Reflector and the processing loop (RealFIFO).
-//! - [`indexer`]: the informer's store: state as the accumulation of events.
-//! - [`handlers`]: registered event handlers (OnAdd / OnUpdate / OnDelete), with
-//!   a filtering handler like the scheduler's.
-//! - [`workqueue`]: the controller's queue of keys, coalescing a key already queued.
-//! - [`informer`]: the stages wired together, stamping each event as it passes.
+//! - [`reflector`]: ListAndWatch as a state machine; drivers do the requests.
+//! - [`fifo`]: the queue between the Reflector and the processing loop.
+//! - [`indexer`]: the store: state as the accumulation of events, with indexes.
+//! - [`shared_informer`]: HandleDeltas, and one buffer per listener.
+//! - [`handlers`]: event handlers, with a filtering one like the scheduler's.
+//! - [`workqueue`] and [`rate_limiter`]: the controller's queue of keys.
+//! - [`informer`]: the instrumented informer viewers see: every stage of
+//!   every event stamped with the time it got there.
 //!
 //! Nothing here does IO or reads a clock of its own: the caller passes the
 //! time, and decides which task drives which stage.
@@ -16,10 +18,12 @@ pub mod fifo;
 pub mod handlers;
 pub mod indexer;
 pub mod informer;
+pub mod rate_limiter;
 pub mod reflector;
+pub mod shared_informer;
 pub mod workqueue;
 
-pub use informer::{Informer, Reconciled};
+pub use informer::Informer;
 
 /// Microseconds since the Unix epoch (the protocol's unit).
 pub use watchlife_protocol::Micros;

@@ -1,0 +1,195 @@
+//! The instrumented informer: each stage stamped, listeners independent,
+//! events finished only when every part of their handling is done.
+
+use super::*;
+use serde_json::json;
+use std::cell::Cell;
+use watchlife_protocol::{Callback, ReflectorState, ReflectorUpdate};
+
+/// A clock that ticks one µs each time it is read.
+fn ticking() -> impl Fn() -> Micros {
+    let t = Cell::new(1_000);
+    move || {
+        t.set(t.get() + 1);
+        t.get()
+    }
+}
+
+fn pod(name: &str, rv: u64, node: Option<&str>) -> (WatchEvent, Arc<Value>) {
+    let mut object = json!({
+        "kind": "Pod",
+        "metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()},
+        "spec": {}
+    });
+    if let Some(node) = node {
+        object["spec"]["nodeName"] = node.into();
+    }
+    let event = WatchEvent {
+        event_type: EventType::Added,
+        target: ObjectRef {
+            resource: "pods".into(),
+            kind: "Pod".into(),
+            namespace: Some("default".into()),
+            name: name.into(),
+        },
+        resource_version: rv.to_string(),
+        object: object.clone(),
+        stages: Default::default(),
+        initial: false,
+        coalesced: false,
+        handled: Default::default(),
+    };
+    (event, Arc::new(object))
+}
+
+fn pods() -> Informer {
+    Informer::new(Options {
+        resource: "pods".into(),
+        kind: "Pod".into(),
+        resyncs: false,
+    })
+}
+
+/// Runs every stage until nothing moves; returns the finished events.
+fn settle(informer: &mut Informer, now: &dyn Fn() -> Micros) -> Vec<WatchEvent> {
+    let mut done = Vec::new();
+    loop {
+        let mut moved = false;
+        while let Some(p) = informer.process_one(now) {
+            done.extend(p.finished);
+            moved = true;
+        }
+        for i in 0..informer.listeners().len() {
+            while let Some(run) = informer.run_listener(i, now) {
+                done.extend(run.finished);
+                moved = true;
+            }
+        }
+        while let Some(finished) = informer.run_worker(0, now) {
+            done.extend(finished);
+            moved = true;
+        }
+        if !moved {
+            return done;
+        }
+    }
+}
+
+#[test]
+fn every_stage_is_stamped_in_order_and_each_listener_says_what_it_called() {
+    let now = ticking();
+    let mut i = pods();
+    let (event, object) = pod("web-1", 5, None);
+    i.enqueue(event, object, now());
+    let done = settle(&mut i, &now);
+    assert_eq!(done.len(), 1);
+    let e = &done[0];
+    let at = |s: Stage| e.stages[&s].at;
+    assert!(at(Stage::Fifo) < at(Stage::Indexer));
+    assert!(at(Stage::Indexer) < at(Stage::Handlers));
+    assert!(at(Stage::Handlers) < at(Stage::Workqueue));
+    assert!(at(Stage::Workqueue) < at(Stage::Reconcile));
+    let calls: Vec<_> = e
+        .handled
+        .calls
+        .iter()
+        .map(|c| (c.listener.as_str(), c.callback))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (SCHEDULER_UNSCHEDULED, Callback::OnAdd),
+            (CONTROLLER, Callback::OnAdd)
+        ]
+    );
+    for c in &e.handled.calls {
+        assert!(c.dequeued >= at(Stage::Handlers) && c.returned >= c.dequeued);
+    }
+    let run = e.handled.reconcile.as_ref().unwrap();
+    assert_eq!(run.seen_resource_version.as_deref(), Some("5"));
+    assert!(run.finished > run.started);
+}
+
+#[test]
+fn a_slow_listener_delays_only_itself() {
+    let now = ticking();
+    let mut i = pods();
+    for n in 0..3 {
+        let (event, object) = pod(&format!("p{n}"), 10 + n, None);
+        i.enqueue(event, object, now());
+    }
+    while i.process_one(&now).is_some() {}
+    let controller = i.listeners().iter().position(|l| l == CONTROLLER).unwrap();
+    // The controller and the workers run; the scheduler's listeners do not.
+    while i.run_listener(controller, &now).is_some() {}
+    let mut reconciled = 0;
+    while let Some(done) = i.run_worker(0, &now) {
+        assert!(done.is_empty(), "not finished while a listener still owes its call");
+        reconciled += 1;
+    }
+    assert_eq!(reconciled, 3);
+    assert_eq!(i.buffered(0), 3);
+    let finished = settle(&mut i, &now);
+    assert_eq!(finished.len(), 3);
+}
+
+#[test]
+fn a_relist_reports_old_versions_and_deletions_of_unknown_final_state() {
+    let now = ticking();
+    let mut i = Informer::new(Options {
+        resource: "configmaps".into(),
+        kind: "ConfigMap".into(),
+        resyncs: false,
+    });
+    let cm = |name: &str, rv: u64| {
+        let (mut e, _) = pod(name, rv, None);
+        e.target.resource = "configmaps".into();
+        e.target.kind = "ConfigMap".into();
+        let o = Arc::new(json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}}));
+        e.object = (*o).clone();
+        e.initial = true;
+        (e, o)
+    };
+    i.enqueue_list(vec![cm("a", 1), cm("b", 2)], now());
+    settle(&mut i, &now);
+    i.enqueue_note(FrameBody::Reflector(ReflectorUpdate {
+        resource: "configmaps".into(),
+        state: ReflectorState::Relist { reason: "410".into() },
+    }));
+    i.enqueue_list(vec![cm("a", 1)], now());
+    let p = i.process_one(&now).unwrap();
+    assert_eq!(p.notes.len(), 1, "the note comes out in its place");
+    let done = settle(&mut i, &now);
+    let a = done.iter().find(|e| e.target.name == "a").unwrap();
+    assert_eq!(a.event_type, EventType::Modified);
+    assert_eq!(a.handled.old_resource_version.as_deref(), Some("1"));
+    assert!(a.handled.resync, "unchanged resourceVersion: a resync");
+    assert_eq!(a.handled.calls[0].callback, Callback::OnUpdate);
+    let b = done.iter().find(|e| e.target.name == "b").unwrap();
+    assert_eq!(b.event_type, EventType::Deleted);
+    assert!(b.handled.final_state_unknown);
+    assert_eq!(b.resource_version, "2");
+    assert_eq!(b.target.resource, "configmaps");
+    assert_eq!(b.handled.calls[0].callback, Callback::OnDelete);
+    assert!(b.handled.reconcile.as_ref().unwrap().seen_resource_version.is_none());
+}
+
+#[test]
+fn events_of_one_key_queued_while_it_waits_merge_into_one_reconcile() {
+    let now = ticking();
+    let mut i = pods();
+    let controller = i.listeners().iter().position(|l| l == CONTROLLER).unwrap();
+    for rv in [1, 2] {
+        let (event, object) = pod("web", rv, Some("node-a"));
+        i.enqueue(event, object, now());
+    }
+    while i.process_one(&now).is_some() {}
+    while i.run_listener(controller, &now).is_some() {}
+    let done = settle(&mut i, &now);
+    assert_eq!(done.len(), 2);
+    assert!(done[1].coalesced);
+    assert_eq!(
+        done[0].handled.reconcile.as_ref().unwrap().started,
+        done[1].handled.reconcile.as_ref().unwrap().started
+    );
+}
