@@ -3,6 +3,7 @@
 //! resourceVersions, optimistic concurrency).
 
 mod deletion;
+mod quota;
 mod requests;
 mod stages;
 mod watchers;
@@ -13,9 +14,11 @@ pub use watchers::{SLOW_WATCHER_BUFFER, SLOW_WATCHER_NAME};
 
 use crate::clock::Clock;
 use crate::ledger::StageLedger;
+use crate::limits::{Limits, show_bytes};
 use crate::object;
 use crate::resource::{self, ResourceType};
-use crate::store::{Revision, Store, StoreError, StoreEvent};
+use crate::store::{Revision, Store, StoreError, StoreEvent, StoreQuota};
+use crate::validation;
 use crate::watch_cache::{Delivery, WatchCache, WatchError, WindowBounds};
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -73,6 +76,8 @@ struct State {
     stalled: Vec<mpsc::Receiver<Delivery>>,
     /// When the next periodic compaction is due.
     compactor: requests::Compactor,
+    /// Objects counted for the quotas.
+    usage: quota::Usage,
 }
 
 /// The embedded control plane. Cheap to clone: clones share one state.
@@ -80,18 +85,34 @@ struct State {
 pub struct ControlPlane {
     state: Arc<Mutex<State>>,
     clock: Clock,
+    limits: Limits,
 }
 
 impl ControlPlane {
-    /// An empty control plane with the `default` namespace.
+    /// An empty control plane with the `default` namespace, within the
+    /// demo's [`Limits::DEMO`].
     pub fn new(clock: Clock) -> Self {
-        let store = Store::new(clock.clone());
+        ControlPlane::with_limits(clock, Limits::DEMO)
+    }
+
+    /// [`ControlPlane::new`] within other limits (a benchmark's
+    /// [`Limits::UNBOUNDED`]).
+    pub fn with_limits(clock: Clock, limits: Limits) -> Self {
+        let store = Store::with_quota(
+            clock.clone(),
+            StoreQuota {
+                max_value_bytes: limits.max_object_bytes,
+                max_live_bytes: limits.store_quota_bytes,
+                max_history_bytes: limits.history_quota_bytes,
+            },
+        );
         let caches = resource::ALL
             .into_iter()
             .map(|r| {
                 let bounds = WindowBounds {
                     min: WATCH_CACHE_CAPACITY,
                     max: WATCH_CACHE_MAX_CAPACITY,
+                    max_bytes: limits.watch_cache_bytes,
                 };
                 WatchCache::with_window(r, bounds, [], store.revision(), clock.clone())
             })
@@ -109,8 +130,10 @@ impl ControlPlane {
                 ledger: StageLedger::default(),
                 stalled: Vec::new(),
                 compactor,
+                usage: quota::Usage::default(),
             })),
             clock,
+            limits,
         };
         cp.create(
             resource::NAMESPACES,
@@ -125,6 +148,11 @@ impl ControlPlane {
         &self.clock
     }
 
+    /// The bounds it enforces.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// The store's latest revision.
     pub fn revision(&self) -> Revision {
         self.lock().store.revision()
@@ -132,7 +160,8 @@ impl ControlPlane {
 
     /// Creates an object. Sets kind, apiVersion, namespace (`default` when
     /// namespaced and unset), uid and creationTimestamp; the store sets the
-    /// resourceVersion.
+    /// resourceVersion. Refused when invalid (see [`crate::validation`]) or
+    /// over a quota (see [`crate::limits`]).
     pub fn create(&self, rt: ResourceType, mut obj: Value) -> Result<Arc<Value>, ApiError> {
         let name = object::name(&obj).to_string();
         if name.is_empty() {
@@ -141,12 +170,16 @@ impl ControlPlane {
                 rt.kind, rt.group
             )));
         }
-        let mut state = self.lock();
-        let uid = state.next_uid;
-        state.next_uid += 1;
+        validation::validate(rt, &obj, &self.limits)?;
         let namespace = rt
             .namespaced
             .then(|| object::namespace(&obj).unwrap_or("default").to_string());
+        let mut state = self.lock();
+        state
+            .usage
+            .admit(rt, namespace.as_deref(), &name, &self.limits)?;
+        let uid = state.next_uid;
+        state.next_uid += 1;
         set_type_meta(&mut obj, rt);
         let meta = object::metadata_mut(&mut obj);
         match &namespace {
@@ -170,8 +203,10 @@ impl ControlPlane {
     }
 
     /// Replaces an object. When the new object carries a resourceVersion, it
-    /// must be the current one (409 Conflict otherwise).
+    /// must be the current one (409 Conflict otherwise). Refused when invalid
+    /// or when it would grow the store past its quota.
     pub fn update(&self, rt: ResourceType, mut obj: Value) -> Result<Arc<Value>, ApiError> {
+        validation::validate(rt, &obj, &self.limits)?;
         let name = object::name(&obj).to_string();
         let namespace = rt
             .namespaced
@@ -320,6 +355,7 @@ impl State {
     /// Feeds a committed change to the caches: the one of its type takes the
     /// event, the others only learn the new revision.
     fn publish(&mut self, rt: ResourceType, event: StoreEvent) -> Arc<Value> {
+        self.usage.record(rt, &event);
         for cache in &mut self.caches {
             if cache.resource() == rt {
                 let dispatched = cache.apply(&event);
@@ -356,6 +392,20 @@ fn api_error(rt: ResourceType, name: &str, e: StoreError) -> ApiError {
         StoreError::Compacted { .. } | StoreError::FutureRevision { .. } => {
             ApiError::Gone(e.to_string())
         }
+        StoreError::TooLarge { size, limit, .. } => ApiError::Invalid(format!(
+            "{} \"{name}\" is invalid: the object is {} as JSON; the demo stores objects of at most {} (the limit on a ConfigMap's data)",
+            validation::kind_group(rt),
+            show_bytes(size),
+            show_bytes(limit)
+        )),
+        StoreError::NoSpace {
+            used, grow, quota, ..
+        } => ApiError::Forbidden(format!(
+            "{kind} \"{name}\" is forbidden: exceeded quota: the demo's store holds at most {} of objects (its etcd quota); it holds {} and this write adds {}",
+            show_bytes(quota),
+            show_bytes(used),
+            show_bytes(grow)
+        )),
     }
 }
 

@@ -5,6 +5,7 @@ use crate::ControlPlane;
 use crate::actions as act;
 use crate::control_plane::SLOW_WATCHER_BUFFER;
 use crate::resource::{self, DEPLOYMENTS, PODS};
+use crate::validation;
 use watchlife_protocol::{DemoAction, ErrorCode};
 
 /// A demo action that could not be carried out.
@@ -49,6 +50,15 @@ pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError
                 code: ErrorCode::ActionFailed,
                 message: format!("the demo serves no resource called {resource:?}"),
             })?;
+            // Kubernetes' label syntax, checked before anything is read.
+            let malformed = |message: String| ActionError {
+                code: ErrorCode::Malformed,
+                message,
+            };
+            validation::check_key(key)
+                .map_err(|e| malformed(format!("{key:?} is not a label key: {e}")))?;
+            validation::check_label_value(value)
+                .map_err(|e| malformed(format!("{value:?} is not a label value: {e}")))?;
             act::label(cp, rt, namespace, name, key, value)?;
             Ok(format!(
                 "labelled {resource} {namespace}/{name} with {key}={value}"
@@ -86,5 +96,69 @@ pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError
                 "started a pod watcher that never reads: after {SLOW_WATCHER_BUFFER} pod events its buffer is full and the watch cache closes it, while every other watcher goes on"
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Clock;
+    use serde_json::json;
+
+    fn label(key: &str, value: &str) -> DemoAction {
+        DemoAction::Label {
+            resource: "configmaps".into(),
+            namespace: "default".into(),
+            name: "c".into(),
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn labels_follow_kubernetes_syntax_before_anything_is_written() {
+        let cp = ControlPlane::new(Clock::new(|| 7));
+        cp.create(resource::CONFIGMAPS, json!({"metadata": {"name": "c"}}))
+            .unwrap();
+        assert!(run(&cp, &label("example.com/tier", "front-1")).is_ok());
+        let revision = cp.revision();
+        for (key, value) in [
+            ("bad key", "v"),
+            ("-x", "v"),
+            (&"k".repeat(64), "v"),
+            ("k", &"v".repeat(64)),
+            ("k", "<b>"),
+            ("UPPER.example.com/k", "v"),
+        ] {
+            let err = run(&cp, &label(key, value)).unwrap_err();
+            assert_eq!(err.code, ErrorCode::Malformed, "{key:?}={value:?}");
+        }
+        assert_eq!(cp.revision(), revision, "nothing was written");
+    }
+
+    #[test]
+    fn a_scale_beyond_the_demo_names_the_limit() {
+        let cp = ControlPlane::new(Clock::new(|| 7));
+        cp.create(
+            DEPLOYMENTS,
+            json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}}),
+        )
+        .unwrap();
+        let err = run(
+            &cp,
+            &DemoAction::Scale {
+                namespace: "default".into(),
+                name: "web".into(),
+                replicas: 1_000_000_000,
+            },
+        )
+        .unwrap_err();
+        let limit = crate::limits::MAX_REPLICAS;
+        assert!(
+            err.message
+                .contains(&format!("less than or equal to {limit}")),
+            "{}",
+            err.message
+        );
     }
 }

@@ -9,6 +9,9 @@
 //!   replicaset, scheduler, kubelet, garbage collector), run by [`controllers::Demo`].
 //! - [`list`]: where a LIST is served from and how it is paged; [`selector`]:
 //!   label and field selectors; [`status`]: failures as Kubernetes `Status`.
+//! - [`limits`]: the demo's bounds (replicas, quotas, sizes), so that its
+//!   memory stays within a budget whatever clients ask; [`validation`]: label,
+//!   annotation and replica rules, as the apiserver checks them.
 //! - [`story`]: the scripted workload that keeps the demo alive.
 //! - [`ledger`]: when each recent change was committed, cached and dispatched.
 //! - [`actions`]: what a user does with kubectl (scale, label, set image, delete a pod);
@@ -24,6 +27,7 @@ pub mod control_plane;
 pub mod controllers;
 pub mod demo_action;
 pub mod ledger;
+pub mod limits;
 pub mod list;
 pub mod object;
 pub mod resource;
@@ -32,6 +36,7 @@ pub mod status;
 pub mod store;
 pub mod story;
 pub mod time;
+pub mod validation;
 pub mod watch_cache;
 pub mod watch_cache_report;
 

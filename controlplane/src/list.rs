@@ -164,10 +164,16 @@ pub fn plan(opts: &ListOptions) -> Result<ListPlan, ApiError> {
     })
 }
 
-/// Parses a resourceVersion; a non-number is a 400, as in the apiserver.
+/// Parses a resourceVersion; anything but a whole number an etcd revision
+/// can be (an `int64`, not negative) is a 400, as in the apiserver.
 pub fn parse_revision(rv: &str) -> Result<Revision, ApiError> {
-    rv.parse::<Revision>()
-        .map_err(|_| ApiError::BadRequest(format!("invalid resource version {rv:?}")))
+    match rv.parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(n.unsigned_abs()),
+        _ => Err(ApiError::BadRequest(format!(
+            "invalid resource version {rv:?}: expected a whole number from 0 to {}",
+            i64::MAX
+        ))),
+    }
 }
 
 /// Selects and pages `entries` (in key order): the items after `after` that

@@ -44,6 +44,24 @@ pub fn labels(obj: &Value) -> impl Iterator<Item = (&str, &str)> {
         .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
 }
 
+/// The length of `obj` as compact JSON, counted without building the text:
+/// what the store's size limits are measured in.
+pub fn encoded_len(obj: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, obj).expect("a JSON value always serializes");
+    count.0
+}
+
 /// The `metadata` map, created when missing (and replacing a non-object).
 pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.is_object() {

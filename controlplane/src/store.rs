@@ -3,9 +3,16 @@
 //! One global revision counter: every create, update and delete takes the next
 //! revision, and an object's `metadata.resourceVersion` is the revision that
 //! last modified it. Every change is kept in a history until compaction drops
-//! it (periodically, or beyond [`HISTORY_LIMIT`] changes), so a watch can
-//! start from any retained revision and replay what came after, in order, with
-//! no gap and no duplicate.
+//! it (periodically, or beyond [`HISTORY_LIMIT`] changes or its
+//! [`StoreQuota::max_history_bytes`]), so a watch can start from any retained
+//! revision and replay what came after, in order, with no gap and no
+//! duplicate.
+//!
+//! Like etcd, the store measures what it holds: each value's size as JSON,
+//! refused over [`StoreQuota::max_value_bytes`] (etcd's request limit), and
+//! the current values together, whose growth is refused over
+//! [`StoreQuota::max_live_bytes`] (etcd's `--quota-backend-bytes`). Deletes
+//! and writes that do not grow the total always go through.
 
 use crate::clock::Clock;
 use crate::object;
@@ -41,6 +48,8 @@ pub struct StoreEvent {
     pub change: Change,
     pub key: String,
     pub revision: Revision,
+    /// The length of `object` as JSON.
+    pub size: usize,
     /// The object after the change, its `resourceVersion` set to `revision`. For
     /// a delete, the last value with `resourceVersion` set to the deletion's
     /// revision, as the apiserver sends it in a DELETED event.
@@ -74,12 +83,50 @@ pub enum StoreError {
         requested: Revision,
         current: Revision,
     },
+    /// The value alone is over [`StoreQuota::max_value_bytes`].
+    #[error("{key}: a value of {size} bytes is over the limit of {limit}")]
+    TooLarge {
+        key: String,
+        size: usize,
+        limit: usize,
+    },
+    /// The write would grow the current values over
+    /// [`StoreQuota::max_live_bytes`].
+    #[error("{key}: the store holds {used} bytes; {grow} more would pass its quota of {quota}")]
+    NoSpace {
+        key: String,
+        used: usize,
+        grow: usize,
+        quota: usize,
+    },
+}
+
+/// What the store may hold, in bytes of JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreQuota {
+    /// Largest value.
+    pub max_value_bytes: usize,
+    /// The current values together.
+    pub max_live_bytes: usize,
+    /// The history of changes together; beyond it the oldest are compacted.
+    pub max_history_bytes: usize,
+}
+
+impl StoreQuota {
+    /// No limit but [`HISTORY_LIMIT`].
+    pub const UNBOUNDED: StoreQuota = StoreQuota {
+        max_value_bytes: usize::MAX,
+        max_live_bytes: usize::MAX,
+        max_history_bytes: usize::MAX,
+    };
 }
 
 #[derive(Debug, Clone)]
 struct Entry {
     value: Arc<Value>,
     mod_revision: Revision,
+    /// The value's length as JSON.
+    size: usize,
 }
 
 /// An MVCC key-value store of JSON objects.
@@ -91,18 +138,41 @@ pub struct Store {
     objects: BTreeMap<String, Entry>,
     history: VecDeque<StoreEvent>,
     clock: Clock,
+    quota: StoreQuota,
+    /// The current values' sizes, summed.
+    live_bytes: usize,
+    /// The history's values' sizes, summed.
+    history_bytes: usize,
 }
 
 impl Store {
-    /// An empty store at revision 1, as a fresh etcd is.
+    /// An empty store at revision 1, as a fresh etcd is, with no quota.
     pub fn new(clock: Clock) -> Self {
+        Store::with_quota(clock, StoreQuota::UNBOUNDED)
+    }
+
+    /// An empty store that holds at most `quota`.
+    pub fn with_quota(clock: Clock, quota: StoreQuota) -> Self {
         Store {
             revision: 1,
             compacted: 0,
             objects: BTreeMap::new(),
             history: VecDeque::new(),
             clock,
+            quota,
+            live_bytes: 0,
+            history_bytes: 0,
         }
+    }
+
+    /// The current values' total size as JSON.
+    pub fn live_bytes(&self) -> usize {
+        self.live_bytes
+    }
+
+    /// The history's total size as JSON.
+    pub fn history_bytes(&self) -> usize {
+        self.history_bytes
     }
 
     /// The latest revision.
@@ -196,7 +266,7 @@ impl Store {
         if self.objects.contains_key(key) {
             return Err(StoreError::AlreadyExists { key: key.into() });
         }
-        Ok(self.commit(key, Change::Put { created: true }, value, None))
+        self.commit(key, Change::Put { created: true }, value, None)
     }
 
     /// Replaces an existing key. With `expected`, fails with a conflict unless
@@ -208,7 +278,7 @@ impl Store {
         expected: Option<Revision>,
     ) -> Result<StoreEvent, StoreError> {
         let prev = self.check(key, expected)?;
-        Ok(self.commit(key, Change::Put { created: false }, value, Some(prev)))
+        self.commit(key, Change::Put { created: false }, value, Some(prev))
     }
 
     /// Removes a key, with the same optional precondition as [`Store::update`].
@@ -219,7 +289,7 @@ impl Store {
     ) -> Result<StoreEvent, StoreError> {
         let prev = self.check(key, expected)?;
         let last = (*prev).clone();
-        Ok(self.commit(key, Change::Delete, last, Some(prev)))
+        self.commit(key, Change::Delete, last, Some(prev))
     }
 
     /// Every change after `after` under `prefix`, oldest first.
@@ -257,7 +327,7 @@ impl Store {
     pub fn compact(&mut self, revision: Revision) {
         let revision = revision.min(self.revision);
         while self.history.front().is_some_and(|e| e.revision <= revision) {
-            self.history.pop_front();
+            self.drop_oldest_change();
         }
         self.compacted = self.compacted.max(revision);
     }
@@ -277,24 +347,50 @@ impl Store {
         }
     }
 
+    /// Commits one change, after checking the value against the quota: a
+    /// put whose value is too large, or that grows the current values past
+    /// their quota, changes nothing and fails.
     fn commit(
         &mut self,
         key: &str,
         change: Change,
         mut value: Value,
         prev: Option<Arc<Value>>,
-    ) -> StoreEvent {
-        self.revision += 1;
-        let revision = self.revision;
+    ) -> Result<StoreEvent, StoreError> {
+        let revision = self.revision + 1;
         object::set_meta(&mut value, "resourceVersion", revision.to_string());
+        let size = object::encoded_len(&value);
+        let prev_size = self.objects.get(key).map_or(0, |e| e.size);
+        if change != Change::Delete {
+            if size > self.quota.max_value_bytes {
+                return Err(StoreError::TooLarge {
+                    key: key.into(),
+                    size,
+                    limit: self.quota.max_value_bytes,
+                });
+            }
+            let grow = size.saturating_sub(prev_size);
+            if grow > 0 && self.live_bytes.saturating_add(grow) > self.quota.max_live_bytes {
+                return Err(StoreError::NoSpace {
+                    key: key.into(),
+                    used: self.live_bytes,
+                    grow,
+                    quota: self.quota.max_live_bytes,
+                });
+            }
+        }
+        self.revision = revision;
         let value = Arc::new(value);
+        self.live_bytes = self.live_bytes.saturating_sub(prev_size);
         match change {
             Change::Put { .. } => {
+                self.live_bytes = self.live_bytes.saturating_add(size);
                 self.objects.insert(
                     key.to_string(),
                     Entry {
                         value: value.clone(),
                         mod_revision: revision,
+                        size,
                     },
                 );
             }
@@ -306,17 +402,32 @@ impl Store {
             change,
             key: key.to_string(),
             revision,
+            size,
             object: value,
             prev,
             committed_at: self.clock.now(),
         };
         self.history.push_back(event.clone());
-        if self.history.len() > HISTORY_LIMIT
-            && let Some(oldest) = self.history.pop_front()
+        self.history_bytes = self.history_bytes.saturating_add(size);
+        while self.history.len() > 1
+            && (self.history.len() > HISTORY_LIMIT
+                || self.history_bytes > self.quota.max_history_bytes)
         {
-            self.compacted = self.compacted.max(oldest.revision);
+            let oldest = self.drop_oldest_change();
+            self.compacted = self.compacted.max(oldest);
         }
-        event
+        Ok(event)
+    }
+
+    /// Drops the oldest change of the history; returns its revision.
+    fn drop_oldest_change(&mut self) -> Revision {
+        match self.history.pop_front() {
+            Some(oldest) => {
+                self.history_bytes = self.history_bytes.saturating_sub(oldest.size);
+                oldest.revision
+            }
+            None => self.compacted,
+        }
     }
 }
 
@@ -451,5 +562,54 @@ mod tests {
             Err(StoreError::FutureRevision { .. })
         ));
         assert_eq!(s.list("/registry/pods/").count(), 3);
+    }
+
+    #[test]
+    fn values_are_measured_and_the_quota_refuses_growth_but_never_a_delete() {
+        let quota = StoreQuota {
+            max_value_bytes: 100,
+            max_live_bytes: 200,
+            max_history_bytes: 1000,
+        };
+        let mut s = Store::with_quota(Clock::new(|| 0), quota);
+        let small = s.create("a", json!({"d": "x".repeat(40)})).unwrap();
+        assert_eq!(small.size, object::encoded_len(&small.object));
+        assert_eq!(s.live_bytes(), small.size);
+        assert!(matches!(
+            s.create("big", json!({"d": "x".repeat(200)})),
+            Err(StoreError::TooLarge { limit: 100, .. })
+        ));
+        s.create("b", json!({"d": "x".repeat(40)})).unwrap();
+        let full = s.create("c", json!({"d": "x".repeat(40)}));
+        assert!(
+            matches!(full, Err(StoreError::NoSpace { quota: 200, .. })),
+            "{full:?}"
+        );
+        let revision = s.revision();
+        // Refused writes take no revision; shrinking and deleting go through.
+        s.update("a", json!({}), None).unwrap();
+        assert_eq!(s.revision(), revision + 1);
+        s.delete("b", None).unwrap();
+        s.create("c", json!({"d": "x".repeat(40)})).unwrap();
+    }
+
+    #[test]
+    fn the_history_keeps_at_most_its_bytes_and_compacts_the_oldest() {
+        let quota = StoreQuota {
+            max_history_bytes: 1000,
+            ..StoreQuota::UNBOUNDED
+        };
+        let mut s = Store::with_quota(Clock::new(|| 0), quota);
+        s.create("k", json!({"d": "x".repeat(90)})).unwrap();
+        for _ in 0..100 {
+            s.update("k", json!({"d": "y".repeat(90)}), None).unwrap();
+        }
+        assert!(s.history_bytes() <= 1000, "{}", s.history_bytes());
+        assert!(s.history_len() >= 5);
+        assert!(matches!(
+            s.changes_after("", 2),
+            Err(StoreError::Compacted { .. })
+        ));
+        assert!(s.changes_after("", s.compacted()).is_ok());
     }
 }

@@ -12,9 +12,14 @@
 //! too fast for a client to re-watch from them, so the capacity doubles (up to
 //! the upper bound); when even the newest quarter of the window is older than
 //! that, the cache is idle and the capacity halves (down to the lower bound).
+//! Whatever its capacity, the window also holds at most
+//! [`WindowBounds::max_bytes`] of objects: large objects written fast leave it
+//! sooner.
 //!
 //! Each event is serialized at most once, on first use, for every watcher it is
-//! sent to ([`CachedEvent::line`]).
+//! sent to ([`CachedEvent::line`]). So is the ADDED event of each current
+//! object that a watch from "now" starts with: it is made once and shared by
+//! every such watch, which then costs a pointer per object.
 
 use crate::clock::Clock;
 use crate::resource::ResourceType;
@@ -32,20 +37,25 @@ use watchlife_protocol::{EventType, Micros};
 /// client whose watch just ended to re-watch from where it was.
 pub const EVENT_FRESH_MICROS: Micros = 75_000_000;
 
-/// The smallest and largest window a growing cache may have.
+/// The smallest and largest window a growing cache may have, in events, and
+/// the most it may hold in bytes of JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowBounds {
     pub min: usize,
     pub max: usize,
+    /// Beyond this the oldest events leave the window, however many it may
+    /// hold; the newest event always stays.
+    pub max_bytes: usize,
 }
 
 impl WindowBounds {
-    /// A window that never resizes.
+    /// A window that never resizes, whatever its events weigh.
     pub fn fixed(capacity: usize) -> Self {
         let capacity = capacity.max(1);
         WindowBounds {
             min: capacity,
             max: capacity,
+            max_bytes: usize::MAX,
         }
     }
 }
@@ -58,23 +68,32 @@ pub struct CachedEvent {
     pub key: String,
     pub revision: Revision,
     pub object: Arc<Value>,
+    /// The length of `object` as JSON, as the store measured it.
+    pub size: usize,
     /// The object before the change, when it existed; lets a watcher with a
     /// selector see an object leave its selection as DELETED.
     pub prev: Option<Arc<Value>>,
-    /// When the store committed the change.
+    /// When the store committed the change; for the ADDED event of a current
+    /// object that starts a watch from "now", when the cache first made it.
     pub committed_at: Micros,
-    /// When the change entered the cache.
+    /// When the change entered the cache (for such an ADDED event, as
+    /// `committed_at`).
     pub cached_at: Micros,
     line: OnceLock<Bytes>,
 }
 
 impl CachedEvent {
     /// An event; its wire form is made on first use of [`CachedEvent::line`].
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one per field, named at every call"
+    )]
     pub fn new(
         event_type: EventType,
         key: String,
         revision: Revision,
         object: Arc<Value>,
+        size: usize,
         prev: Option<Arc<Value>>,
         committed_at: Micros,
         cached_at: Micros,
@@ -84,6 +103,7 @@ impl CachedEvent {
             key,
             revision,
             object,
+            size,
             prev,
             committed_at,
             cached_at,
@@ -114,6 +134,7 @@ impl CachedEvent {
             self.key.clone(),
             self.revision,
             object,
+            self.size,
             self.prev.clone(),
             self.committed_at,
             self.cached_at,
@@ -261,17 +282,59 @@ pub struct Dispatched {
     pub delivered: usize,
 }
 
+/// A current object as the cache holds it.
+struct Current {
+    object: Arc<Value>,
+    size: usize,
+    /// Its ADDED event for watches from "now", made on first use.
+    added: OnceLock<Arc<CachedEvent>>,
+}
+
+impl Current {
+    fn new(object: Arc<Value>, size: usize) -> Self {
+        Current {
+            object,
+            size,
+            added: OnceLock::new(),
+        }
+    }
+
+    /// The object's ADDED event, shared by every watch from "now" until the
+    /// object changes; `fallback` is its revision when the object names none.
+    fn added(&self, key: &str, fallback: Revision, now: Micros) -> Arc<CachedEvent> {
+        self.added
+            .get_or_init(|| {
+                let revision = crate::object::resource_version(&self.object)
+                    .and_then(|rv| rv.parse().ok())
+                    .unwrap_or(fallback);
+                Arc::new(CachedEvent::new(
+                    EventType::Added,
+                    key.to_string(),
+                    revision,
+                    self.object.clone(),
+                    self.size,
+                    None,
+                    now,
+                    now,
+                ))
+            })
+            .clone()
+    }
+}
+
 /// The Cacher of one resource type.
 pub struct WatchCache {
     resource: ResourceType,
     ring: VecDeque<Arc<CachedEvent>>,
+    /// The sizes of the ring's objects, summed.
+    ring_bytes: usize,
     capacity: usize,
     bounds: WindowBounds,
     /// The ring holds every change after this revision.
     window_start: Revision,
     /// Latest store revision the cache has seen.
     revision: Revision,
-    objects: BTreeMap<String, Arc<Value>>,
+    objects: BTreeMap<String, Current>,
     watchers: Vec<Watcher>,
     next_watcher_id: WatcherId,
     closed_slow: u64,
@@ -311,15 +374,23 @@ impl WatchCache {
         let bounds = WindowBounds {
             min,
             max: bounds.max.max(min),
+            max_bytes: bounds.max_bytes,
         };
         WatchCache {
             resource,
             ring: VecDeque::with_capacity(min),
+            ring_bytes: 0,
             capacity: min,
             bounds,
             window_start: revision,
             revision,
-            objects: objects.into_iter().collect(),
+            objects: objects
+                .into_iter()
+                .map(|(key, object)| {
+                    let size = crate::object::encoded_len(&object);
+                    (key, Current::new(object, size))
+                })
+                .collect(),
             watchers: Vec::new(),
             next_watcher_id: 1,
             closed_slow: 0,
@@ -395,10 +466,15 @@ impl WatchCache {
             Change::Delete => EventType::Deleted,
         };
         match event_type {
-            EventType::Deleted => self.objects.remove(&change.key),
-            _ => self
-                .objects
-                .insert(change.key.clone(), change.object.clone()),
+            EventType::Deleted => {
+                self.objects.remove(&change.key);
+            }
+            _ => {
+                self.objects.insert(
+                    change.key.clone(),
+                    Current::new(change.object.clone(), change.size),
+                );
+            }
         };
         let now = self.clock.now();
         let event = Arc::new(CachedEvent::new(
@@ -406,14 +482,19 @@ impl WatchCache {
             change.key.clone(),
             change.revision,
             change.object.clone(),
+            change.size,
             change.prev.clone(),
             change.committed_at,
             now,
         ));
         self.resize(now);
-        while self.ring.len() >= self.capacity {
+        while self.ring.len() >= self.capacity
+            || (!self.ring.is_empty()
+                && self.ring_bytes.saturating_add(event.size) > self.bounds.max_bytes)
+        {
             self.evict_oldest();
         }
+        self.ring_bytes = self.ring_bytes.saturating_add(event.size);
         self.ring.push_back(event.clone());
         self.dispatch(event)
     }
@@ -435,7 +516,15 @@ impl WatchCache {
 
     /// The current objects and the revision they are consistent with.
     pub fn list(&self) -> (Vec<Arc<Value>>, Revision) {
-        (self.objects.values().cloned().collect(), self.revision)
+        (
+            self.objects.values().map(|c| c.object.clone()).collect(),
+            self.revision,
+        )
+    }
+
+    /// The sizes of the window's objects as JSON, summed.
+    pub fn window_bytes(&self) -> usize {
+        self.ring_bytes
     }
 
     /// Starts a watch.
@@ -478,26 +567,17 @@ impl WatchCache {
         buffer: usize,
     ) -> Result<(WatcherId, mpsc::Receiver<Delivery>), WatchError> {
         let (backlog, after): (Vec<Arc<CachedEvent>>, Revision) = match from.filter(|&r| r > 0) {
-            None => (
-                self.objects
-                    .iter()
-                    .filter(|(_, object)| filter.matches(object))
-                    .map(|(key, object)| {
-                        Arc::new(CachedEvent::new(
-                            EventType::Added,
-                            key.clone(),
-                            crate::object::resource_version(object)
-                                .and_then(|rv| rv.parse().ok())
-                                .unwrap_or(self.revision),
-                            object.clone(),
-                            None,
-                            self.clock.now(),
-                            self.clock.now(),
-                        ))
-                    })
-                    .collect(),
-                self.revision,
-            ),
+            None => {
+                let now = self.clock.now();
+                (
+                    self.objects
+                        .iter()
+                        .filter(|(_, current)| filter.matches(&current.object))
+                        .map(|(key, current)| current.added(key, self.revision, now))
+                        .collect(),
+                    self.revision,
+                )
+            }
             Some(from) if from < self.window_start => {
                 return Err(WatchError::TooOld {
                     requested: from,
@@ -564,6 +644,7 @@ impl WatchCache {
 
     fn evict_oldest(&mut self) {
         if let Some(evicted) = self.ring.pop_front() {
+            self.ring_bytes = self.ring_bytes.saturating_sub(evicted.size);
             self.window_start = self.window_start.max(evicted.revision);
         }
     }
@@ -757,7 +838,11 @@ mod tests {
             Clock::new(move || now.load(std::sync::atomic::Ordering::Relaxed))
         };
         let mut store = Store::new(clock.clone());
-        let bounds = WindowBounds { min: 4, max: 16 };
+        let bounds = WindowBounds {
+            min: 4,
+            max: 16,
+            max_bytes: usize::MAX,
+        };
         let mut cache = WatchCache::with_window(PODS, bounds, [], store.revision(), clock);
         for i in 0..20 {
             let name = format!("p{i}");

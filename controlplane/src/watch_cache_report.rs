@@ -3,10 +3,22 @@
 //! buffer is, how many were closed for being slow), as the protocol's
 //! [`WatchCacheReport`]. The bridge publishes it as `watch_cache` frames; a
 //! page running the core draws it directly.
+//!
+//! A report has a fixed largest size, however many clients watch: each cache
+//! lists at most [`MAX_REPORTED_WATCHERS`] watchers and counts the others,
+//! and remembers at most [`crate::watch_cache::CLOSED_WATCHERS_KEPT`] closed
+//! ones. (Watcher names are the server's own: `http` for every client of the
+//! demo API.)
 
 use crate::ControlPlane;
-use crate::watch_cache::WatchersInfo;
+use crate::watch_cache::{WatcherInfo, WatchersInfo};
 use watchlife_protocol::{CacheState, ClosedWatcherState, WatchCacheReport, WatcherState};
+
+/// Watchers listed per cache. The page draws eight lanes and counts the
+/// rest; a report lists four times that: the busiest half (the fullest
+/// buffers, those about to be closed for being slow) and the most recent
+/// half (who just arrived), oldest first.
+pub const MAX_REPORTED_WATCHERS: usize = 32;
 
 /// The state of every watch cache that holds events or serves watchers.
 pub fn report(cp: &ControlPlane) -> WatchCacheReport {
@@ -32,14 +44,14 @@ fn cache_state(
     window_start: u64,
     window_end: u64,
 ) -> CacheState {
+    let (listed, more_watchers) = pick(info.watchers);
     CacheState {
         resource: info.resource.qualified_name(),
         window_start,
         window_end,
         len: saturate(len),
         capacity: saturate(capacity),
-        watchers: info
-            .watchers
+        watchers: listed
             .into_iter()
             .map(|w| WatcherState {
                 id: w.id,
@@ -48,6 +60,7 @@ fn cache_state(
                 capacity: saturate(w.capacity),
             })
             .collect(),
+        more_watchers,
         closed_slow: info.closed_slow,
         recently_closed: info
             .recently_closed
@@ -59,6 +72,25 @@ fn cache_state(
             })
             .collect(),
     }
+}
+
+/// At most [`MAX_REPORTED_WATCHERS`] of `watchers` (the busiest half, then
+/// the most recent), oldest first, and how many were left out.
+fn pick(mut watchers: Vec<WatcherInfo>) -> (Vec<WatcherInfo>, u64) {
+    let total = watchers.len();
+    if total <= MAX_REPORTED_WATCHERS {
+        return (watchers, 0);
+    }
+    // The busiest first; among equals, the newest.
+    watchers.sort_unstable_by(|a, b| b.buffered.cmp(&a.buffered).then(b.id.cmp(&a.id)));
+    let rest = watchers.split_off(MAX_REPORTED_WATCHERS / 2);
+    let mut listed = watchers;
+    let mut recent = rest;
+    recent.sort_unstable_by_key(|w| std::cmp::Reverse(w.id));
+    recent.truncate(MAX_REPORTED_WATCHERS - listed.len());
+    listed.extend(recent);
+    listed.sort_unstable_by_key(|w| w.id);
+    (listed, (total - MAX_REPORTED_WATCHERS) as u64)
 }
 
 fn saturate(n: usize) -> u32 {
@@ -122,5 +154,79 @@ mod tests {
         assert!(pods.watchers.is_empty());
         assert_eq!(pods.closed_slow, 1);
         assert_eq!(pods.recently_closed[0].name, "slow-watcher");
+    }
+
+    #[test]
+    fn ten_thousand_watches_leave_the_frame_under_a_fixed_size() {
+        use watchlife_protocol::{FrameBody, ServerFrame};
+        let frame_bytes = |cp: &ControlPlane| {
+            let frame = ServerFrame {
+                seq: u64::MAX,
+                body: FrameBody::WatchCache(report(cp)),
+            };
+            serde_json::to_string(&frame).unwrap().len()
+        };
+        let cp = ControlPlane::new(Clock::new(|| 7));
+        let mut watches = Vec::new();
+        for rt in crate::resource::ALL {
+            for _ in 0..MAX_REPORTED_WATCHERS {
+                watches.push(cp.watch_named("http", rt, None, None).unwrap());
+            }
+        }
+        let full = frame_bytes(&cp);
+        // Watches of every type, as many as a busy demo API could hold at
+        // once and more: the frame is as large as with a full list each.
+        for i in 0..10_000 {
+            let rt = crate::resource::ALL[i % crate::resource::ALL.len()];
+            watches.push(cp.watch_named("http", rt, None, None).unwrap());
+        }
+        let crowded = report(&cp);
+        let total: u64 = crowded.caches.iter().map(|c| c.watcher_count()).sum();
+        assert_eq!(total as usize, watches.len());
+        assert!(
+            crowded
+                .caches
+                .iter()
+                .all(|c| c.watchers.len() == MAX_REPORTED_WATCHERS),
+            "{crowded:?}"
+        );
+        let bytes = frame_bytes(&cp);
+        // Only the digits of the ids and counts grew.
+        assert!(bytes < full + 4 * 1024, "{full} bytes, then {bytes}");
+        assert!(bytes < 32 * 1024, "{bytes} bytes");
+    }
+
+    #[test]
+    fn a_crowded_cache_lists_the_busiest_and_the_most_recent() {
+        let cp = ControlPlane::new(Clock::new(|| 7));
+        let watch = |name| cp.watch_named(name, PODS, None, None).unwrap();
+        let mut watches: Vec<_> = (0..2).map(|_| watch("http")).collect();
+        // The third watcher stops reading and its buffer fills a little.
+        let busy = watch("busy");
+        watches.extend((0..98).map(|_| watch("http")));
+        for i in 0..5 {
+            cp.create(PODS, json!({"metadata": {"name": format!("p{i}")}}))
+                .unwrap();
+        }
+        for w in &mut watches {
+            while w.try_recv().is_ok() {}
+        }
+        let pods = report(&cp)
+            .caches
+            .into_iter()
+            .find(|c| c.resource == "pods")
+            .unwrap();
+        assert_eq!(pods.watchers.len(), MAX_REPORTED_WATCHERS);
+        assert_eq!(pods.more_watchers, 101 - MAX_REPORTED_WATCHERS as u64);
+        assert!(
+            pods.watchers
+                .iter()
+                .any(|w| (w.id, w.name.as_str(), w.buffered) == (3, "busy", 5))
+        );
+        let ids: Vec<u64> = pods.watchers.iter().map(|w| w.id).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "oldest first: {ids:?}");
+        let newest = ids.iter().max().copied();
+        assert_eq!(newest, Some(101), "the newest is listed");
+        drop(busy);
     }
 }

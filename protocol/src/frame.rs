@@ -297,6 +297,7 @@ mod tests {
                         buffered: 2,
                         capacity: 100,
                     }],
+                    more_watchers: 0,
                     closed_slow: 0,
                     recently_closed: vec![],
                 }],

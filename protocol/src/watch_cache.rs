@@ -29,13 +29,29 @@ pub struct CacheState {
     /// Events the ring holds before the oldest is dropped (it grows under
     /// bursts, up to a limit).
     pub capacity: u32,
-    /// The watchers the cache dispatches each event to, oldest first.
+    /// The watchers the cache dispatches each event to, oldest first: at
+    /// most a fixed number of them (the busiest and the most recent), so that
+    /// the frame does not grow with the number of clients.
     pub watchers: Vec<WatcherState>,
+    /// Watchers the cache serves that `watchers` leaves out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_watchers: u64,
     /// Watchers closed because their buffer was full, since the cache started.
     pub closed_slow: u64,
     /// The last few of them, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recently_closed: Vec<ClosedWatcherState>,
+}
+
+impl CacheState {
+    /// Every watcher the cache serves, listed or not.
+    pub fn watcher_count(&self) -> u64 {
+        (self.watchers.len() as u64).saturating_add(self.more_watchers)
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One watcher of a cache: a lane of its fan-out.

@@ -175,6 +175,7 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
                         watcher(2, "scheduler", 3),
                         watcher(5, "kubelet node-a", 80),
                     ],
+                    more_watchers: 0,
                     closed_slow: 1,
                     recently_closed: vec![ClosedWatcherState {
                         id: 4,
@@ -189,6 +190,7 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
                     len: 3,
                     capacity: 100,
                     watchers: vec![watcher(3, "scheduler", 0)],
+                    more_watchers: 0,
                     closed_slow: 0,
                     recently_closed: vec![],
                 },

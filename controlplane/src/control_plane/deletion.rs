@@ -89,7 +89,11 @@ impl ControlPlane {
             return Ok(Deletion::Pending(current));
         }
         let mut obj = (*current).clone();
-        let deadline = self.clock.now() + grace * 1_000_000;
+        // A client's grace period may be any u64: saturate rather than overflow.
+        let deadline = self
+            .clock
+            .now()
+            .saturating_add(grace.saturating_mul(1_000_000));
         let meta = object::metadata_mut(&mut obj);
         meta.insert(
             "deletionTimestamp".into(),

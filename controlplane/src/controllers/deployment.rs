@@ -222,7 +222,7 @@ impl DeploymentController {
         let sum = |field: &str| -> u64 {
             all.clone()
                 .map(|rs| rs["status"][field].as_u64().unwrap_or(0))
-                .sum()
+                .fold(0, u64::saturating_add)
         };
         let desired = Rollout::new(deployment).desired;
         let available = sum("availableReplicas");
@@ -248,7 +248,10 @@ struct Rollout {
 
 impl Rollout {
     fn new(deployment: &Value) -> Self {
-        let desired = deployment["spec"]["replicas"].as_u64().unwrap_or(1);
+        let desired = deployment["spec"]["replicas"]
+            .as_u64()
+            .unwrap_or(1)
+            .min(INT32_MAX);
         let rolling = &deployment["spec"]["strategy"]["rollingUpdate"];
         let max_surge = bound(&rolling["maxSurge"], desired, true);
         let mut max_unavailable = bound(&rolling["maxUnavailable"], desired, false);
@@ -269,7 +272,8 @@ impl Rollout {
 
     /// How many replicas the new ReplicaSet may gain now.
     fn scale_up(&self, new_replicas: u64, old_total: u64) -> u64 {
-        let room = (self.desired + self.max_surge).saturating_sub(new_replicas + old_total);
+        let room = (self.desired.saturating_add(self.max_surge))
+            .saturating_sub(new_replicas.saturating_add(old_total));
         room.min(self.desired.saturating_sub(new_replicas))
     }
 }
@@ -283,7 +287,8 @@ fn bound(value: &Value, desired: u64, round_up: bool) -> u64 {
         _ => None,
     }
     .unwrap_or(DEFAULT_ROLLING_PERCENT);
-    let scaled = desired * percent;
+    // A client may write any percentage: saturate rather than overflow.
+    let scaled = desired.saturating_mul(percent);
     if round_up {
         scaled.div_ceil(100)
     } else {
@@ -292,12 +297,21 @@ fn bound(value: &Value, desired: u64, round_up: bool) -> u64 {
 }
 
 fn replicas(rs: &Value) -> u64 {
-    rs["spec"]["replicas"].as_u64().unwrap_or(0)
+    rs["spec"]["replicas"].as_u64().unwrap_or(0).min(INT32_MAX)
 }
+/// Replicas are an `int32` in Kubernetes. Counts read from objects are held
+/// to it, so the sums of a rollout cannot overflow whatever a client wrote.
+const INT32_MAX: u64 = i32::MAX as u64;
+
+/// `spec.replicas`, at most [`INT32_MAX`].
 
 fn available(rs: &Value) -> u64 {
-    rs["status"]["availableReplicas"].as_u64().unwrap_or(0)
+    rs["status"]["availableReplicas"]
+        .as_u64()
+        .unwrap_or(0)
+        .min(replicas(rs))
 }
+/// `status.availableReplicas`, at most the ReplicaSet's replicas.
 
 fn revision_of(rs: &Value) -> u64 {
     object::field(rs, &["metadata", "annotations", REVISION_ANNOTATION])

@@ -9,6 +9,7 @@
 use super::informer::{Informer, split_key};
 use super::workqueue::WorkQueue;
 use super::{Activity, update_if_changed};
+use crate::limits::NODE_MAX_PODS;
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::{NODES, PODS};
 use crate::selector::{FieldOp, FieldRequirement, FieldSelector};
@@ -110,8 +111,8 @@ impl Kubelet {
             "status": {
                 "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
                 "addresses": [{"type": "InternalIP", "address": format!("10.0.0.{}", 10 + u32::from(self.index))}],
-                "capacity": {"pods": "110"},
-                "allocatable": {"pods": "110"},
+                "capacity": {"pods": NODE_MAX_PODS.to_string()},
+                "allocatable": {"pods": NODE_MAX_PODS.to_string()},
             },
         });
         match cp.create(NODES, node) {

@@ -12,6 +12,7 @@ use super::informer::{Informer, Notification, key_of, split_key};
 use super::replicaset::is_active;
 use super::workqueue::WorkQueue;
 use super::{Activity, update_if_changed};
+use crate::limits::NODE_MAX_PODS;
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::{NODES, PODS};
 use serde_json::{Value, json};
@@ -248,15 +249,17 @@ impl Scheduler {
         Ok(true)
     }
 
-    /// The ready node with the fewest pods; ties go round the nodes in turn.
+    /// The ready node with room for a pod (fewer than its `allocatable.pods`)
+    /// and the fewest pods; ties go round the nodes in turn. `None` when every
+    /// node is full: the pod stays Pending, as "Too many pods" leaves it.
     fn pick_node(&mut self) -> Option<String> {
         let counts = self.pods_per_node();
         let ready: Vec<(&String, usize)> = counts
             .iter()
-            .filter(|(name, _)| {
+            .filter(|(name, count)| {
                 self.nodes
                     .get(name.as_str())
-                    .is_some_and(|n| node_is_ready(n))
+                    .is_some_and(|n| node_is_ready(n) && (**count as u64) < max_pods(n))
             })
             .map(|(name, count)| (name, *count))
             .collect();
@@ -276,6 +279,16 @@ pub fn node_is_ready(node: &Value) -> bool {
     node["status"]["conditions"]
         .as_array()
         .into_iter()
+/// The pods a node takes: its `status.allocatable.pods`, else the kubelet's
+/// default.
+pub fn max_pods(node: &Value) -> u64 {
+    node["status"]["allocatable"]["pods"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .or_else(|| node["status"]["allocatable"]["pods"].as_u64())
+        .unwrap_or(NODE_MAX_PODS)
+}
+
         .flatten()
         .any(|c| c["type"] == "Ready" && c["status"] == "True")
 }

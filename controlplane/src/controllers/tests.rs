@@ -345,3 +345,56 @@ fn the_story_plays_on_a_loop_with_the_controllers() {
         BTreeSet::from([FIRST_IMAGE.to_string(), SECOND_IMAGE.to_string()])
     );
 }
+
+#[test]
+fn scaling_is_bounded_by_the_demos_nodes_and_its_pod_quota() {
+    use crate::limits::{MAX_PODS, MAX_REPLICAS, NODE_MAX_PODS};
+    let (mut demo, clock) = demo();
+    let cp = demo.control_plane().clone();
+    cp.create(DEPLOYMENTS, deployment(2)).unwrap();
+    settle(&mut demo, &clock);
+
+    // A billion replicas is refused before anything is written, naming the limit.
+    let err = actions::scale(&cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 1_000_000_000).unwrap_err();
+    assert!(matches!(err, ApiError::Invalid(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains(&format!("less than or equal to {MAX_REPLICAS}")),
+        "{err}"
+    );
+
+    // At the most, every node is full and no pod waits.
+    actions::scale(&cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, MAX_REPLICAS).unwrap();
+    settle(&mut demo, &clock);
+    let per_node = demo.scheduler.pods_per_node();
+    assert!(
+        per_node.values().all(|&n| n as u64 == NODE_MAX_PODS),
+        "{per_node:?}"
+    );
+
+    // More Deployments make pods that no node takes (Pending), up to the
+    // cluster's pod quota, and not one more.
+    for name in ["more", "most"] {
+        let mut d = deployment(MAX_REPLICAS);
+        d["metadata"]["name"] = json!(name);
+        d["spec"]["selector"]["matchLabels"]["app"] = json!(name);
+        d["spec"]["template"]["metadata"]["labels"]["app"] = json!(name);
+        cp.create(DEPLOYMENTS, d).unwrap();
+    }
+    run_for(&mut demo, &clock, 30_000_000, |_| {});
+    assert_eq!(pods(&cp).len(), MAX_PODS);
+    let unscheduled = pods(&cp)
+        .iter()
+        .filter(|p| p["spec"]["nodeName"].as_str().unwrap_or("").is_empty())
+        .count();
+    assert_eq!(unscheduled, MAX_PODS - 2 * NODE_MAX_PODS as usize);
+    let refused = cp
+        .create(PODS, json!({"metadata": {"name": "one-more"}}))
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("at most {MAX_PODS} pods")),
+        "{refused}"
+    );
+}
