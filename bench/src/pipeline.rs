@@ -4,7 +4,7 @@
 //! One thread does everything, in the order the bridge does it for each
 //! event: parse the watch line (serde_json), make the Reflector's
 //! `WatchEvent` (stage `reflector` stamped), `Informer::enqueue` (FIFO),
-//! `process_one` (Indexer, handlers, workqueue), `reconcile_one`, and encode
+//! `drain` (Indexer, listeners, workqueue, reconcile), and encode
 //! the event frame the hub sends to every viewer. Each stage reads the system
 //! clock, as the bridge's do. The references on the same bytes: parsing
 //! alone, and parsing plus the encoding of the frame, so the informer's own
@@ -142,7 +142,7 @@ pub fn run(report: &mut Report, config: &Config) {
             "{} watch events (pods of about {:.0} bytes per line, over {KEYS} keys: ADDED, then \
              MODIFIED, with a DELETED now and then) are generated in memory, then driven through \
              the `watchlife-informer` crate on one thread: `serde_json` parses each line, the \
-             Reflector's `WatchEvent` is made, then `enqueue`, `process_one`, `reconcile_one`, \
+             Reflector's `WatchEvent` is made, then `enqueue` and `drain` (every stage), \
              and the event's viewer frame is encoded with `serde_json`, as the hub does once \
              for all viewers. Every stage stamps its time from the system clock. {} runs.",
             num(lines.len() as f64),
@@ -162,7 +162,7 @@ pub fn run(report: &mut Report, config: &Config) {
 
 fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
     let clock = Clock::system();
-    let mut informer = Informer::new();
+    let mut informer = Informer::new(watchlife_informer::informer::Options::pods());
     let mut frames = 0usize;
     let mut seq = 0u64;
     let start = Instant::now();
@@ -180,12 +180,9 @@ fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
             Path::Pipeline => {
                 let (event, object) = reflector_event(parsed, clock.now());
                 informer.enqueue(event, object, clock.now());
-                informer.process_one(clock.now());
-                if let Some(done) = informer.reconcile_one(clock.now()) {
-                    for event in done.events {
-                        seq += 1;
-                        frames += encode(seq, event).len();
-                    }
+                for event in informer.drain(&|| clock.now()) {
+                    seq += 1;
+                    frames += encode(seq, event).len();
                 }
             }
         }

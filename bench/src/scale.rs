@@ -221,7 +221,7 @@ fn indexer_bytes_per_object(n: usize) -> Sizes {
     let values = live_bytes().saturating_sub(before) as f64 / n as f64;
     drop(parsed);
     let before = live_bytes();
-    let mut informer = Informer::new();
+    let mut informer = Informer::new(watchlife_informer::informer::Options::pods());
     let clock = Clock::system();
     let items = texts
         .iter()
@@ -231,8 +231,7 @@ fn indexer_bytes_per_object(n: usize) -> Sizes {
         })
         .collect();
     informer.enqueue_list(items, clock.now());
-    while informer.process_one(clock.now()) {}
-    while informer.reconcile_one(clock.now()).is_some() {}
+    informer.drain(&|| clock.now());
     let per_object = live_bytes().saturating_sub(before) as f64 / n as f64;
     assert_eq!(informer.indexer().len(), n);
     drop(informer);

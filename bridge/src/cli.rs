@@ -121,6 +121,23 @@ pub struct Args {
     /// Key of the client certificate presented to etcd.
     #[arg(global = true, long, value_name = "FILE", requires_all = ["etcd_endpoints", "etcd_cert"])]
     pub etcd_key: Option<PathBuf>,
+
+    /// Resync period of the informers (`30s`, `5m`): every period, each
+    /// object is delivered again to the handlers as an OnUpdate with the
+    /// same resourceVersion, as client-go does. 0 (the default, as most
+    /// controllers use) never resyncs.
+    #[arg(global = true, long, default_value = "0", value_name = "DURATION", value_parser = duration)]
+    pub resync: Duration,
+
+    /// Workers taking keys from each informer's workqueue.
+    #[arg(global = true, long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+
+    /// Shortest server-side timeout a watch asks for, in seconds; each
+    /// watch asks for a random time between this and twice this. client-go
+    /// uses 300; shorter shows watches ending and resuming in a talk.
+    #[arg(global = true, long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub min_watch_timeout: u64,
 }
 
 /// What to do instead of serving the app.
@@ -167,6 +184,35 @@ impl RecordArgs {
     }
 }
 
+/// A duration as `90`, `500ms`, `30s`, `5m` or `1h` (a bare number is seconds).
+fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 30s, 5m or 1h"))?;
+    let seconds = match unit {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        other => return Err(format!("unknown unit {other:?}: use ms, s, m or h")),
+    };
+    if seconds.is_finite() && (0.0..=MAX_RESYNC_SECONDS).contains(&seconds) {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!(
+            "must be between 0 and {MAX_RESYNC_SECONDS} seconds"
+        ))
+    }
+}
+
+/// Longest resync period accepted: a week; longer is the same as none.
+const MAX_RESYNC_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
 fn positive_seconds(text: &str) -> Result<f64, String> {
     let seconds: f64 = text.parse().map_err(|e| format!("{e}"))?;
     if seconds > 0.0 && seconds.is_finite() {
@@ -177,6 +223,15 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 }
 
 impl Args {
+    /// How each Reflector behaves (client-go's defaults unless flags say otherwise).
+    pub fn reflector(&self) -> crate::reflector::Config {
+        crate::reflector::Config {
+            min_watch_timeout: Duration::from_secs(self.min_watch_timeout),
+            resync_period: self.resync,
+            ..crate::reflector::Config::default()
+        }
+    }
+
     /// The pause between two steps of the scripted workload.
     pub fn demo_pace(&self) -> Duration {
         Duration::from_secs_f64(1.0 / self.demo_rate)
@@ -193,5 +248,21 @@ fn positive_rate(text: &str) -> Result<f64, String> {
         Ok(rate)
     } else {
         Err(format!("must be above 0 and at most {MAX_DEMO_RATE}"))
+    }
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_kubernetes_flags_write_them() {
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        assert_eq!(duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert!(duration("-1s").is_err());
+        assert!(duration("1y").is_err());
+        assert!(duration("99999999h").is_err());
     }
 }

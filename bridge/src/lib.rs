@@ -127,6 +127,8 @@ async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunEr
         hub: hub.clone(),
         clock: clock.clone(),
         server: upstream.server_stages.clone(),
+        reflector: args.reflector(),
+        workers: args.workers,
     }
     .start()
     .await?;

@@ -1,10 +1,13 @@
-//! Runs the informer stages of one resource as real tasks.
+//! Runs the informer of one resource as real tasks, as client-go runs it in
+//! goroutines: the processing loop (HandleDeltas), one task per listener
+//! (its processorListener), and `workers` workqueue workers. The times
+//! between stages are therefore real queueing.
 //!
-//! The Reflector hands events to [`Pipeline::deliver`]; a processing task pops
-//! the FIFO into the Indexer, the handlers and the workqueue; a worker task
-//! reconciles keys and publishes each finished event, with every stage's time,
-//! to the hub. The stages run in separate tasks as client-go runs them in
-//! separate goroutines, so the times between them are real queueing.
+//! The Reflector hands deltas, resyncs and its own state reports to the
+//! FIFO; reports and BOOKMARK / ERROR markers are published when the
+//! processing loop reaches them, in stream order with the events. Each
+//! event is published once finished (every listener ran, and the reconcile
+//! of its key returned), with every stage's time.
 
 use crate::hub::Hub;
 use crate::reflector::ServerStages;
@@ -13,31 +16,50 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use watchlife_controlplane::Clock;
 use watchlife_informer::Informer;
-use watchlife_protocol::{FrameBody, WatchEvent};
+use watchlife_informer::informer::Options;
+use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate, WatchEvent};
 
 /// The informer of one resource and the tasks that drive it.
 #[derive(Clone)]
 pub struct Pipeline {
     informer: Arc<Mutex<Informer>>,
     fifo_ready: Arc<Notify>,
+    listener_ready: Arc<Vec<Notify>>,
     queue_ready: Arc<Notify>,
     clock: Clock,
+    hub: Hub,
     server: Option<Arc<dyn ServerStages>>,
 }
 
 impl Pipeline {
-    /// Starts the processing task and one worker, publishing to `hub` each
-    /// finished event with the server-side stage times `server` knows of it.
-    pub fn start(hub: Hub, clock: Clock, server: Option<Arc<dyn ServerStages>>) -> Pipeline {
+    /// Starts the processing task, a task per listener and `workers`
+    /// workers, publishing to `hub` each finished event with the
+    /// server-side stage times `server` knows of it.
+    pub fn start(
+        hub: Hub,
+        clock: Clock,
+        server: Option<Arc<dyn ServerStages>>,
+        options: Options,
+        workers: u32,
+    ) -> Pipeline {
+        let informer = Informer::new(options);
+        let listeners = informer.listeners().len();
         let pipeline = Pipeline {
-            informer: Arc::new(Mutex::new(Informer::new())),
+            informer: Arc::new(Mutex::new(informer)),
             fifo_ready: Arc::new(Notify::new()),
+            listener_ready: Arc::new((0..listeners).map(|_| Notify::new()).collect()),
             queue_ready: Arc::new(Notify::new()),
             clock,
+            hub,
             server,
         };
         tokio::spawn(pipeline.clone().process_loop());
-        tokio::spawn(pipeline.clone().worker(hub));
+        for index in 0..listeners {
+            tokio::spawn(pipeline.clone().listener(index));
+        }
+        for worker in 0..workers.max(1) {
+            tokio::spawn(pipeline.clone().worker(worker));
+        }
         pipeline
     }
 
@@ -48,10 +70,32 @@ impl Pipeline {
         self.fifo_ready.notify_one();
     }
 
-    /// The Reflector delivers a whole LIST (applied to the Indexer at once).
-    pub fn deliver_list(&self, items: Vec<(WatchEvent, Arc<Value>)>) {
+    /// The Reflector delivers a whole LIST.
+    pub fn replace(&self, items: Vec<(WatchEvent, Arc<Value>)>) {
         let now = self.clock.now();
         self.lock().enqueue_list(items, now);
+        self.fifo_ready.notify_one();
+    }
+
+    /// The Reflector's resync timer fired.
+    pub fn resync(&self) {
+        self.lock().enqueue_resync();
+        self.fifo_ready.notify_one();
+    }
+
+    /// A BOOKMARK or ERROR marker, published in stream order.
+    pub fn marker(&self, event: WatchEvent) {
+        self.lock().enqueue_note(FrameBody::Event(event));
+        self.fifo_ready.notify_one();
+    }
+
+    /// A Reflector state of `resource`, published in stream order.
+    pub fn report(&self, resource: &str, state: ReflectorState) {
+        let note = FrameBody::Reflector(ReflectorUpdate {
+            resource: resource.to_string(),
+            state,
+        });
+        self.lock().enqueue_note(note);
         self.fifo_ready.notify_one();
     }
 
@@ -65,36 +109,64 @@ impl Pipeline {
     }
 
     async fn process_loop(self) {
+        let now = || self.clock.now();
         loop {
-            let processed = {
-                let now = self.clock.now();
-                self.lock().process_one(now)
-            };
-            if processed {
-                self.queue_ready.notify_one();
-                // Let the worker run between items, as separate goroutines would.
-                tokio::task::yield_now().await;
-            } else {
+            let processed = self.lock().process_one(&now);
+            let Some(processed) = processed else {
                 self.fifo_ready.notified().await;
+                continue;
+            };
+            for note in processed.notes {
+                self.hub.publish(note);
+            }
+            for index in processed.woken {
+                self.listener_ready[index].notify_one();
+            }
+            self.publish(processed.finished).await;
+            // Let the listeners run between items, as goroutines would.
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Listener `index`'s task: its buffer, its handler.
+    async fn listener(self, index: usize) {
+        let now = || self.clock.now();
+        loop {
+            let run = self.lock().run_listener(index, &now);
+            match run {
+                Some(run) => {
+                    if run.queued {
+                        self.queue_ready.notify_one();
+                    }
+                    self.publish(run.finished).await;
+                    tokio::task::yield_now().await;
+                }
+                None => self.listener_ready[index].notified().await,
             }
         }
     }
 
-    async fn worker(self, hub: Hub) {
+    async fn worker(self, worker: u32) {
+        let now = || self.clock.now();
         loop {
-            let done = {
-                let now = self.clock.now();
-                self.lock().reconcile_one(now)
-            };
+            let done = self.lock().run_worker(worker, &now);
             match done {
-                Some(reconciled) => {
-                    for mut event in reconciled.events {
-                        self.add_server_stages(&mut event).await;
-                        hub.publish(FrameBody::Event(event));
-                    }
+                Some(finished) => {
+                    self.publish(finished).await;
+                    // Another worker may take the next key meanwhile.
+                    self.queue_ready.notify_one();
+                    tokio::task::yield_now().await;
                 }
                 None => self.queue_ready.notified().await,
             }
+        }
+    }
+
+    /// Publishes finished events with the server-side stages known of them.
+    async fn publish(&self, events: Vec<WatchEvent>) {
+        for mut event in events {
+            self.add_server_stages(&mut event).await;
+            self.hub.publish(FrameBody::Event(event));
         }
     }
 
@@ -103,6 +175,7 @@ impl Pipeline {
     async fn add_server_stages(&self, event: &mut WatchEvent) {
         if let Some(server) = &self.server
             && !event.initial
+            && !event.handled.resync
         {
             for (stage, mark) in server.stages_of(&event.resource_version).await {
                 event.stages.entry(stage).or_insert(mark);

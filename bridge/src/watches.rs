@@ -8,11 +8,12 @@
 
 use crate::hub::Hub;
 use crate::pipeline::Pipeline;
-use crate::reflector::backoff::Backoff;
-use crate::reflector::{Reflector, ServerStages};
+use crate::reflector::{Config, Reflector, ServerStages};
 use crate::target::{self, ResolveError, Target};
 use std::sync::Arc;
 use watchlife_controlplane::Clock;
+use watchlife_informer::informer::Options;
+use watchlife_informer::reflector::backoff::Backoff;
 use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate};
 
 /// What to watch, where, and who to tell.
@@ -26,6 +27,10 @@ pub struct Watches {
     pub hub: Hub,
     pub clock: Clock,
     pub server: Option<Arc<dyn ServerStages>>,
+    /// How each Reflector behaves.
+    pub reflector: Config,
+    /// Workers per informer.
+    pub workers: u32,
 }
 
 impl Watches {
@@ -67,7 +72,7 @@ impl Watches {
         let mut backoff = Backoff::default();
         let mut error = String::from("the cluster cannot be reached");
         loop {
-            let delay = backoff.next_delay();
+            let delay = backoff.next_delay(self.clock.now(), rand::random());
             for name in &self.names {
                 self.hub.publish(FrameBody::Reflector(ReflectorUpdate {
                     resource: name.clone(),
@@ -94,16 +99,24 @@ impl Watches {
 
     fn spawn_reflectors(&self, targets: Vec<Target>) {
         for target in targets {
+            let options = Options {
+                resource: target.name.clone(),
+                kind: target.resource.kind.clone(),
+                resyncs: !self.reflector.resync_period.is_zero(),
+            };
             let reflector = Reflector {
                 client: self.client.clone(),
-                target,
                 hub: self.hub.clone(),
                 pipeline: Pipeline::start(
                     self.hub.clone(),
                     self.clock.clone(),
                     self.server.clone(),
+                    options,
+                    self.workers,
                 ),
                 clock: self.clock.clone(),
+                config: self.reflector.clone(),
+                target,
             };
             tokio::spawn(reflector.run());
         }

@@ -1,9 +1,10 @@
 //! The demo control plane compiled into the page (feature `in-page`, built by
 //! `make embed` as `demo.html`): no bridge and no network. The store, its
 //! watch caches, the controllers and the story run here; so do a Reflector
-//! per resource (LIST, then WATCH from the list's revision, re-watching or
-//! relisting when a watch ends) and the informer's stages. The demo actions
-//! run against this control plane.
+//! per resource (the informer crate's state machine, as on the bridge) and
+//! the informer's stages, each stage a task of its own that runs one item
+//! per turn of the page's event loop. The demo actions run against this
+//! control plane.
 //!
 //! Every stage time comes from the browser's clock: the control plane's
 //! commit, cache and dispatch times, and the Reflector's and the informer's,
@@ -11,7 +12,7 @@
 
 use crate::model::{Link, Model};
 use futures::StreamExt;
-use futures::channel::mpsc::unbounded;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use leptos::prelude::{Set, SetValue};
 use leptos::task::spawn_local;
 use serde_json::Value;
@@ -26,10 +27,14 @@ use watchlife_controlplane::watch_cache::Delivery;
 use watchlife_controlplane::watch_cache_report::report;
 use watchlife_controlplane::{Clock, ControlPlane};
 use watchlife_informer::Informer;
+use watchlife_informer::informer::Options;
+use watchlife_informer::reflector::{
+    Config as ReflectorConfig, Effect, Failure, Reflector, Request, WatchEnd,
+};
 use watchlife_protocol::{
     ActionResult, ClientMessage, ErrorFrame, EventType, FrameBody, Hello, Micros, ObjectRef,
-    PROTOCOL_VERSION, ReflectorState, ReflectorUpdate, ServerFrame, Snapshot, Source, Stage,
-    StageMark, StageTimes, WatchEvent,
+    PROTOCOL_VERSION, ReflectorUpdate, ServerFrame, Snapshot, Source, Stage, StageMark, StageTimes,
+    WatchEvent,
 };
 
 /// What the page's Reflectors watch: what the story and its controllers change.
@@ -43,9 +48,6 @@ const STORY_PACE: Duration = Duration::from_secs(1);
 /// reporter samples them.
 const REPORT_EVERY: Duration = Duration::from_millis(250);
 
-/// Pause before a Reflector whose watch ended watches again.
-const REWATCH_AFTER: Duration = Duration::from_millis(200);
-
 /// The name the page's watches have in the watch caches' lanes.
 const WATCHER_NAME: &str = "this page";
 
@@ -58,7 +60,6 @@ pub fn start(model: Model) {
         model,
         clock,
         cp: cp.clone(),
-        informer: Rc::new(RefCell::new(Informer::new())),
         seq: Rc::new(Cell::new(0)),
     };
     model.link.set(Link::InPage);
@@ -78,7 +79,8 @@ pub fn start(model: Model) {
     }));
     spawn_local(drive(Demo::new(cp, Some(STORY_PACE)), page.clock.clone()));
     for rt in RESOURCES {
-        spawn_local(page.clone().list_and_watch(rt));
+        let stages = page.start_informer(rt);
+        spawn_local(page.clone().list_and_watch(stages));
     }
     spawn_local(page.clone().report_watch_caches());
     page.take_actions();
@@ -111,15 +113,58 @@ async fn drive(mut demo: Demo, clock: Clock) {
     }
 }
 
-/// What the page's Reflectors and informer share.
+/// What the page's Reflectors and informers share.
 #[derive(Clone)]
 struct Page {
     model: Model,
     clock: Clock,
     cp: ControlPlane,
-    informer: Rc<RefCell<Informer>>,
     /// The last stream `seq` given.
     seq: Rc<Cell<u64>>,
+}
+
+/// One resource's informer and the signals that wake its stages' tasks.
+#[derive(Clone)]
+struct Stages {
+    rt: ResourceType,
+    informer: Rc<RefCell<Informer>>,
+    fifo: Signal,
+    listeners: Rc<Vec<Signal>>,
+    workqueue: Signal,
+}
+
+/// Wakes a task waiting for work; wakes that come while it works are kept.
+#[derive(Clone)]
+struct Signal {
+    tx: UnboundedSender<()>,
+    rx: Rc<RefCell<UnboundedReceiver<()>>>,
+}
+
+impl Signal {
+    fn new() -> Self {
+        let (tx, rx) = unbounded();
+        Signal {
+            tx,
+            rx: Rc::new(RefCell::new(rx)),
+        }
+    }
+
+    fn wake(&self) {
+        let _ = self.tx.unbounded_send(());
+    }
+
+    /// Waits for a wake, then takes every wake already sent.
+    async fn wait(&self) {
+        let mut rx = self.rx.borrow_mut();
+        let _ = rx.next().await;
+        while rx.try_recv().is_ok() {}
+    }
+}
+
+/// Gives the page's event loop a turn, so that each stage runs in its own
+/// turn and the times between stages are real queueing.
+async fn next_turn() {
+    gloo_timers::future::TimeoutFuture::new(0).await;
 }
 
 impl Page {
@@ -138,122 +183,174 @@ impl Page {
         });
     }
 
-    fn reflector(&self, rt: ResourceType, state: ReflectorState) {
-        self.publish(FrameBody::Reflector(ReflectorUpdate {
+    /// The informer of `rt` and its tasks: the processing loop, one task per
+    /// listener, one worker.
+    fn start_informer(&self, rt: ResourceType) -> Stages {
+        let informer = Informer::new(Options {
             resource: rt.qualified_name(),
-            state,
-        }));
+            kind: rt.kind.to_string(),
+            resyncs: false,
+        });
+        let listeners = informer.listeners().len();
+        let stages = Stages {
+            rt,
+            informer: Rc::new(RefCell::new(informer)),
+            fifo: Signal::new(),
+            listeners: Rc::new((0..listeners).map(|_| Signal::new()).collect()),
+            workqueue: Signal::new(),
+        };
+        spawn_local(self.clone().process_loop(stages.clone()));
+        for index in 0..listeners {
+            spawn_local(self.clone().listener(stages.clone(), index));
+        }
+        spawn_local(self.clone().worker(stages.clone()));
+        stages
     }
 
-    /// ListAndWatch for one resource, for the life of the page.
-    async fn list_and_watch(self, rt: ResourceType) {
-        let mut revision = self.list(rt);
+    async fn process_loop(self, stages: Stages) {
+        let now = || self.clock.now();
         loop {
-            let watch = self.cp.watch_named(WATCHER_NAME, rt, Some(revision), None);
-            let mut deliveries = match watch {
-                Ok(rx) => rx,
-                Err(e) => {
-                    self.reflector(
-                        rt,
-                        ReflectorState::Gone {
-                            resource_version: revision.to_string(),
-                            message: e.to_string(),
-                        },
-                    );
-                    self.reflector(
-                        rt,
-                        ReflectorState::Relist {
-                            reason: "the watch's resourceVersion is gone (410)".into(),
-                        },
-                    );
-                    revision = self.list(rt);
-                    continue;
-                }
+            let processed = stages.informer.borrow_mut().process_one(&now);
+            let Some(processed) = processed else {
+                stages.fifo.wait().await;
+                continue;
             };
-            self.reflector(
-                rt,
-                ReflectorState::WatchStarted {
-                    resource_version: revision.to_string(),
-                    timeout_seconds: 0,
-                },
-            );
-            while let Some(delivery) = deliveries.recv().await {
-                revision = revision.max(delivery.event.revision);
-                self.deliver(rt, delivery);
+            for note in processed.notes {
+                self.publish(note);
             }
-            self.reflector(
-                rt,
-                ReflectorState::WatchEnded {
-                    resource_version: revision.to_string(),
-                    reason: "the watch cache closed the watch".into(),
-                },
-            );
-            gloo_timers::future::sleep(REWATCH_AFTER).await;
+            for index in processed.woken {
+                stages.listeners[index].wake();
+            }
+            self.publish_events(processed.finished);
+            next_turn().await;
         }
     }
 
-    /// LIST: every current object into the informer at once; returns the
-    /// list's revision.
-    fn list(&self, rt: ResourceType) -> u64 {
-        self.reflector(
-            rt,
-            ReflectorState::ListStarted {
-                resource_version: "0".into(),
-                limit: 0,
-            },
-        );
-        let (objects, revision) = self.cp.list(rt, None);
-        let now = self.clock.now();
-        let items: Vec<(WatchEvent, Arc<Value>)> = objects
-            .into_iter()
-            .map(|object| {
-                let mut event = watch_event(rt, EventType::Added, &object, now);
-                event.initial = true;
-                (event, object)
-            })
-            .collect();
-        let count = items.len() as u64;
-        self.informer.borrow_mut().enqueue_list(items, now);
-        self.drain();
-        self.reflector(
-            rt,
-            ReflectorState::ListFinished {
-                count,
-                resource_version: revision.to_string(),
-            },
-        );
-        revision
+    async fn listener(self, stages: Stages, index: usize) {
+        let now = || self.clock.now();
+        loop {
+            let run = stages.informer.borrow_mut().run_listener(index, &now);
+            let Some(run) = run else {
+                stages.listeners[index].wait().await;
+                continue;
+            };
+            if run.queued {
+                stages.workqueue.wake();
+            }
+            self.publish_events(run.finished);
+            next_turn().await;
+        }
     }
 
-    /// One watch event through the Reflector and the informer's stages.
-    fn deliver(&self, rt: ResourceType, delivery: Delivery) {
+    async fn worker(self, stages: Stages) {
+        let now = || self.clock.now();
+        loop {
+            let done = stages.informer.borrow_mut().run_worker(0, &now);
+            let Some(finished) = done else {
+                stages.workqueue.wait().await;
+                continue;
+            };
+            self.publish_events(finished);
+            next_turn().await;
+        }
+    }
+
+    fn publish_events(&self, events: Vec<WatchEvent>) {
+        for event in events {
+            self.publish(FrameBody::Event(event));
+        }
+    }
+
+    /// ListAndWatch for one resource, for the life of the page: the one
+    /// Reflector state machine, driven against the control plane.
+    async fn list_and_watch(self, stages: Stages) {
+        let rt = stages.rt;
+        let seed = rt.plural.len() as u64 ^ self.clock.now();
+        let mut reflector = Reflector::new(ReflectorConfig::default(), seed);
+        let mut pages: Vec<Arc<Value>> = Vec::new();
+        let mut step = reflector.start(self.clock.now());
+        loop {
+            self.apply(&stages, step.effects, &mut pages);
+            step = match step.request {
+                Request::List { .. } => {
+                    next_turn().await;
+                    let (objects, revision) = self.cp.list(rt, None);
+                    let count = objects.len() as u64;
+                    pages = objects;
+                    reflector.list_page(count, &revision.to_string(), None, self.clock.now())
+                }
+                Request::Watch {
+                    resource_version, ..
+                } => {
+                    let from = resource_version.parse().unwrap_or(0);
+                    match self.cp.watch_named(WATCHER_NAME, rt, Some(from), None) {
+                        Ok(mut deliveries) => {
+                            while let Some(delivery) = deliveries.recv().await {
+                                let rv = delivery.event.revision.to_string();
+                                reflector.watch_event(&rv, false);
+                                self.deliver(&stages, delivery);
+                            }
+                            reflector.watch_ended(WatchEnd::Closed, self.clock.now())
+                        }
+                        Err(e) => reflector.watch_ended(
+                            WatchEnd::Failed(Failure::Expired(e.to_string())),
+                            self.clock.now(),
+                        ),
+                    }
+                }
+                Request::Wait(delay) => {
+                    gloo_timers::future::sleep(delay).await;
+                    reflector.waited(self.clock.now())
+                }
+            };
+        }
+    }
+
+    /// The Reflector's effects, in order, into the informer's FIFO.
+    fn apply(&self, stages: &Stages, effects: Vec<Effect>, pages: &mut Vec<Arc<Value>>) {
+        let rt = stages.rt;
+        let mut informer = stages.informer.borrow_mut();
+        for effect in effects {
+            match effect {
+                Effect::Report(state) => {
+                    informer.enqueue_note(FrameBody::Reflector(ReflectorUpdate {
+                        resource: rt.qualified_name(),
+                        state,
+                    }))
+                }
+                Effect::DiscardPages => pages.clear(),
+                Effect::Replace { .. } => {
+                    let now = self.clock.now();
+                    let items = pages
+                        .drain(..)
+                        .map(|object| {
+                            let mut event = watch_event(rt, EventType::Added, &object, now);
+                            event.initial = true;
+                            (event, object)
+                        })
+                        .collect();
+                    informer.enqueue_list(items, now);
+                }
+            }
+        }
+        stages.fifo.wake();
+    }
+
+    /// One watch event from the watch cache, into the informer's FIFO.
+    fn deliver(&self, stages: &Stages, delivery: Delivery) {
         let cached = &delivery.event;
-        let mut event = watch_event(rt, cached.event_type, &cached.object, self.clock.now());
+        let now = self.clock.now();
+        let mut event = watch_event(stages.rt, cached.event_type, &cached.object, now);
         event.stages.extend([
             (Stage::Etcd, StageMark::at(cached.committed_at)),
             (Stage::WatchCache, StageMark::at(cached.cached_at)),
             (Stage::WatchStream, StageMark::at(delivery.dispatched_at)),
         ]);
-        let now = self.clock.now();
-        self.informer
+        stages
+            .informer
             .borrow_mut()
-            .enqueue(event, cached.object.clone(), now);
-        self.drain();
-    }
-
-    /// Runs the informer's stages until its queues are empty, publishing
-    /// each reconciled event.
-    fn drain(&self) {
-        let mut informer = self.informer.borrow_mut();
-        while informer.process_one(self.clock.now()) {}
-        let mut done = Vec::new();
-        while let Some(reconciled) = informer.reconcile_one(self.clock.now()) {
-            done.extend(reconciled.events);
-        }
-        drop(informer);
-        for event in done {
-            self.publish(FrameBody::Event(event));
-        }
+            .enqueue(event, cached.object.clone(), self.clock.now());
+        stages.fifo.wake();
     }
 
     /// The watch caches' rings and lanes, drawn when they change.

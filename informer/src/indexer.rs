@@ -209,7 +209,10 @@ mod tests {
 
     #[test]
     fn keys_are_namespace_slash_name_or_name() {
-        assert_eq!(key_of(&json!({"metadata": {"namespace": "d", "name": "a"}})), "d/a");
+        assert_eq!(
+            key_of(&json!({"metadata": {"namespace": "d", "name": "a"}})),
+            "d/a"
+        );
         assert_eq!(key_of(&json!({"metadata": {"name": "node-1"}})), "node-1");
     }
 }

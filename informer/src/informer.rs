@@ -47,6 +47,17 @@ pub struct Options {
     pub resyncs: bool,
 }
 
+impl Options {
+    /// Pods, as the talk's mini scheduler and controller watch them.
+    pub fn pods() -> Self {
+        Options {
+            resource: "pods".into(),
+            kind: "Pod".into(),
+            resyncs: false,
+        }
+    }
+}
+
 /// What one step of the processing loop produced.
 #[derive(Debug, Default)]
 pub struct Processed {
@@ -196,7 +207,12 @@ impl Informer {
         let callback = handler.handle(&n);
         let mut out = ListenerRun::default();
         let queue = index == self.controller && callback.is_some();
-        let name = self.shared.listener_names().nth(index).unwrap_or_default().to_string();
+        let name = self
+            .shared
+            .listener_names()
+            .nth(index)
+            .unwrap_or_default()
+            .to_string();
         if queue {
             let added = self.workqueue.add(&n.key, [n.id]);
             let at = now();
@@ -254,6 +270,33 @@ impl Informer {
         Some(finished)
     }
 
+    /// Runs every stage in turn until nothing moves, in one thread (worker
+    /// 0): for benches and tests; a live informer runs each stage in a task
+    /// of its own. Returns the events finished.
+    pub fn drain(&mut self, now: &dyn Fn() -> Micros) -> Vec<WatchEvent> {
+        let mut done = Vec::new();
+        loop {
+            let mut moved = false;
+            while let Some(p) = self.process_one(now) {
+                done.extend(p.finished);
+                moved = true;
+            }
+            for index in 0..self.handlers.len() {
+                while let Some(run) = self.run_listener(index, now) {
+                    done.extend(run.finished);
+                    moved = true;
+                }
+            }
+            while let Some(finished) = self.run_worker(0, now) {
+                done.extend(finished);
+                moved = true;
+            }
+            if !moved {
+                return done;
+            }
+        }
+    }
+
     /// The Indexer (read-only).
     pub fn indexer(&self) -> &Indexer {
         self.shared.indexer()
@@ -290,7 +333,8 @@ impl Informer {
         if n.listed && n.kind == Kind::Update {
             event.event_type = EventType::Modified;
         }
-        event.handled.old_resource_version = n.old.as_deref().map(|o| resource_version(o).to_string());
+        event.handled.old_resource_version =
+            n.old.as_deref().map(|o| resource_version(o).to_string());
         event.handled.final_state_unknown = n.final_state_unknown;
         event.handled.resync = n.resync;
         stamp(&mut event, Stage::Indexer, applied_at, None);

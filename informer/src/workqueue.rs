@@ -60,7 +60,8 @@ impl Workqueue {
                 true
             }
             None => {
-                self.dirty.insert(key.to_string(), ids.into_iter().collect());
+                self.dirty
+                    .insert(key.to_string(), ids.into_iter().collect());
                 if !self.processing.contains(key) {
                     self.queue.push_back(key.to_string());
                 }

@@ -1,50 +1,35 @@
-//! The Reflector, written out: client-go's ListAndWatch as a state machine
-//! whose states are what the UI draws.
+//! The Reflector's driver on the bridge: performs, through the kube client,
+//! the requests that the informer crate's Reflector state machine asks for
+//! ([`watchlife_informer::reflector`], where client-go's ListAndWatch rules
+//! live), and hands what comes back to the informer pipeline.
 //!
-//! ```text
-//!            ┌──────────────── 410 Gone / watch refused ───────────────┐
-//!            ▼                                                          │
-//!   LIST (rv "0" first; pages) ──► WATCH from the list's rv ──► events, BOOKMARKs
-//!            ▲        │ error            │ ends (timeout, server close)
-//!            │        ▼                  ▼
-//!            └── backoff (0.8 s … 30 s)  re-WATCH from the last synced rv
-//! ```
-//!
-//! Each transition is published as a `reflector` frame, and each event goes
-//! on to the informer's FIFO ([`crate::pipeline::Pipeline`]) stamped with
-//! the time it arrived here.
+//! Everything the machine reports (LIST, WATCH, BOOKMARK, 410, relist,
+//! backoff) goes through the pipeline's FIFO, in stream order with the
+//! events, so viewers see a relist after the events that preceded it.
 //!
 //! The Reflector only ever reads: LIST and WATCH are the only requests it
 //! makes, on any cluster.
 
-pub mod backoff;
+mod error;
 mod requests;
 
 use crate::hub::Hub;
 use crate::pipeline::Pipeline;
 use crate::redact::redact;
 use crate::target::Target;
-use backoff::Backoff;
+use error::ReflectorError;
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
-use rand::Rng;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use watchlife_controlplane::Clock;
+use watchlife_informer::reflector::{self as machine, Effect, Request, Step, WatchEnd};
 use watchlife_protocol::{
-    EventType, FrameBody, ObjectRef, ReflectorState, ReflectorUpdate, Stage, StageMark, StageTimes,
-    WatchEvent,
+    EventType, ObjectRef, ReflectorState, Stage, StageMark, StageTimes, WatchEvent,
 };
 
-/// Shortest server-side timeout asked for a watch; each watch asks for a
-/// random time between this and twice this, as client-go does (5–10
-/// minutes), so that many clients do not all re-watch at once.
-pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Items per LIST page (client-go's pager asks for 500). A LIST from
-/// resourceVersion "0" is served whole from the watch cache, which ignores it.
-pub const LIST_PAGE_SIZE: u32 = 500;
+pub use watchlife_informer::reflector::Config;
 
 /// Server-side stage times of a change, found by its resourceVersion: the
 /// demo control plane knows them exactly; a real cluster, only through its
@@ -57,29 +42,6 @@ pub trait ServerStages: Send + Sync {
     fn stages_of<'a>(&'a self, resource_version: &'a str) -> BoxFuture<'a, StageTimes>;
 }
 
-/// Why the Reflector lists again, or waits.
-#[derive(Debug, thiserror::Error)]
-enum Failure {
-    /// 410 Gone: the resourceVersion asked for is older than the server keeps.
-    #[error("{0}")]
-    Gone(String),
-    /// The server could not be reached, or the connection broke: the watch
-    /// can go on from where it was once the server is back.
-    #[error("{0}")]
-    Connection(String),
-    /// The server refused the request (forbidden, bad selector, ...).
-    #[error("{0}")]
-    Refused(String),
-}
-
-/// How a watch ended.
-enum WatchEnd {
-    /// Normally (its timeout, or the server closed it): watch again from the
-    /// last synced resourceVersion.
-    Closed(&'static str),
-    Failed(Failure),
-}
-
 /// The Reflector of one [`Target`].
 pub struct Reflector {
     pub client: kube::Client,
@@ -87,124 +49,129 @@ pub struct Reflector {
     pub hub: Hub,
     pub pipeline: Pipeline,
     pub clock: Clock,
+    pub config: Config,
 }
+
+/// The items of the LIST pages read so far.
+type Pages = Vec<Value>;
 
 impl Reflector {
     /// Lists and watches until the task is dropped. Never returns.
     pub async fn run(self) {
-        let mut backoff = Backoff::default();
-        // client-go lists from "0" first (any recent state, from the watch
-        // cache); after a 410 from that LIST, from "" (a consistent read).
-        let mut list_from = String::from("0");
+        let mut machine = machine::Reflector::new(self.config.clone(), rand::random());
+        let mut pages = Pages::new();
+        let mut step = machine.start(self.clock.now());
         loop {
-            self.report(ReflectorState::ListStarted {
-                resource_version: list_from.clone(),
-                limit: 0,
-            });
-            let mut last = match self.list(&list_from).await {
-                Ok(rv) => rv,
-                Err(Failure::Gone(message)) => {
-                    self.gone(&list_from, &message);
-                    list_from = String::new();
-                    continue;
+            self.apply(step.effects, &mut pages);
+            step = match step.request {
+                Request::List {
+                    resource_version,
+                    limit,
+                    continue_token,
+                } => {
+                    let page = self
+                        .list_page(&resource_version, limit, continue_token.as_deref())
+                        .await;
+                    let now = self.clock.now();
+                    match page {
+                        Ok(page) => {
+                            let count = page.items.len() as u64;
+                            pages.extend(page.items);
+                            machine.list_page(
+                                count,
+                                &page.resource_version,
+                                page.continue_token.as_deref(),
+                                now,
+                            )
+                        }
+                        Err(e) => {
+                            tracing::warn!(resource = %self.target.name, "{e}");
+                            machine.list_failed(e.failure(), now)
+                        }
+                    }
                 }
-                Err(other) => {
-                    self.wait(&mut backoff, &other).await;
-                    continue;
+                Request::Watch {
+                    resource_version,
+                    timeout_seconds,
+                } => {
+                    self.watch(&mut machine, &resource_version, timeout_seconds)
+                        .await
+                }
+                Request::Wait(delay) => {
+                    tokio::time::sleep(delay).await;
+                    machine.waited(self.clock.now())
                 }
             };
-            loop {
-                match self.watch(&mut last).await {
-                    WatchEnd::Closed(reason) => self.report(ReflectorState::WatchEnded {
-                        resource_version: last.clone(),
-                        reason: reason.into(),
-                    }),
-                    WatchEnd::Failed(Failure::Gone(message)) => {
-                        self.gone(&last, &message);
-                        list_from = last.clone();
-                        break;
-                    }
-                    WatchEnd::Failed(f @ Failure::Connection(_)) => {
-                        // As client-go: the server is likely down; relisting
-                        // everything would not help. Watch on from `last`.
-                        self.wait(&mut backoff, &f).await;
-                    }
-                    WatchEnd::Failed(f @ Failure::Refused(_)) => {
-                        self.wait(&mut backoff, &f).await;
-                        self.hub.metrics().relisted();
-                        self.report(ReflectorState::Relist {
-                            reason: format!("the watch was refused: {f}"),
-                        });
-                        list_from = last.clone();
-                        break;
-                    }
+        }
+    }
+
+    /// Carries out the machine's effects, in order.
+    fn apply(&self, effects: Vec<Effect>, pages: &mut Pages) {
+        for effect in effects {
+            match effect {
+                Effect::Report(state) => self.report(state),
+                Effect::DiscardPages => pages.clear(),
+                Effect::Replace { .. } => {
+                    let listed_at = self.clock.now();
+                    let stages = StageTimes::from([(Stage::Reflector, StageMark::at(listed_at))]);
+                    let deltas = pages
+                        .drain(..)
+                        .map(|item| {
+                            let object = self.received(item);
+                            let event = self.event(EventType::Added, &object, stages.clone(), true);
+                            (event, object)
+                        })
+                        .collect();
+                    self.pipeline.replace(deltas);
                 }
             }
         }
     }
 
-    /// LISTs every page from `from`, hands the items to the FIFO as one
-    /// replacement, and returns the list's resourceVersion.
-    async fn list(&self, from: &str) -> Result<String, Failure> {
-        let mut items = Vec::new();
-        let mut resource_version;
-        let mut continue_token: Option<String> = None;
-        loop {
-            let request = requests::list(
-                &self.target,
-                from,
-                LIST_PAGE_SIZE,
-                continue_token.as_deref(),
-            )
-            .map_err(|e| Failure::Refused(e.to_string()))?;
-            let body = self.read_list(request).await?;
-            let page: Value = serde_json::from_slice(&body)
-                .map_err(|e| Failure::Refused(format!("the LIST answer is not JSON: {e}")))?;
-            resource_version = page
-                .pointer("/metadata/resourceVersion")
+    /// One LIST page.
+    async fn list_page(
+        &self,
+        from: &str,
+        limit: u64,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ReflectorError> {
+        let request = requests::list(&self.target, from, limit, continue_token)
+            .map_err(|source| ReflectorError::Build { source })?;
+        let body = self.read_list(request).await?;
+        let page: Value = serde_json::from_slice(&body)
+            .map_err(|source| ReflectorError::DecodeList { source })?;
+        let text = |pointer: &str| {
+            page.pointer(pointer)
                 .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if let Some(Value::Array(page_items)) = page.get("items") {
-                items.extend(page_items.iter().cloned());
-            }
-            continue_token = page
-                .pointer("/metadata/continue")
-                .and_then(Value::as_str)
-                .filter(|c| !c.is_empty())
-                .map(String::from);
-            if continue_token.is_none() {
-                break;
-            }
-        }
-        let listed_at = self.clock.now();
-        self.report(ReflectorState::ListFinished {
-            count: items.len() as u64,
-            resource_version: resource_version.clone(),
-        });
-        let stages = StageTimes::from([(Stage::Reflector, StageMark::at(listed_at))]);
-        let deltas = items
-            .into_iter()
-            .map(|item| {
-                let object = self.received(item);
-                let event = self.event(EventType::Added, &object, stages.clone(), true);
-                (event, object)
-            })
-            .collect();
-        self.pipeline.deliver_list(deltas);
-        Ok(resource_version)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
+        let resource_version = text("/metadata/resourceVersion").unwrap_or_default();
+        let continue_token = text("/metadata/continue");
+        let items = match page {
+            Value::Object(mut map) => match map.remove("items") {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        Ok(Page {
+            items,
+            resource_version,
+            continue_token,
+        })
     }
 
     /// Reads one LIST answer whole, reporting how much has arrived while a
     /// long one comes in (a 150,000-pod LIST takes seconds to minutes).
-    async fn read_list(&self, request: http::Request<Vec<u8>>) -> Result<Vec<u8>, Failure> {
+    async fn read_list(&self, request: http::Request<Vec<u8>>) -> Result<Vec<u8>, ReflectorError> {
         use futures_util::AsyncReadExt;
         let every = Duration::from_millis(watchlife_protocol::LIST_PROGRESS_EVERY_MS);
         let reader = self
             .client
             .request_stream(request)
             .await
-            .map_err(classify)?;
+            .map_err(|source| ReflectorError::List { source })?;
         let mut reader = std::pin::pin!(reader);
         let mut body = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
@@ -213,7 +180,7 @@ impl Reflector {
             let n = reader
                 .read(&mut chunk)
                 .await
-                .map_err(|e| Failure::Connection(format!("reading the LIST: {e}")))?;
+                .map_err(|source| ReflectorError::ReadList { source })?;
             if n == 0 {
                 return Ok(body);
             }
@@ -228,94 +195,92 @@ impl Reflector {
         }
     }
 
-    /// WATCHes from `last`, moving it on with every event and bookmark.
-    async fn watch(&self, last: &mut String) -> WatchEnd {
-        let timeout = MIN_WATCH_TIMEOUT
-            + Duration::from_secs(rand::rng().random_range(0..MIN_WATCH_TIMEOUT.as_secs()));
-        self.report(ReflectorState::WatchStarted {
-            resource_version: last.clone(),
-            timeout_seconds: timeout.as_secs(),
-        });
-        let request = match requests::watch(&self.target, last, timeout) {
+    /// One WATCH, to its end; resyncs the store when due meanwhile.
+    async fn watch(
+        &self,
+        machine: &mut machine::Reflector,
+        from: &str,
+        timeout_seconds: u64,
+    ) -> Step {
+        let request = match requests::watch(&self.target, from, timeout_seconds) {
             Ok(r) => r,
-            Err(e) => return WatchEnd::Failed(Failure::Refused(e.to_string())),
+            Err(source) => {
+                let e = ReflectorError::Build { source };
+                return machine.watch_failed(e.failure(), self.clock.now());
+            }
         };
         let stream = match self.client.request_events::<Value>(request).await {
             Ok(s) => s,
-            Err(e) => return WatchEnd::Failed(classify(e)),
+            Err(source) => {
+                let e = ReflectorError::Watch { source };
+                tracing::warn!(resource = %self.target.name, "{e}");
+                return machine.watch_failed(e.failure(), self.clock.now());
+            }
         };
         let _open = OpenWatch::new(&self.hub);
         let mut stream = std::pin::pin!(stream);
-        while let Some(item) = stream.next().await {
+        loop {
+            let resync = resync_sleep(machine.resync_at(), self.clock.now());
+            let item = tokio::select! {
+                item = stream.next() => item,
+                _ = resync => {
+                    self.pipeline.resync();
+                    machine.resynced(self.clock.now());
+                    continue;
+                }
+            };
             let received_at = self.clock.now();
             let event = match item {
-                Ok(event) => event,
-                Err(e) => return WatchEnd::Failed(classify(e)),
+                None => return machine.watch_ended(WatchEnd::Closed, received_at),
+                Some(Ok(event)) => event,
+                Some(Err(source)) => {
+                    let e = ReflectorError::WatchStream { source };
+                    let end = e.watch_end();
+                    if end != WatchEnd::Closed {
+                        tracing::warn!(resource = %self.target.name, "{e}");
+                    }
+                    return machine.watch_ended(end, received_at);
+                }
             };
             let (event_type, object) = match event {
                 kube::core::WatchEvent::Added(o) => (EventType::Added, o),
                 kube::core::WatchEvent::Modified(o) => (EventType::Modified, o),
                 kube::core::WatchEvent::Deleted(o) => (EventType::Deleted, o),
                 kube::core::WatchEvent::Bookmark(b) => {
-                    *last = b.metadata.resource_version;
-                    self.report(ReflectorState::Bookmark {
-                        resource_version: last.clone(),
-                    });
-                    self.marker(EventType::Bookmark, last, received_at);
+                    let rv = b.metadata.resource_version;
+                    let effects = machine.watch_event(&rv, true);
+                    self.marker(EventType::Bookmark, &rv, received_at);
+                    self.apply(effects, &mut Pages::new());
                     continue;
                 }
                 kube::core::WatchEvent::Error(status) => {
-                    self.marker(EventType::Error, last, received_at);
-                    let failure = if status.code == 410 {
-                        Failure::Gone(status.message)
-                    } else {
-                        Failure::Refused(format!("{} ({})", status.message, status.code))
-                    };
-                    return WatchEnd::Failed(failure);
+                    self.marker(
+                        EventType::Error,
+                        machine.last_sync_resource_version(),
+                        received_at,
+                    );
+                    let failure = error::status_failure(&status);
+                    return machine.watch_ended(WatchEnd::Failed(failure), received_at);
                 }
             };
             let object = self.received(object);
-            if let Some(rv) = resource_version(&object) {
-                *last = rv.to_string();
-            }
+            let rv = resource_version(&object).unwrap_or_default().to_string();
+            machine.watch_event(&rv, false);
             let stages = StageTimes::from([(Stage::Reflector, StageMark::at(received_at))]);
             let event = self.event(event_type, &object, stages, false);
             self.pipeline.deliver(event, object);
         }
-        WatchEnd::Closed("the watch ended (its timeout, or the server closed it)")
-    }
-
-    /// Reports a 410 and the relist it causes.
-    fn gone(&self, resource_version: &str, message: &str) {
-        self.hub.metrics().relisted();
-        self.report(ReflectorState::Gone {
-            resource_version: resource_version.into(),
-            message: message.into(),
-        });
-        self.report(ReflectorState::Relist {
-            reason: "410 Gone: the resourceVersion is older than the server keeps".into(),
-        });
-    }
-
-    /// Reports a failure and sleeps for the next backoff delay.
-    async fn wait(&self, backoff: &mut Backoff, failure: &Failure) {
-        let delay = backoff.next_delay();
-        tracing::warn!(
-            resource = %self.target.name,
-            "list-watch failed, trying again in {delay:?}: {failure}"
-        );
-        self.report(ReflectorState::Backoff {
-            delay_ms: delay.as_millis() as u64,
-            error: failure.to_string(),
-        });
-        tokio::time::sleep(delay).await;
     }
 
     fn report(&self, state: ReflectorState) {
-        self.hub.publish(FrameBody::Reflector(ReflectorUpdate {
-            resource: self.target.name.clone(),
-            state,
-        }));
+        match &state {
+            ReflectorState::Relist { .. } => self.hub.metrics().relisted(),
+            ReflectorState::Backoff { error, .. } => {
+                tracing::warn!(resource = %self.target.name, "list-watch: {error}")
+            }
+            _ => {}
+        }
+        self.pipeline.report(&self.target.name, state);
     }
 
     /// An object as it arrived, with what must not leave the bridge removed.
@@ -360,7 +325,8 @@ impl Reflector {
         }
     }
 
-    /// A BOOKMARK or ERROR: it stops at the Reflector, but viewers see it pass.
+    /// A BOOKMARK or ERROR: it stops at the Reflector, but viewers see it
+    /// pass, in stream order.
     fn marker(&self, event_type: EventType, resource_version: &str, at: u64) {
         let mut event = self.event(
             event_type,
@@ -369,7 +335,22 @@ impl Reflector {
             false,
         );
         event.resource_version = resource_version.into();
-        self.hub.publish(FrameBody::Event(event));
+        self.pipeline.marker(event);
+    }
+}
+
+/// One LIST page as read.
+struct Page {
+    items: Vec<Value>,
+    resource_version: String,
+    continue_token: Option<String>,
+}
+
+/// Sleeps until the next resync is due; forever when none is.
+async fn resync_sleep(at: Option<u64>, now: u64) {
+    match at {
+        Some(at) => tokio::time::sleep(Duration::from_micros(at.saturating_sub(now))).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -393,17 +374,4 @@ fn resource_version(object: &Value) -> Option<&str> {
     object
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
-}
-
-/// Sorts a client error into what the Reflector does next.
-fn classify(error: kube::Error) -> Failure {
-    match error {
-        kube::Error::Api(status) if status.code == 410 => Failure::Gone(status.message),
-        kube::Error::Api(status) => Failure::Refused(if status.message.is_empty() {
-            format!("the server answered {}", status.code)
-        } else {
-            format!("{} ({})", status.message, status.code)
-        }),
-        other => Failure::Connection(other.to_string()),
-    }
 }

@@ -8,13 +8,13 @@
 
 use super::informer::{Informer, Notification, key_of, split_key};
 use super::owner::{controller_of, controller_reference, uid};
-use super::workqueue::WorkQueue;
 use super::{Activity, names, update_if_changed};
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::object;
 use crate::resource::{DEPLOYMENTS, REPLICASETS};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Name of the controller, and of its watches.
@@ -35,7 +35,7 @@ pub const DEFAULT_ROLLING_PERCENT: u64 = 25;
 pub struct DeploymentController {
     deployments: Informer,
     replicasets: Informer,
-    queue: WorkQueue,
+    queue: Workqueue,
 }
 
 impl Default for DeploymentController {
@@ -49,7 +49,7 @@ impl DeploymentController {
         DeploymentController {
             deployments: Informer::new(DEPLOYMENTS, NAME),
             replicasets: Informer::new(REPLICASETS, NAME),
-            queue: WorkQueue::new(),
+            queue: super::workqueue(),
         }
     }
 
@@ -59,7 +59,7 @@ impl DeploymentController {
         let mut activity = Activity::default();
         for n in self.deployments.poll(cp) {
             activity.noticed += 1;
-            self.queue.add(n.key());
+            self.queue.add(&n.key(), []);
         }
         for n in self.replicasets.poll(cp) {
             activity.noticed += 1;
@@ -69,16 +69,19 @@ impl DeploymentController {
             return activity;
         }
         for _ in 0..self.queue.ready(now) {
-            let Some(key) = self.queue.pop(now) else {
+            let Some((key, _)) = self.queue.get(now) else {
                 break;
             };
             activity.synced += 1;
             match self.sync(cp, &key) {
                 Ok(()) => self.queue.forget(&key),
-                Err(_) => self.queue.add_rate_limited(key, now),
+                Err(_) => {
+                    self.queue.add_rate_limited(&key, now);
+                }
             }
+            self.queue.done(&key);
         }
-        activity.next = self.queue.next_due(now);
+        activity.next = self.queue.next_due();
         activity
     }
 
@@ -94,7 +97,7 @@ impl DeploymentController {
                 controller_of(&obj, DEPLOYMENTS.kind),
                 object::namespace(&obj),
             ) {
-                self.queue.add(format!("{ns}/{}", owner.name));
+                self.queue.add(&format!("{ns}/{}", owner.name), []);
             }
         }
     }
@@ -296,22 +299,22 @@ fn bound(value: &Value, desired: u64, round_up: bool) -> u64 {
     }
 }
 
-fn replicas(rs: &Value) -> u64 {
-    rs["spec"]["replicas"].as_u64().unwrap_or(0).min(INT32_MAX)
-}
 /// Replicas are an `int32` in Kubernetes. Counts read from objects are held
 /// to it, so the sums of a rollout cannot overflow whatever a client wrote.
 const INT32_MAX: u64 = i32::MAX as u64;
 
 /// `spec.replicas`, at most [`INT32_MAX`].
+fn replicas(rs: &Value) -> u64 {
+    rs["spec"]["replicas"].as_u64().unwrap_or(0).min(INT32_MAX)
+}
 
+/// `status.availableReplicas`, at most the ReplicaSet's replicas.
 fn available(rs: &Value) -> u64 {
     rs["status"]["availableReplicas"]
         .as_u64()
         .unwrap_or(0)
         .min(replicas(rs))
 }
-/// `status.availableReplicas`, at most the ReplicaSet's replicas.
 
 fn revision_of(rs: &Value) -> u64 {
     object::field(rs, &["metadata", "annotations", REVISION_ANNOTATION])

@@ -9,10 +9,10 @@
 use super::Activity;
 use super::informer::{Informer, Notification, split_key};
 use super::owner::{has_owners, owners, uid};
-use super::workqueue::WorkQueue;
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::{DEPLOYMENTS, PODS, REPLICASETS, ResourceType};
 use serde_json::Value;
+use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Name of the collector, and of its watches.
@@ -36,7 +36,7 @@ pub struct GarbageCollector {
     replicasets: Informer,
     pods: Informer,
     /// Keys are `<plural>:<namespace>/<name>` of dependents to check.
-    queue: WorkQueue,
+    queue: Workqueue,
 }
 
 impl Default for GarbageCollector {
@@ -51,7 +51,7 @@ impl GarbageCollector {
             deployments: Informer::new(DEPLOYMENTS, NAME),
             replicasets: Informer::new(REPLICASETS, NAME),
             pods: Informer::new(PODS, NAME),
-            queue: WorkQueue::new(),
+            queue: super::workqueue(),
         }
     }
 
@@ -84,22 +84,25 @@ impl GarbageCollector {
                 Notification::Deleted(_) => {}
                 // A dependent appeared or changed: its owners may be gone already.
                 _ if DEPENDENTS.contains(&rt) && has_owners(n.object()) => {
-                    self.queue.add(format!("{}:{}", rt.plural, n.key()));
+                    self.queue.add(&format!("{}:{}", rt.plural, n.key()), []);
                 }
                 _ => {}
             }
         }
         for _ in 0..self.queue.ready(now) {
-            let Some(key) = self.queue.pop(now) else {
+            let Some((key, _)) = self.queue.get(now) else {
                 break;
             };
             activity.synced += 1;
             match self.collect(cp, &key) {
                 Ok(()) => self.queue.forget(&key),
-                Err(_) => self.queue.add_rate_limited(key, now),
+                Err(_) => {
+                    self.queue.add_rate_limited(&key, now);
+                }
             }
+            self.queue.done(&key);
         }
-        activity.next = self.queue.next_due(now);
+        activity.next = self.queue.next_due();
         activity
     }
 
@@ -109,7 +112,7 @@ impl GarbageCollector {
             for dependent in informer.list() {
                 if owners(dependent).iter().any(|o| o.uid == owner_uid) {
                     let key = super::informer::key_of(dependent);
-                    self.queue.add(format!("{}:{key}", rt.plural));
+                    self.queue.add(&format!("{}:{key}", rt.plural), []);
                 }
             }
         }

@@ -1,26 +1,40 @@
-//! The informer: a reflector (list, then watch from the list's revision) that
-//! keeps a local cache of one resource type and tells its owner what changed.
+//! The informer of the demo's controllers: the one Reflector state machine
+//! of the informer crate, driven against the control plane in-process, and
+//! a shared informer whose single listener is the owning controller.
 //!
-//! IO-free and pull-driven: [`Informer::poll`] drains whatever the watch has
-//! delivered (re-watching or re-listing when needed) and returns the
-//! notifications; the owning controller hands them to its handlers.
+//! IO-free and pull-driven: [`Informer::poll`] performs whatever the
+//! Reflector asks that is due (LIST, WATCH, or the end of a backoff wait),
+//! drains what the watch has delivered, and returns the notifications; the
+//! owning controller hands them to its handlers. A relist after 410 Gone
+//! therefore waits client-go's backoff (0.8–1.6 s), as a real controller's.
 
 use super::owner::controller_uid;
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::ResourceType;
-use crate::store::Revision;
 use crate::watch_cache::{Delivery, WatchFilter};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc::{self, error::TryRecvError};
-use watchlife_protocol::EventType;
+use watchlife_informer::fifo::DeltaType;
+use watchlife_informer::indexer::Indexer;
+use watchlife_informer::reflector::{self, Effect, Failure, Request, Step, WatchEnd};
+use watchlife_informer::shared_informer::{Kind, SharedInformer};
+use watchlife_protocol::{EventType, Micros};
 
-/// Lists or watches one poll may start before giving up until the next poll.
-/// A re-watch normally succeeds at once and a relist always does; the bound
+pub use watchlife_informer::indexer::key_of;
+
+/// Requests one poll may start before giving up until the next poll. A
+/// re-watch normally succeeds at once and a relist always does; the bound
 /// only stops a control plane that closes every watch at once (drop every
 /// watch, pressed repeatedly) from keeping one poll busy.
 pub const STARTS_PER_POLL: usize = 4;
+
+/// The index of objects by the uid of the controller managing them, as
+/// client-go's indexer keeps one: a controller asks for its own objects on
+/// every sync, and a pass over the whole cache each time would cost as much
+/// as the cache is large.
+const BY_CONTROLLER: &str = "controller";
 
 /// What changed in an informer's cache, in the order it changed.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,16 +64,6 @@ impl Notification {
     }
 }
 
-/// Where the reflector is, the stages the UI draws.
-#[derive(Debug)]
-enum Phase {
-    /// Must list (at start, or after the watch cache answered 410 Gone).
-    NeedsList,
-    /// Listed; must (re)start the watch from the last revision seen.
-    NeedsWatch,
-    Watching(mpsc::Receiver<Delivery>),
-}
-
 /// Counts a viewer may show of one informer's life.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InformerStats {
@@ -68,14 +72,13 @@ pub struct InformerStats {
     pub events: u64,
 }
 
-/// A reflector and its indexer for one resource type.
+/// A Reflector and its shared informer for one resource.
 ///
 /// Contract, as client-go's shared informer gives it:
 /// - Notifications of one object come in the order of its changes, each
-///   exactly once, for as long as the watch lasts; over a relist the informer
-///   swaps its whole cache at once and reports the difference (adds for new
-///   objects, updates for changed ones, deletions for vanished ones), so
-///   intermediate changes may be folded together but none is reported twice.
+///   exactly once, for as long as the watch lasts; over a relist the
+///   informer reports the difference (adds for new objects, updates for
+///   changed ones, deletions for vanished ones).
 /// - The cache is updated before the notification is returned: a handler that
 ///   reads the cache sees the object at least as new as the notification.
 /// - Reads of the cache are as fresh as the last poll, never fresher.
@@ -85,16 +88,17 @@ pub struct Informer {
     /// The selection the watch asks the server for (namespace, labels,
     /// fields); the list is narrowed to the same.
     filter: WatchFilter,
-    phase: Phase,
-    last_revision: Revision,
-    cache: BTreeMap<String, Arc<Value>>,
-    /// Keys of the cached objects by the uid of the controller managing
-    /// them, as client-go's indexer keeps an owner index: a controller asks
-    /// for its own objects on every sync, and a pass over the whole cache
-    /// each time would cost as much as the cache is large.
-    controlled: BTreeMap<String, BTreeSet<String>>,
-    synced: bool,
-    stats: InformerStats,
+    reflector: reflector::Reflector,
+    /// What the Reflector asked for last.
+    request: Request,
+    /// When the wait asked for ends.
+    wait_until: Micros,
+    watch: Option<mpsc::Receiver<Delivery>>,
+    /// Items of the LIST being read, until the Reflector says to use them.
+    pages: Vec<Arc<Value>>,
+    shared: SharedInformer<()>,
+    listener: usize,
+    started: bool,
 }
 
 impl std::fmt::Debug for Informer {
@@ -102,8 +106,8 @@ impl std::fmt::Debug for Informer {
         f.debug_struct("Informer")
             .field("resource", &self.resource.plural)
             .field("name", &self.name)
-            .field("phase", &self.phase)
-            .field("objects", &self.cache.len())
+            .field("request", &self.request)
+            .field("objects", &self.shared.indexer().len())
             .finish()
     }
 }
@@ -112,16 +116,28 @@ impl Informer {
     /// An informer on every object of `rt`, whose watch the watch cache lists
     /// under `name`.
     pub fn new(rt: ResourceType, name: impl Into<String>) -> Self {
+        let name = name.into();
+        let indexer = Indexer::default().with_index(BY_CONTROLLER, |o| {
+            controller_uid(o).map(String::from).into_iter().collect()
+        });
+        let mut shared = SharedInformer::new(indexer);
+        let listener = shared.add_listener(name.clone(), false);
+        // Jitter that differs between informers, and is the same every run.
+        let seed = name.bytes().fold(rt.plural.len() as u64, |h, b| {
+            h.wrapping_mul(31).wrapping_add(b as u64)
+        });
         Informer {
             resource: rt,
-            name: name.into(),
+            name,
             filter: WatchFilter::default(),
-            phase: Phase::NeedsList,
-            last_revision: 0,
-            cache: BTreeMap::new(),
-            controlled: BTreeMap::new(),
-            synced: false,
-            stats: InformerStats::default(),
+            reflector: reflector::Reflector::new(reflector::Config::default(), seed),
+            request: Request::Wait(Duration::ZERO),
+            wait_until: 0,
+            watch: None,
+            pages: Vec::new(),
+            shared,
+            listener,
+            started: false,
         }
     }
 
@@ -140,172 +156,188 @@ impl Informer {
 
     /// True once the first list is in the cache (client-go's `HasSynced`).
     pub fn has_synced(&self) -> bool {
-        self.synced
+        self.shared.has_synced()
     }
 
     pub fn stats(&self) -> InformerStats {
-        self.stats
+        let s = self.reflector.stats();
+        InformerStats {
+            lists: s.lists,
+            watches: s.watches,
+            events: s.events,
+        }
     }
 
     /// The cached object under `key` (`namespace/name`, or `name`).
     pub fn get(&self, key: &str) -> Option<&Arc<Value>> {
-        self.cache.get(key)
+        self.shared.indexer().get(key)
     }
 
     /// Every cached object, in key order.
     pub fn list(&self) -> impl Iterator<Item = &Arc<Value>> {
-        self.cache.values()
+        let indexer = self.shared.indexer();
+        let mut keys: Vec<&str> = indexer.keys().collect();
+        keys.sort_unstable();
+        keys.into_iter().filter_map(|k| indexer.get(k))
     }
 
     /// The cached objects whose managing controller has uid `owner`, in key
     /// order.
     pub fn controlled_by<'a>(&'a self, owner: &str) -> impl Iterator<Item = &'a Arc<Value>> {
-        self.controlled
-            .get(owner)
-            .into_iter()
-            .flatten()
-            .filter_map(|key| self.cache.get(key))
+        self.shared.indexer().by_index(BY_CONTROLLER, owner)
+    }
+
+    /// When the informer next has something to do by itself (the end of a
+    /// backoff wait), if it is waiting for one.
+    pub fn next_wake(&self) -> Option<Micros> {
+        (matches!(self.request, Request::Wait(_)) && self.watch.is_none())
+            .then_some(self.wait_until)
     }
 
     /// Brings the cache up to date with what the control plane has delivered
-    /// and returns what changed. Lists first when needed, re-watches from the
-    /// last revision seen when the watch was closed, and re-lists when that
-    /// revision is too old (410 Gone).
+    /// and returns what changed. Lists first, re-watches when a watch ends,
+    /// and relists after the backoff when the watch cache answers 410 Gone.
     pub fn poll(&mut self, cp: &ControlPlane) -> Vec<Notification> {
-        let mut changes = Vec::new();
+        let now = cp.clock().now();
+        if !self.started {
+            self.started = true;
+            let step = self.reflector.start(now);
+            self.take(step, now);
+        }
         let mut starts = 0;
         loop {
-            match &mut self.phase {
-                Phase::Watching(rx) => match rx.try_recv() {
+            if let Some(rx) = &mut self.watch {
+                match rx.try_recv() {
                     Ok(delivery) => {
-                        self.stats.events += 1;
-                        self.last_revision = delivery.event.revision;
-                        self.apply(&delivery, &mut changes);
+                        self.delivered(delivery, now);
+                        continue;
                     }
-                    Err(TryRecvError::Empty) => return changes,
+                    Err(TryRecvError::Empty) => break,
                     // The cache closed the watch (too slow, or every watch was
-                    // dropped): resume from the last revision seen.
-                    Err(TryRecvError::Disconnected) => self.phase = Phase::NeedsWatch,
-                },
-                _ if starts == STARTS_PER_POLL => return changes,
-                Phase::NeedsList => {
-                    starts += 1;
-                    let (items, revision) = cp.list(self.resource, None);
-                    self.stats.lists += 1;
-                    self.replace(items, &mut changes);
-                    self.last_revision = revision;
-                    self.synced = true;
-                    self.phase = Phase::NeedsWatch;
-                }
-                Phase::NeedsWatch => {
-                    starts += 1;
-                    let from = Some(self.last_revision);
-                    let filter = self.filter.clone();
-                    match cp.watch_with(&self.name, self.resource, from, filter) {
-                        Ok(rx) => {
-                            self.stats.watches += 1;
-                            self.phase = Phase::Watching(rx);
-                        }
-                        // Too old for the watch cache's window: list again.
-                        Err(ApiError::Gone(_)) => self.phase = Phase::NeedsList,
-                        Err(_) => return changes,
+                    // dropped).
+                    Err(TryRecvError::Disconnected) => {
+                        self.watch = None;
+                        let step = self.reflector.watch_ended(WatchEnd::Closed, now);
+                        self.take(step, now);
+                        continue;
                     }
                 }
             }
+            if starts == STARTS_PER_POLL {
+                break;
+            }
+            starts += 1;
+            let step = match self.request.clone() {
+                Request::Wait(_) if now < self.wait_until => break,
+                Request::Wait(_) => self.reflector.waited(now),
+                Request::List { .. } => {
+                    let (items, revision) = cp.list(self.resource, None);
+                    let items: Vec<_> = items.into_iter().filter(|o| self.selects(o)).collect();
+                    let count = items.len() as u64;
+                    self.pages = items;
+                    self.reflector
+                        .list_page(count, &revision.to_string(), None, now)
+                }
+                Request::Watch {
+                    resource_version, ..
+                } => self.start_watch(cp, &resource_version, now),
+            };
+            self.take(step, now);
         }
+        self.notifications()
+    }
+
+    fn start_watch(&mut self, cp: &ControlPlane, from: &str, now: Micros) -> Step {
+        let from = from.parse().unwrap_or(0);
+        match cp.watch_with(&self.name, self.resource, Some(from), self.filter.clone()) {
+            Ok(rx) => {
+                self.watch = Some(rx);
+                // Nothing to ask until the watch delivers or ends.
+                Step {
+                    effects: Vec::new(),
+                    request: Request::Wait(Duration::MAX),
+                }
+            }
+            // Too old for the watch cache's window: as the apiserver's 410
+            // ERROR event on the watch.
+            Err(ApiError::Gone(message)) => self
+                .reflector
+                .watch_ended(WatchEnd::Failed(Failure::Expired(message)), now),
+            Err(e) => self
+                .reflector
+                .watch_failed(Failure::Other(e.to_string()), now),
+        }
+    }
+
+    /// Carries out the Reflector's effects and remembers its request.
+    fn take(&mut self, step: Step, now: Micros) {
+        for effect in step.effects {
+            match effect {
+                Effect::Report(_) => {}
+                Effect::DiscardPages => self.pages.clear(),
+                Effect::Replace { .. } => {
+                    self.shared.queue_list(std::mem::take(&mut self.pages));
+                }
+            }
+        }
+        if let Request::Wait(delay) = step.request {
+            let delay = delay.as_micros().min(Micros::MAX as u128) as Micros;
+            self.wait_until = now.saturating_add(delay);
+        }
+        self.request = step.request;
+    }
+
+    fn delivered(&mut self, delivery: Delivery, now: Micros) {
+        let event = &delivery.event;
+        let rv = event.revision.to_string();
+        let kind = match event.event_type {
+            EventType::Bookmark => {
+                self.reflector.watch_event(&rv, true);
+                return;
+            }
+            EventType::Error => {
+                self.watch = None;
+                let failure = Failure::Other("the watch cache ended the watch".into());
+                let step = self.reflector.watch_ended(WatchEnd::Failed(failure), now);
+                self.take(step, now);
+                return;
+            }
+            EventType::Deleted => DeltaType::Deleted,
+            _ if !self.selects(&event.object) => {
+                self.reflector.watch_event(&rv, false);
+                if self.get(&key_of(&event.object)).is_some() {
+                    self.shared
+                        .queue_delta(DeltaType::Deleted, event.object.clone());
+                }
+                return;
+            }
+            EventType::Added => DeltaType::Added,
+            EventType::Modified => DeltaType::Updated,
+        };
+        self.reflector.watch_event(&rv, false);
+        self.shared.queue_delta(kind, event.object.clone());
+    }
+
+    /// HandleDeltas on everything queued; the listener's notifications.
+    fn notifications(&mut self) -> Vec<Notification> {
+        while self.shared.process_one().is_some() {}
+        std::iter::from_fn(|| self.shared.pop(self.listener))
+            .filter_map(|n| match n.kind {
+                Kind::Add => Some(Notification::Added(n.object)),
+                // A relisted object whose resourceVersion did not change:
+                // a resync, which these controllers do not take.
+                Kind::Update if n.resync => None,
+                Kind::Update => Some(Notification::Updated {
+                    old: n.old.unwrap_or_else(|| n.object.clone()),
+                    new: n.object,
+                }),
+                Kind::Delete => Some(Notification::Deleted(n.object)),
+            })
+            .collect()
     }
 
     fn selects(&self, obj: &Value) -> bool {
         self.filter.matches(obj)
-    }
-
-    fn apply(&mut self, delivery: &Delivery, changes: &mut Vec<Notification>) {
-        let event = &delivery.event;
-        let obj = event.object.clone();
-        let key = key_of(&obj);
-        let keep = event.event_type != EventType::Deleted && self.selects(&obj);
-        match event.event_type {
-            EventType::Added | EventType::Modified | EventType::Deleted => {}
-            EventType::Bookmark | EventType::Error => return,
-        }
-        if keep {
-            self.index(&key, &obj);
-            changes.push(match self.cache.insert(key.clone(), obj.clone()) {
-                None => Notification::Added(obj),
-                Some(old) => {
-                    if controller_uid(&old) != controller_uid(&obj) {
-                        self.unindex(&key, &old);
-                    }
-                    Notification::Updated { old, new: obj }
-                }
-            });
-        } else if let Some(old) = self.cache.remove(&key) {
-            self.unindex(&key, &old);
-            changes.push(Notification::Deleted(obj));
-        }
-    }
-
-    fn index(&mut self, key: &str, obj: &Value) {
-        if let Some(owner) = controller_uid(obj) {
-            self.controlled
-                .entry(owner.to_string())
-                .or_default()
-                .insert(key.to_string());
-        }
-    }
-
-    fn unindex(&mut self, key: &str, obj: &Value) {
-        if let Some(owner) = controller_uid(obj)
-            && let Some(keys) = self.controlled.get_mut(owner)
-        {
-            keys.remove(key);
-            if keys.is_empty() {
-                self.controlled.remove(owner);
-            }
-        }
-    }
-
-    /// Swaps in a fresh list at once and reports how it differs.
-    fn replace(&mut self, items: Vec<Arc<Value>>, changes: &mut Vec<Notification>) {
-        let mut fresh = BTreeMap::new();
-        for obj in items.into_iter().filter(|o| self.selects(o)) {
-            fresh.insert(key_of(&obj), obj);
-        }
-        self.controlled.clear();
-        for (key, obj) in &fresh {
-            self.index(key, obj);
-        }
-        let old = std::mem::replace(&mut self.cache, fresh);
-        for (key, obj) in &self.cache {
-            match old.get(key) {
-                None => changes.push(Notification::Added(obj.clone())),
-                Some(prev)
-                    if crate::object::resource_version(prev)
-                        != crate::object::resource_version(obj) =>
-                {
-                    changes.push(Notification::Updated {
-                        old: prev.clone(),
-                        new: obj.clone(),
-                    })
-                }
-                Some(_) => {}
-            }
-        }
-        for (key, obj) in old {
-            if !self.cache.contains_key(&key) {
-                changes.push(Notification::Deleted(obj));
-            }
-        }
-    }
-}
-
-/// The cache and workqueue key of an object: `namespace/name`, or `name` for
-/// a cluster-scoped one (client-go's `MetaNamespaceKeyFunc`).
-pub fn key_of(obj: &Value) -> String {
-    let name = crate::object::name(obj);
-    match crate::object::namespace(obj) {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_string(),
     }
 }
 
@@ -323,6 +355,22 @@ mod tests {
     use crate::clock::Clock;
     use crate::resource::PODS;
     use serde_json::json;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A control plane whose clock the test moves.
+    fn control_plane() -> (ControlPlane, Arc<AtomicU64>) {
+        let now = Arc::new(AtomicU64::new(1_000_000));
+        let read = now.clone();
+        (
+            ControlPlane::new(Clock::new(move || read.load(Ordering::Relaxed))),
+            now,
+        )
+    }
+
+    /// Past any backoff the Reflector may be waiting out.
+    fn after_backoff(now: &AtomicU64) {
+        now.fetch_add(60_000_000, Ordering::Relaxed);
+    }
 
     fn names(changes: &[Notification]) -> Vec<String> {
         changes
@@ -337,7 +385,7 @@ mod tests {
 
     #[test]
     fn lists_then_watches_and_survives_dropped_watches_and_compaction() {
-        let cp = ControlPlane::new(Clock::new(|| 0));
+        let (cp, now) = control_plane();
         cp.create(PODS, json!({"metadata": {"name": "a"}})).unwrap();
         let mut informer = Informer::new(PODS, "test");
         assert_eq!(names(&informer.poll(&cp)), vec!["+a"]);
@@ -356,6 +404,12 @@ mod tests {
                 .unwrap();
         }
         cp.compact();
+        assert!(
+            informer.poll(&cp).is_empty(),
+            "410 Gone: the relist waits for the backoff"
+        );
+        assert!(informer.next_wake().is_some());
+        after_backoff(&now);
         assert_eq!(names(&informer.poll(&cp)), vec!["~a", "-b"]);
         assert_eq!(informer.stats().lists, 2, "relisted after 410 Gone");
         assert_eq!(informer.list().count(), 1);
@@ -363,7 +417,7 @@ mod tests {
 
     #[test]
     fn a_selector_turns_leaving_into_deletion_and_entering_into_addition() {
-        let cp = ControlPlane::new(Clock::new(|| 0));
+        let (cp, _) = control_plane();
         let mut informer = Informer::new(PODS, "kubelet/node-a")
             .with_filter(crate::controllers::kubelet::pods_on("node-a"));
         informer.poll(&cp);
@@ -387,7 +441,7 @@ mod tests {
 
     #[test]
     fn the_owner_index_follows_adds_owner_changes_deletions_and_relists() {
-        let cp = ControlPlane::new(Clock::new(|| 0));
+        let (cp, now) = control_plane();
         let owned_by = |name: &str, owner: &str| {
             json!({"metadata": {"name": name, "ownerReferences": [
                 {"kind": "ReplicaSet", "name": owner, "uid": owner, "controller": true}
@@ -425,6 +479,8 @@ mod tests {
         cp.delete(PODS, Some("default"), "c").unwrap();
         cp.create(PODS, owned_by("d", "rs-1")).unwrap();
         cp.compact();
+        informer.poll(&cp);
+        after_backoff(&now);
         informer.poll(&cp);
         assert_eq!(informer.stats().lists, 2, "relisted");
         assert_eq!(controlled(&informer, "rs-1"), vec!["d"]);

@@ -7,15 +7,15 @@
 //! DELETED event every watcher sees.
 
 use super::informer::{Informer, split_key};
-use super::workqueue::WorkQueue;
 use super::{Activity, update_if_changed};
-use crate::limits::NODE_MAX_PODS;
 use crate::control_plane::{ApiError, ControlPlane};
+use crate::limits::NODE_MAX_PODS;
 use crate::resource::{NODES, PODS};
 use crate::selector::{FieldOp, FieldRequirement, FieldSelector};
 use crate::watch_cache::WatchFilter;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Time from a pod landing on the node to its containers running: a real
@@ -45,7 +45,7 @@ pub struct Kubelet {
     /// The node's number, for its addresses.
     index: u8,
     pods: Informer,
-    queue: WorkQueue,
+    queue: Workqueue,
     work: HashMap<String, Work>,
     registered: bool,
     started: u64,
@@ -58,7 +58,7 @@ impl Kubelet {
             node: node.to_string(),
             index,
             pods: Informer::new(PODS, format!("kubelet/{node}")).with_filter(pods_on(node)),
-            queue: WorkQueue::new(),
+            queue: super::workqueue(),
             work: HashMap::new(),
             registered: false,
             started: 0,
@@ -79,19 +79,22 @@ impl Kubelet {
         }
         for n in self.pods.poll(cp) {
             activity.noticed += 1;
-            self.queue.add(n.key());
+            self.queue.add(&n.key(), []);
         }
         for _ in 0..self.queue.ready(now) {
-            let Some(key) = self.queue.pop(now) else {
+            let Some((key, _)) = self.queue.get(now) else {
                 break;
             };
             activity.synced += 1;
             match self.sync(cp, &key, now) {
                 Ok(()) => self.queue.forget(&key),
-                Err(_) => self.queue.add_rate_limited(key, now),
+                Err(_) => {
+                    self.queue.add_rate_limited(&key, now);
+                }
             }
+            self.queue.done(&key);
         }
-        activity.next = self.queue.next_due(now);
+        activity.next = self.queue.next_due();
         if !self.registered {
             activity.next = Some(now + REGISTER_RETRY_MICROS);
         }
@@ -143,7 +146,7 @@ impl Kubelet {
         self.work.insert(key.to_string(), work);
         let (Work::Starting(done) | Work::Stopping(done)) = work;
         if now < done {
-            self.queue.add_after(key, done);
+            self.queue.add_after(key, done, now);
             return Ok(());
         }
         self.work.remove(key);

@@ -3,7 +3,8 @@
 //! # Layout
 //! - [`informer`]: list-watch into a local cache, with notifications.
 //! - [`handler`]: filtering event handlers (one informer, several views).
-//! - [`workqueue`]: keys waiting to be synced, coalesced, with retries.
+//! - [`workqueue()`]: keys waiting to be synced: the informer crate's
+//!   workqueue (client-go's), with the demo's retry limit.
 //! - [`deployment`], [`replicaset`], [`scheduler`], [`kubelet`],
 //!   [`garbage_collector`]: the controllers.
 //! - [`owner`], [`names`]: owner references and generated names.
@@ -23,7 +24,6 @@ pub mod names;
 pub mod owner;
 pub mod replicaset;
 pub mod scheduler;
-pub mod workqueue;
 
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::ResourceType;
@@ -31,6 +31,8 @@ use crate::story::Story;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+use watchlife_informer::rate_limiter::RateLimiter;
+use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 pub use deployment::DeploymentController;
@@ -38,6 +40,21 @@ pub use garbage_collector::GarbageCollector;
 pub use kubelet::Kubelet;
 pub use replicaset::ReplicaSetController;
 pub use scheduler::Scheduler;
+
+/// First retry delay of a key whose sync failed: client-go's per-item
+/// exponential limiter starts at 5 ms.
+pub const RETRY_BASE: Duration = Duration::from_millis(5);
+
+/// Longest retry delay. client-go's stops at 1,000 s; a demo whose user is
+/// watching cannot wait that long, and 10 s still spaces out a key that keeps
+/// failing.
+pub const RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// A controller's workqueue: client-go's, retrying failed keys from
+/// [`RETRY_BASE`] doubling to [`RETRY_MAX`] (and client-go's overall bucket).
+pub fn workqueue() -> Workqueue {
+    Workqueue::with_limiter(RateLimiter::new(RETRY_BASE, RETRY_MAX))
+}
 
 /// The demo's nodes, each with its kubelet.
 pub const DEMO_NODES: [&str; 2] = ["node-a", "node-b"];

@@ -7,13 +7,13 @@
 
 use super::informer::{Informer, Notification};
 use super::owner::{controller_of, controller_reference, uid};
-use super::workqueue::WorkQueue;
 use super::{Activity, names, update_if_changed};
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::object;
 use crate::resource::{PODS, REPLICASETS};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Name of the controller, and of its watches.
@@ -35,7 +35,7 @@ pub const BURST_REPLICAS: usize = 25;
 pub struct ReplicaSetController {
     replicasets: Informer,
     pods: Informer,
-    queue: WorkQueue,
+    queue: Workqueue,
     /// Counts the pods created, to derive their names.
     created: u64,
 }
@@ -51,7 +51,7 @@ impl ReplicaSetController {
         ReplicaSetController {
             replicasets: Informer::new(REPLICASETS, NAME),
             pods: Informer::new(PODS, NAME),
-            queue: WorkQueue::new(),
+            queue: super::workqueue(),
             created: 0,
         }
     }
@@ -62,7 +62,7 @@ impl ReplicaSetController {
         let mut activity = Activity::default();
         for n in self.replicasets.poll(cp) {
             activity.noticed += 1;
-            self.queue.add(n.key());
+            self.queue.add(&n.key(), []);
         }
         for n in self.pods.poll(cp) {
             activity.noticed += 1;
@@ -72,16 +72,19 @@ impl ReplicaSetController {
             return activity;
         }
         for _ in 0..self.queue.ready(now) {
-            let Some(key) = self.queue.pop(now) else {
+            let Some((key, _)) = self.queue.get(now) else {
                 break;
             };
             activity.synced += 1;
             match self.sync(cp, &key) {
                 Ok(()) => self.queue.forget(&key),
-                Err(_) => self.queue.add_rate_limited(key, now),
+                Err(_) => {
+                    self.queue.add_rate_limited(&key, now);
+                }
             }
+            self.queue.done(&key);
         }
-        activity.next = self.queue.next_due(now);
+        activity.next = self.queue.next_due();
         activity
     }
 
@@ -95,7 +98,7 @@ impl ReplicaSetController {
                 controller_of(&obj, REPLICASETS.kind),
                 object::namespace(&obj),
             ) {
-                self.queue.add(format!("{ns}/{}", owner.name));
+                self.queue.add(&format!("{ns}/{}", owner.name), []);
             }
         }
     }

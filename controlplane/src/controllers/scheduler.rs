@@ -10,13 +10,13 @@
 use super::handler::Filter;
 use super::informer::{Informer, Notification, key_of, split_key};
 use super::replicaset::is_active;
-use super::workqueue::WorkQueue;
 use super::{Activity, update_if_changed};
-use crate::limits::NODE_MAX_PODS;
 use crate::control_plane::{ApiError, ControlPlane};
+use crate::limits::NODE_MAX_PODS;
 use crate::resource::{NODES, PODS};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
+use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Name of the scheduler, and of its watches.
@@ -115,7 +115,7 @@ pub struct Scheduler {
     pods: Informer,
     nodes: Informer,
     /// The scheduling queue: unscheduled pods waiting for a node.
-    queue: WorkQueue,
+    queue: Workqueue,
     /// The scheduler cache: scheduled pods and their nodes, including pods it
     /// has bound but not yet seen bound ("assumed", as the real one says).
     cache: BTreeMap<String, String>,
@@ -135,7 +135,7 @@ impl Scheduler {
         Scheduler {
             pods: Informer::new(PODS, NAME),
             nodes: Informer::new(NODES, NAME),
-            queue: WorkQueue::new(),
+            queue: super::workqueue(),
             cache: BTreeMap::new(),
             turn: 0,
             split: HandlerSplit::default(),
@@ -182,24 +182,29 @@ impl Scheduler {
             return activity;
         }
         for _ in 0..self.queue.ready(now) {
-            let Some(key) = self.queue.pop(now) else {
+            let Some((key, _)) = self.queue.get(now) else {
                 break;
             };
             activity.synced += 1;
             match self.schedule_one(cp, &key) {
                 Ok(true) => self.queue.forget(&key),
-                Ok(false) => self.queue.add_after(key, now + NO_NODE_RETRY_MICROS),
-                Err(_) => self.queue.add_rate_limited(key, now),
+                Ok(false) => self.queue.add_after(&key, now + NO_NODE_RETRY_MICROS, now),
+                Err(_) => {
+                    self.queue.add_rate_limited(&key, now);
+                }
             }
+            self.queue.done(&key);
         }
-        activity.next = self.queue.next_due(now);
+        activity.next = self.queue.next_due();
         activity
     }
 
     /// The scheduling queue's handler.
     fn on_unscheduled(&mut self, n: &Notification) {
         match n {
-            Notification::Added(_) | Notification::Updated { .. } => self.queue.add(n.key()),
+            Notification::Added(_) | Notification::Updated { .. } => {
+                self.queue.add(&n.key(), []);
+            }
             // Bound, or gone: a stale key in the queue is skipped when popped.
             Notification::Deleted(_) => {}
         }
@@ -274,11 +279,6 @@ impl Scheduler {
     }
 }
 
-/// Whether the node's Ready condition is True.
-pub fn node_is_ready(node: &Value) -> bool {
-    node["status"]["conditions"]
-        .as_array()
-        .into_iter()
 /// The pods a node takes: its `status.allocatable.pods`, else the kubelet's
 /// default.
 pub fn max_pods(node: &Value) -> u64 {
@@ -289,6 +289,11 @@ pub fn max_pods(node: &Value) -> u64 {
         .unwrap_or(NODE_MAX_PODS)
 }
 
+/// Whether the node's Ready condition is True.
+pub fn node_is_ready(node: &Value) -> bool {
+    node["status"]["conditions"]
+        .as_array()
+        .into_iter()
         .flatten()
         .any(|c| c["type"] == "Ready" && c["status"] == "True")
 }

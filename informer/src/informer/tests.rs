@@ -43,36 +43,11 @@ fn pod(name: &str, rv: u64, node: Option<&str>) -> (WatchEvent, Arc<Value>) {
 }
 
 fn pods() -> Informer {
-    Informer::new(Options {
-        resource: "pods".into(),
-        kind: "Pod".into(),
-        resyncs: false,
-    })
+    Informer::new(Options::pods())
 }
 
-/// Runs every stage until nothing moves; returns the finished events.
 fn settle(informer: &mut Informer, now: &dyn Fn() -> Micros) -> Vec<WatchEvent> {
-    let mut done = Vec::new();
-    loop {
-        let mut moved = false;
-        while let Some(p) = informer.process_one(now) {
-            done.extend(p.finished);
-            moved = true;
-        }
-        for i in 0..informer.listeners().len() {
-            while let Some(run) = informer.run_listener(i, now) {
-                done.extend(run.finished);
-                moved = true;
-            }
-        }
-        while let Some(finished) = informer.run_worker(0, now) {
-            done.extend(finished);
-            moved = true;
-        }
-        if !moved {
-            return done;
-        }
-    }
+    informer.drain(now)
 }
 
 #[test]
@@ -124,7 +99,10 @@ fn a_slow_listener_delays_only_itself() {
     while i.run_listener(controller, &now).is_some() {}
     let mut reconciled = 0;
     while let Some(done) = i.run_worker(0, &now) {
-        assert!(done.is_empty(), "not finished while a listener still owes its call");
+        assert!(
+            done.is_empty(),
+            "not finished while a listener still owes its call"
+        );
         reconciled += 1;
     }
     assert_eq!(reconciled, 3);
@@ -145,7 +123,9 @@ fn a_relist_reports_old_versions_and_deletions_of_unknown_final_state() {
         let (mut e, _) = pod(name, rv, None);
         e.target.resource = "configmaps".into();
         e.target.kind = "ConfigMap".into();
-        let o = Arc::new(json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}}));
+        let o = Arc::new(
+            json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}}),
+        );
         e.object = (*o).clone();
         e.initial = true;
         (e, o)
@@ -154,7 +134,9 @@ fn a_relist_reports_old_versions_and_deletions_of_unknown_final_state() {
     settle(&mut i, &now);
     i.enqueue_note(FrameBody::Reflector(ReflectorUpdate {
         resource: "configmaps".into(),
-        state: ReflectorState::Relist { reason: "410".into() },
+        state: ReflectorState::Relist {
+            reason: "410".into(),
+        },
     }));
     i.enqueue_list(vec![cm("a", 1)], now());
     let p = i.process_one(&now).unwrap();
@@ -171,7 +153,14 @@ fn a_relist_reports_old_versions_and_deletions_of_unknown_final_state() {
     assert_eq!(b.resource_version, "2");
     assert_eq!(b.target.resource, "configmaps");
     assert_eq!(b.handled.calls[0].callback, Callback::OnDelete);
-    assert!(b.handled.reconcile.as_ref().unwrap().seen_resource_version.is_none());
+    assert!(
+        b.handled
+            .reconcile
+            .as_ref()
+            .unwrap()
+            .seen_resource_version
+            .is_none()
+    );
 }
 
 #[test]

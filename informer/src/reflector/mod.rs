@@ -171,7 +171,10 @@ enum Phase {
     /// Not started.
     Idle,
     Listing(Listing),
-    Watching { started: Micros, events: u64 },
+    Watching {
+        started: Micros,
+        events: u64,
+    },
     /// Waiting to watch again after "connection refused".
     WaitingToWatch,
     /// Waiting between two list-watch cycles.
@@ -419,8 +422,7 @@ impl Reflector {
         let failure = match end {
             WatchEnd::Failed(failure) => failure,
             WatchEnd::Closed
-                if events == 0
-                    && now.saturating_sub(started) < SHORT_WATCH.as_micros() as u64 =>
+                if events == 0 && now.saturating_sub(started) < SHORT_WATCH.as_micros() as u64 =>
             {
                 Failure::Other(
                     "very short watch: it closed within a second with no event".to_string(),

@@ -147,7 +147,10 @@ fn an_apiserver_restart_costs_one_unpaged_list_from_the_last_version() {
 #[test]
 fn a_list_that_answers_expired_is_asked_again_at_once_from_empty_with_the_same_page_size() {
     let mut r = watching("10");
-    let step = r.watch_ended(WatchEnd::Failed(Failure::Expired("gone".into())), SECOND * 5);
+    let step = r.watch_ended(
+        WatchEnd::Failed(Failure::Expired("gone".into())),
+        SECOND * 5,
+    );
     let step = r.waited(SECOND * 5 + wait_of(&step).as_micros() as u64);
     assert_eq!(step.request, list("10", 0));
     let step = r.list_failed(Failure::Expired("too old".into()), 7 * SECOND);
@@ -160,7 +163,10 @@ fn a_list_that_answers_expired_is_asked_again_at_once_from_empty_with_the_same_p
     // Once a LIST succeeds, "" is forgotten: the next relist is from the last version.
     let step = r.list_page(1, "70", None, 20 * SECOND);
     assert_eq!(watch_rv(&step), "70");
-    let step = r.watch_ended(WatchEnd::Failed(Failure::Other("forbidden".into())), 30 * SECOND);
+    let step = r.watch_ended(
+        WatchEnd::Failed(Failure::Other("forbidden".into())),
+        30 * SECOND,
+    );
     let step = r.waited(30 * SECOND + wait_of(&step).as_micros() as u64);
     assert_eq!(step.request, list("70", 0));
 }
@@ -194,7 +200,10 @@ fn a_paged_answer_to_list_from_zero_means_no_watch_cache_so_relists_keep_paging(
     r.start(0);
     r.list_page(500, "90", Some("tok"), SECOND);
     r.list_page(1, "90", None, SECOND);
-    let step = r.watch_ended(WatchEnd::Failed(Failure::Expired("gone".into())), 9 * SECOND);
+    let step = r.watch_ended(
+        WatchEnd::Failed(Failure::Expired("gone".into())),
+        9 * SECOND,
+    );
     let step = r.waited(9 * SECOND + wait_of(&step).as_micros() as u64);
     assert_eq!(step.request, list("90", 500));
 }
@@ -214,10 +223,7 @@ fn a_refused_watch_other_than_connection_refused_relists_after_the_backoff() {
     let step = r.watch_ended(WatchEnd::Closed, 400 * SECOND);
     assert_eq!(watch_rv(&step), "10");
     let step = r.watch_failed(Failure::Other("forbidden (403)".into()), 400 * SECOND);
-    assert!(matches!(
-        reports(&step)[0],
-        ReflectorState::Backoff { .. }
-    ));
+    assert!(matches!(reports(&step)[0], ReflectorState::Backoff { .. }));
     let step = r.waited(402 * SECOND);
     assert_eq!(step.request, list("10", 0));
 }

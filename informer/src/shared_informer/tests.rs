@@ -5,7 +5,9 @@ use super::*;
 use serde_json::json;
 
 fn cm(name: &str, rv: u64) -> Arc<Value> {
-    Arc::new(json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}}))
+    Arc::new(
+        json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}}),
+    )
 }
 
 /// (callback, key, rv, old rv, final state unknown, resync) per notification.
@@ -119,5 +121,9 @@ fn listeners_have_their_own_buffers_and_notes_keep_their_place() {
     assert!(matches!(i.process_one(), Some(Processed::Distributed(_))));
     assert_eq!(i.pop(fast).unwrap().key, "default/a");
     assert_eq!(i.pop(fast).unwrap().key, "default/b");
-    assert_eq!(i.buffered(slow), 2, "the slow listener's buffer waits for it alone");
+    assert_eq!(
+        i.buffered(slow),
+        2,
+        "the slow listener's buffer waits for it alone"
+    );
 }
