@@ -150,16 +150,35 @@ fn require_json(headers: &HeaderMap) -> Result<(), Status> {
 }
 
 /// Reads a request body of at most [`objects::MAX_BODY_BYTES`]; a larger one
-/// is a 413.
+/// is a 413, one that did not arrive whole within
+/// [`crate::REQUEST_BODY_DEADLINE`] a 408.
 async fn read_body(body: Body) -> Result<bytes::Bytes, Status> {
     axum::body::to_bytes(body, objects::MAX_BODY_BYTES)
         .await
         .map_err(|e| {
-            let too_large = std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
-                || e.to_string().contains("length limit");
-            if too_large {
+            let caused_by = |is: fn(&(dyn std::error::Error + 'static)) -> bool| {
+                let mut cause = std::error::Error::source(&e);
+                while let Some(c) = cause {
+                    if is(c) {
+                        return true;
+                    }
+                    cause = c.source();
+                }
+                false
+            };
+            if caused_by(|c| c.is::<http_body_util::LengthLimitError>())
+                || e.to_string().contains("length limit")
+            {
                 Status::too_large(objects::MAX_BODY_BYTES)
+            } else if caused_by(|c| c.is::<tower_http::timeout::TimeoutError>()) {
+                Status::new(
+                    408,
+                    "Timeout",
+                    format!(
+                        "the request body did not arrive within {} s",
+                        crate::REQUEST_BODY_DEADLINE.as_secs()
+                    ),
+                )
             } else {
                 Status::bad_request(format!("cannot read the request body: {e}"))
             }
@@ -422,5 +441,25 @@ fn deleted(rt: ResourceType, deletion: &Deletion) -> Response {
         response::object(StatusCode::OK, obj)
     } else {
         response::success(rt, obj)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tower_http::timeout::DeadlineBody;
+
+    #[tokio::test]
+    async fn a_body_that_stops_arriving_is_a_408() {
+        let stalled = Body::from_stream(futures_util::stream::pending::<
+            Result<bytes::Bytes, std::io::Error>,
+        >());
+        let body = Body::new(DeadlineBody::new(Duration::from_millis(50), stalled));
+        let status = tokio::time::timeout(Duration::from_secs(10), read_body(body))
+            .await
+            .expect("the deadline ends the read")
+            .unwrap_err();
+        assert_eq!((status.code, status.reason), (408, "Timeout"));
     }
 }

@@ -12,6 +12,11 @@ use watchlife_controlplane::status::Status;
 /// few clients for that to matter.
 pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
 
+/// The longest a watch lasts, whatever `timeoutSeconds` asks: a day. Longer
+/// ones are taken as a day; clients re-watch when a watch ends, as they must
+/// anyway.
+pub const MAX_WATCH_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// The parameters of a GET on a collection (list or watch).
 #[derive(Debug, Clone)]
 pub struct CollectionParams {
@@ -44,22 +49,36 @@ pub fn parse_bool(pairs: &[(String, String)], name: &str) -> Result<bool, Status
         Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(true),
         Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(false),
         Some(other) => Err(Status::bad_request(format!(
-            "invalid value for {name}: {other:?} is not a boolean"
+            "invalid value for {name}: {:?} is not a boolean",
+            shorten(other)
         ))),
     }
 }
 
+/// A count or a number of seconds, as Kubernetes' `int64` fields take
+/// them: a whole number from 0 to `i64::MAX`, or a 400. Values that big are
+/// bounded where they are used (see [`MAX_WATCH_TIMEOUT`]).
 fn parse_u64(pairs: &[(String, String)], name: &str) -> Result<Option<u64>, Status> {
     get(pairs, name)
         .filter(|v| !v.is_empty())
-        .map(|v| {
-            v.parse::<u64>().map_err(|_| {
-                Status::bad_request(format!(
-                    "invalid value for {name}: {v:?} is not a non-negative integer"
-                ))
-            })
+        .map(|v| match v.parse::<i64>() {
+            Ok(n) if n >= 0 => Ok(n.unsigned_abs()),
+            _ => Err(Status::bad_request(format!(
+                "invalid value for {name}: {:?} is not a whole number from 0 to {}",
+                shorten(v),
+                i64::MAX
+            ))),
         })
         .transpose()
+}
+
+/// A value quoted back in a message, cut to a readable length.
+fn shorten(value: &str) -> String {
+    const SHOWN: usize = 64;
+    match value.char_indices().nth(SHOWN) {
+        Some((at, _)) => format!("{}…", &value[..at]),
+        None => value.to_string(),
+    }
 }
 
 /// Reads the parameters of a GET on a collection of `rt`. Selectors that do
@@ -84,7 +103,8 @@ pub fn collection(
     };
     let timeout = parse_u64(pairs, "timeoutSeconds")?
         .filter(|&s| s > 0)
-        .map_or(DEFAULT_WATCH_TIMEOUT, Duration::from_secs);
+        .map_or(DEFAULT_WATCH_TIMEOUT, Duration::from_secs)
+        .min(MAX_WATCH_TIMEOUT);
     Ok(CollectionParams {
         watch: watch_prefix || parse_bool(pairs, "watch")?,
         list,
@@ -128,8 +148,11 @@ mod tests {
         for q in [
             "watch=maybe",
             "limit=-1",
+            "limit=18446744073709551615",
             "labelSelector=a%20b",
             "timeoutSeconds=soon",
+            "timeoutSeconds=18446744073709551615",
+            "timeoutSeconds=1e9",
         ] {
             let err = collection(&pairs(Some(q)), PODS, false).unwrap_err();
             assert_eq!(err.code, 400, "{q}");
@@ -141,5 +164,15 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.message, "field label not supported: spec.nodeName");
+    }
+
+    #[test]
+    fn long_timeouts_are_held_to_a_day() {
+        let huge = format!("watch=1&timeoutSeconds={}", i64::MAX);
+        let c = collection(&pairs(Some(&huge)), PODS, false).unwrap();
+        assert_eq!(c.timeout, MAX_WATCH_TIMEOUT);
+        let long = "x".repeat(10_000);
+        let err = collection(&pairs(Some(&format!("limit={long}"))), PODS, false).unwrap_err();
+        assert!(err.message.len() < 300, "{}", err.message);
     }
 }

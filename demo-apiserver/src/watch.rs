@@ -68,7 +68,11 @@ pub fn respond(
     match cp.watch_with(WATCHER_NAME, rt, from, filter) {
         Ok(rx) => {
             let now = Instant::now();
-            let deadline = now + params.timeout;
+            // The timeout is bounded (see `params`); a clock near its end
+            // must not make the addition panic either.
+            let deadline = now
+                .checked_add(params.timeout)
+                .unwrap_or_else(|| now + crate::params::DEFAULT_WATCH_TIMEOUT);
             let state = Watch {
                 cp: cp.clone(),
                 rt,

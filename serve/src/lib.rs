@@ -24,8 +24,11 @@
 //! - [`Server`] (here): the accept loop and one task per connection.
 //! - [`limits`]: the bounds and their reasons; [`stall`]: the write-stall
 //!   guard; [`fds`]: the open-files limit.
+//! - [`host`]: the `Host` rule of a loopback server without a token, and the
+//!   comparison of tokens.
 
 pub mod fds;
+pub mod host;
 pub mod limits;
 pub mod stall;
 

@@ -1,7 +1,13 @@
-//! Test support: an in-process demo API on a free loopback port. The HTTP
+//! Test support: an in-process demo API on a free loopback port, and a raw
+//! HTTP request for the headers a client library would tidy up. The HTTP
 //! client is the shared one in `watchlife_testkit::client`.
 
+#![allow(dead_code, reason = "each test file uses a part")]
+
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use watchlife_controlplane::{Clock, ControlPlane};
+use watchlife_demo_apiserver::ServeOptions;
 
 /// A running demo API, stopped on drop.
 pub struct Server {
@@ -20,13 +26,19 @@ impl Drop for Server {
 
 /// Starts the API over a fresh control plane on 127.0.0.1 and a free port.
 pub async fn start() -> Server {
+    start_with(ServeOptions::default()).await
+}
+
+/// [`start`] with other options (a token).
+pub async fn start_with(options: ServeOptions) -> Server {
     let cp = ControlPlane::new(Clock::system());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(watchlife_demo_apiserver::serve(
+    tokio::spawn(watchlife_demo_apiserver::serve_with(
         cp.clone(),
         listener,
+        options,
         async {
             let _ = stopped.await;
         },
@@ -35,5 +47,46 @@ pub async fn start() -> Server {
         base,
         cp,
         stop: Some(stop),
+    }
+}
+
+/// What a raw request got: the status code, and the body (JSON when the
+/// server says so).
+#[derive(Debug)]
+pub struct Raw {
+    pub code: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Raw {
+    /// The body as JSON (a `Status`, mostly); `Null` when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_default()
+    }
+}
+
+/// Sends `request` (a whole HTTP/1.1 request, with `Connection: close`) to
+/// `base` and reads the answer to the end.
+pub async fn raw(base: &str, request: &str) -> Raw {
+    let addr = base.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut bytes = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), tcp.read_to_end(&mut bytes))
+        .await
+        .expect("an answer within seconds")
+        .expect("the server answers rather than resets");
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"));
+    Raw {
+        code,
+        head: head.to_string(),
+        body: body.to_string(),
     }
 }
