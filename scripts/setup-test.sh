@@ -33,3 +33,11 @@ if ! "$here/ensure-real-cluster.sh" --check 2>/dev/null; then
     say "the cluster tests need a real etcd and kube-apiserver: installing etcd-server, etcd-client and golang-go, then building kube-apiserver v1.20.2 from Debian's source package (about 10 minutes, up to 20 on 2 busy cores; once per machine)"
 fi
 "$here/ensure-real-cluster.sh" >/dev/null
+
+# The client-go v1.20.2 reference informer of the differential tests, built
+# in the same source tree with the same Go cache; cached under ~/.cache/watchlife
+# by a hash of its source, so this is instant unless it changed.
+if ! "$here/ensure-client-go-reference.sh" --check 2>/dev/null; then
+    say "the differential tests need client-go's informer: building tests/client-go-reference (one to two minutes)"
+fi
+"$here/ensure-client-go-reference.sh" >/dev/null

@@ -3,6 +3,8 @@
 //! # Layout
 //! - [`bridge`]: starts the real `watchlife` binary on a free loopback port and stops it on drop.
 //! - [`browser`]: headless Chromium through chromedriver (fantoccini), stopped on drop.
+//! - [`client_go`]: client-go v1.20.2's own informer, run as a reference.
+//! - [`differential`]: watchlife and that reference side by side on one real cluster, compared.
 //! - [`ws`]: a real WebSocket client that reads protocol frames.
 //! - [`http`]: a minimal HTTP/1.1 GET, enough for `/healthz` and the app.
 //! - [`real_cluster`]: a real etcd and kube-apiserver on loopback, killed on drop.
@@ -10,6 +12,8 @@
 
 pub mod bridge;
 pub mod browser;
+pub mod client_go;
+pub mod differential;
 pub mod http;
 pub mod real_cluster;
 pub mod static_files;

@@ -117,6 +117,34 @@ impl RealCluster {
         self.apiserver.restart().await;
     }
 
+    /// Kills kube-apiserver and leaves it stopped (its port refuses
+    /// connections) until [`RealCluster::start_apiserver`]; etcd runs on.
+    pub fn stop_apiserver(&mut self) {
+        self.apiserver.stop();
+    }
+
+    /// Starts kube-apiserver again after [`RealCluster::stop_apiserver`], on
+    /// the same port over the same etcd, and waits until it is ready.
+    pub async fn start_apiserver(&mut self) {
+        self.apiserver.start_again().await;
+    }
+
+    /// Runs `etcdctl ARGS` (API v3) against the cluster's etcd and returns
+    /// its stdout; panics if it fails. Keys are as the apiserver stores them,
+    /// `/registry/configmaps/NAMESPACE/NAME` for instance.
+    pub async fn etcdctl(&self, args: &[&str]) -> String {
+        self.etcd.etcdctl(args).await
+    }
+
+    /// A copy of [`RealCluster::kubeconfig`], written to `file` in the
+    /// cluster's directory, that acts as `user` (in `groups`) the way
+    /// `kubectl --as` does: the apiserver authorizes every request as that user.
+    pub fn kubeconfig_acting_as(&self, file: &str, user: &str, groups: &[&str]) -> PathBuf {
+        let path = self.dir.path().join(file);
+        kubeconfig::acting_as(&self.kubeconfig, &path, user, groups);
+        path
+    }
+
     /// The temporary directory holding the logs, data and files.
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -65,7 +65,19 @@ impl Apiserver {
     /// kept in memory, its watch cache, is gone; what etcd holds is not.
     pub(super) async fn restart(&mut self) {
         // Killed first: the new process must find the port free.
+        self.stop();
+        self.start_again().await;
+    }
+
+    /// Kills the process and waits until it is gone: clients then find the
+    /// port closed (connection refused). Does nothing more if it is stopped.
+    pub(super) fn stop(&mut self) {
         self.process.kill();
+    }
+
+    /// Starts the process again after [`Apiserver::stop`], with the same
+    /// flags, and waits until it is ready.
+    pub(super) async fn start_again(&mut self) {
         self.process = Process::spawn(NAME, Command::new(&self.bin).args(&self.args), &self.log);
         self.wait_ready().await;
     }

@@ -85,8 +85,9 @@ impl Etcd {
         revision
     }
 
-    /// Runs etcdctl against this member and returns its stdout; panics if it fails.
-    async fn etcdctl(&self, args: &[&str]) -> String {
+    /// Runs etcdctl (API v3) against this member and returns its stdout;
+    /// panics if it fails.
+    pub(super) async fn etcdctl(&self, args: &[&str]) -> String {
         let out = tokio::process::Command::new(&self.etcdctl)
             .env("ETCDCTL_API", "3")
             .arg("--endpoints")
