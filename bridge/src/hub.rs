@@ -154,6 +154,7 @@ impl Hub {
         }
         if let FrameBody::Event(event) = body {
             self.metrics.observe_stages(&event.stages);
+            self.metrics.observe_handled(&event.handled);
             match event.event_type {
                 EventType::Added | EventType::Modified => {
                     state.objects.insert(

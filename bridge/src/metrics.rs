@@ -16,10 +16,11 @@
 //! Counters only grow; gauges go up and down. Every metric is rendered even
 //! at zero, so a dashboard sees it from the first scrape.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use watchlife_protocol::{ErrorCode, Stage, StageTimes};
+use std::sync::{Arc, Mutex};
+use watchlife_protocol::{ErrorCode, Handled, Stage, StageTimes};
 
 /// Upper bounds of the stage latency buckets, in microseconds. Stages inside
 /// one process follow each other within tens of microseconds; a hop over the
@@ -155,6 +156,11 @@ struct Inner {
     upstream_watches: AtomicI64,
     upstream_watches_opened: AtomicU64,
     relists: AtomicU64,
+    lists: AtomicU64,
+    /// Handler calls by listener and callback, as the page counts them.
+    handler_calls: Mutex<BTreeMap<(String, &'static str), u64>>,
+    resync_deliveries: AtomicU64,
+    final_state_unknown: AtomicU64,
     stages: [Histogram; Stage::ALL.len()],
     stage_clock_skew: [AtomicU64; Stage::ALL.len()],
 }
@@ -200,9 +206,42 @@ impl Metrics {
         self.0.upstream_watches.fetch_sub(1, Relaxed);
     }
 
-    /// The Reflector listed again (after a 410 Gone or a failed watch).
+    /// A Reflector began a list-watch cycle again, after the last one ended
+    /// (410 Gone, a failed watch or LIST).
     pub fn relisted(&self) {
         self.0.relists.fetch_add(1, Relaxed);
+    }
+
+    /// A Reflector sent a LIST request (its first page).
+    pub fn listed(&self) {
+        self.0.lists.fetch_add(1, Relaxed);
+    }
+
+    /// What the informer did with a published event: its handler calls.
+    pub fn observe_handled(&self, handled: &Handled) {
+        if handled.resync {
+            self.0.resync_deliveries.fetch_add(1, Relaxed);
+        }
+        if handled.final_state_unknown {
+            self.0.final_state_unknown.fetch_add(1, Relaxed);
+        }
+        if handled.calls.is_empty() {
+            return;
+        }
+        let mut calls = self
+            .0
+            .handler_calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for call in &handled.calls {
+            let callback = call.callback.as_str();
+            match calls.get_mut(&(call.listener.clone(), callback)) {
+                Some(n) => *n += 1,
+                None => {
+                    calls.insert((call.listener.clone(), callback), 1);
+                }
+            }
+        }
     }
 
     /// A viewer connected; it is counted until the returned gauge is dropped.
@@ -368,11 +407,51 @@ impl Metrics {
         counter(
             &mut out,
             "watchlife_relists_total",
-            "LISTs the Reflectors made again after the first (410 Gone, failed watches).",
+            "List-watch cycles the Reflectors began again after one ended (410 Gone, a failed watch or LIST).",
             m.relists.load(Relaxed),
         );
+        counter(
+            &mut out,
+            "watchlife_lists_total",
+            "LIST requests the Reflectors made (first pages), the first ones included.",
+            m.lists.load(Relaxed),
+        );
+        self.render_handlers(&mut out);
         self.render_stages(&mut out);
         out
+    }
+
+    fn render_handlers(&self, out: &mut String) {
+        let name = "watchlife_handler_calls_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Event handler calls, by listener and callback, of the events published.\n# TYPE {name} counter"
+        );
+        let calls = self
+            .0
+            .handler_calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for ((listener, callback), n) in calls.iter() {
+            let listener = listener.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(
+                out,
+                "{name}{{listener=\"{listener}\",callback=\"{callback}\"}} {n}"
+            );
+        }
+        drop(calls);
+        counter(
+            out,
+            "watchlife_resync_deliveries_total",
+            "Events delivered as resyncs (a Sync delta, or a relisted object whose resourceVersion did not change).",
+            self.0.resync_deliveries.load(Relaxed),
+        );
+        counter(
+            out,
+            "watchlife_deleted_final_state_unknown_total",
+            "Deletions found by a relist rather than seen on the watch.",
+            self.0.final_state_unknown.load(Relaxed),
+        );
     }
 
     fn render_stages(&self, out: &mut String) {
@@ -508,6 +587,32 @@ mod tests {
         assert!(text.contains("watchlife_resyncs_total{cause=\"cursor\"} 0"));
         assert!(text.contains("watchlife_viewer_messages_rejected_total{code=\"rate_limited\"} 1"));
         assert!(text.contains("watchlife_viewers_refused_total{reason=\"capacity\"} 1"));
+        let mut handled = Handled {
+            resync: true,
+            ..Handled::default()
+        };
+        handled.calls.push(watchlife_protocol::HandlerCall {
+            listener: "controller".into(),
+            callback: watchlife_protocol::Callback::OnUpdate,
+            depth: 1,
+            dequeued: 1,
+            returned: 2,
+        });
+        m.observe_handled(&handled);
+        m.observe_handled(&handled);
+        m.listed();
+        let text = m.render();
+        assert!(text.contains(
+            "watchlife_handler_calls_total{listener=\"controller\",callback=\"OnUpdate\"} 2"
+        ));
+        assert_eq!(
+            line(&text, "watchlife_resync_deliveries_total "),
+            "watchlife_resync_deliveries_total 2"
+        );
+        assert_eq!(
+            line(&text, "watchlife_lists_total "),
+            "watchlife_lists_total 1"
+        );
         drop(gauge);
         assert_eq!(m.viewers(), 0);
     }

@@ -62,9 +62,9 @@ async fn watch(cluster: &RealCluster, resources: &str, selector: Option<&str>) -
 /// as its state in a snapshot (when it started before the viewer came).
 async fn watching(viewer: &mut Viewer, resource: &str) -> String {
     let started = |r: &watchlife_protocol::ReflectorUpdate| match &r.state {
-        ReflectorState::WatchStarted { resource_version, .. } if r.resource == resource => {
-            Some(resource_version.clone())
-        }
+        ReflectorState::WatchStarted {
+            resource_version, ..
+        } if r.resource == resource => Some(resource_version.clone()),
         _ => None,
     };
     viewer
@@ -193,36 +193,49 @@ async fn a_restarted_apiserver_is_watched_again_from_the_last_resource_version()
     let (_, rv_one) = event_for(&mut viewer, "one").await;
 
     viewer.read_while(cluster.restart_apiserver()).await;
-    // The Reflector re-watches from where it was, with no new LIST.
-    let rewatched = viewer
-        .until(WAIT, |f| match &f.body {
-            FrameBody::Reflector(r) => match &r.state {
-                ReflectorState::ListStarted { .. } => panic!("a relist after a restart: {r:?}"),
-                ReflectorState::WatchStarted { resource_version, .. } => Some(resource_version.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .await;
-    assert_eq!(rewatched, rv_one);
-
+    // The Reflector watches again from where it was. If its dial is refused
+    // it waits and re-watches; if the dying server resets it instead, the
+    // cycle ends and, as client-go's, it relists from the last
+    // resourceVersion, unpaged (served by the new watch cache), after the
+    // backoff: never a paged LIST, never from "0" or "".
     kubectl(&kc, &["create", "configmap", "two", "--from-literal=k=v"]);
+    let mut relisted = false;
     let mut events: BTreeMap<String, usize> = BTreeMap::new();
     let deadline = tokio::time::Instant::now() + WAIT;
     while !events.contains_key("two") {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if let FrameBody::Event(e) = viewer.next_frame(left).await.body
-            && !e.target.name.is_empty()
-        {
-            assert!(!e.initial, "nothing is listed again: {e:?}");
-            *events.entry(e.target.name).or_default() += 1;
+        match viewer.next_frame(left).await.body {
+            FrameBody::Reflector(r) => match r.state {
+                ReflectorState::ListStarted {
+                    resource_version,
+                    limit,
+                } => {
+                    assert_eq!(
+                        (resource_version.as_str(), limit),
+                        (rv_one.as_str(), 0),
+                        "a relist after a restart is from the last resourceVersion, unpaged"
+                    );
+                    relisted = true;
+                }
+                ReflectorState::WatchStarted {
+                    resource_version, ..
+                } if !relisted => assert_eq!(resource_version, rv_one),
+                _ => {}
+            },
+            FrameBody::Event(e) if e.target.name == "one" => {
+                // Only a relist may hand "one" on again, and then as a
+                // resync: the same resourceVersion, never a change.
+                assert!(relisted, "nothing is delivered twice on a re-watch: {e:?}");
+                assert!(e.handled.resync && e.resource_version == rv_one, "{e:?}");
+            }
+            FrameBody::Event(e) if !e.target.name.is_empty() => {
+                assert!(!e.initial, "nothing else is listed again: {e:?}");
+                *events.entry(e.target.name).or_default() += 1;
+            }
+            _ => {}
         }
     }
-    assert_eq!(
-        events.get("one"),
-        None,
-        "nothing is delivered twice: {events:?}"
-    );
+    assert_eq!(events.get("two"), Some(&1), "{events:?}");
 }
 
 #[tokio::test]
@@ -252,11 +265,14 @@ async fn compaction_and_a_lost_watch_cache_give_410_then_a_relist_that_converges
                 cluster.restart_apiserver().await;
             })
             .await;
+        // Either the re-watch from the compacted revision meets 410 Gone,
+        // or the watch ended another way (the dying server cut it within a
+        // second) and the cycle ended: both relist.
         let outcome = viewer
             .until(WAIT, |f| match &f.body {
                 FrameBody::Reflector(r) => match &r.state {
                     ReflectorState::Bookmark { .. } => Some(false),
-                    ReflectorState::Gone { .. } => Some(true),
+                    ReflectorState::Gone { .. } | ReflectorState::Relist { .. } => Some(true),
                     _ => None,
                 },
                 _ => None,
@@ -269,7 +285,7 @@ async fn compaction_and_a_lost_watch_cache_give_410_then_a_relist_that_converges
     }
     assert!(
         relisted,
-        "a watch from a compacted revision must end in 410 Gone"
+        "a watch from a compacted revision must end in 410 Gone and a relist"
     );
     viewer
         .until(WAIT, |f| match &f.body {

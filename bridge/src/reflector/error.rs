@@ -1,7 +1,6 @@
 //! What can go wrong in a list-watch, named by phase and keeping its source,
 //! and how each is sorted into the Reflector machine's [`Failure`]s.
 
-use std::error::Error as _;
 use watchlife_informer::reflector::{Failure, WatchEnd};
 
 /// `details.causes[].reason` of a LIST the watch cache could not serve yet.
@@ -25,9 +24,24 @@ pub enum ReflectorError {
 }
 
 impl ReflectorError {
+    /// The error and every source below it, as one line.
+    pub fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(e) = source {
+            let next = e.to_string();
+            if !text.contains(&next) {
+                text.push_str(": ");
+                text.push_str(&next);
+            }
+            source = e.source();
+        }
+        text
+    }
+
     /// The failure as the Reflector machine sorts it.
     pub fn failure(&self) -> Failure {
-        let message = self.to_string();
+        let message = self.chain();
         let source = match self {
             ReflectorError::List { source }
             | ReflectorError::Watch { source }
@@ -78,19 +92,21 @@ pub fn status_failure(status: &kube::core::Status) -> Failure {
     }
 }
 
-/// Whether the error was a TCP connection refused, anywhere in its chain.
+/// Whether the error was a TCP connection refused, anywhere in its chain
+/// (client-go's `utilnet.IsConnectionRefused`).
 fn connection_refused(error: &kube::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = error.source();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused
-        {
+        let refused = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+        // Some layers keep only the io::Error's message.
+        if refused || e.to_string().contains("Connection refused") {
             return true;
         }
         source = e.source();
     }
-    // Some layers keep only the message of the io::Error.
-    error.to_string().contains("Connection refused")
+    false
 }
 
 #[cfg(test)]
@@ -121,6 +137,25 @@ mod tests {
         assert_eq!(
             status_failure(&forbidden),
             Failure::Other("no (403)".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_tcp_connection_through_the_kube_client_is_connection_refused() {
+        // A port nothing listens on: bind one, then let it go.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let request = http::Request::get("/api/v1/pods").body(Vec::new()).unwrap();
+        let source = client.request_text(request).await.unwrap_err();
+        let e = ReflectorError::Watch { source };
+        assert!(
+            matches!(e.failure(), Failure::ConnectionRefused(_)),
+            "{e:?}"
         );
     }
 

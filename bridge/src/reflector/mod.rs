@@ -85,7 +85,7 @@ impl Reflector {
                             )
                         }
                         Err(e) => {
-                            tracing::warn!(resource = %self.target.name, "{e}");
+                            tracing::warn!(resource = %self.target.name, "{}", e.chain());
                             machine.list_failed(e.failure(), now)
                         }
                     }
@@ -213,7 +213,7 @@ impl Reflector {
             Ok(s) => s,
             Err(source) => {
                 let e = ReflectorError::Watch { source };
-                tracing::warn!(resource = %self.target.name, "{e}");
+                tracing::warn!(resource = %self.target.name, "{}", e.chain());
                 return machine.watch_failed(e.failure(), self.clock.now());
             }
         };
@@ -237,7 +237,7 @@ impl Reflector {
                     let e = ReflectorError::WatchStream { source };
                     let end = e.watch_end();
                     if end != WatchEnd::Closed {
-                        tracing::warn!(resource = %self.target.name, "{e}");
+                        tracing::warn!(resource = %self.target.name, "{}", e.chain());
                     }
                     return machine.watch_ended(end, received_at);
                 }
@@ -275,6 +275,7 @@ impl Reflector {
     fn report(&self, state: ReflectorState) {
         match &state {
             ReflectorState::Relist { .. } => self.hub.metrics().relisted(),
+            ReflectorState::ListStarted { .. } => self.hub.metrics().listed(),
             ReflectorState::Backoff { error, .. } => {
                 tracing::warn!(resource = %self.target.name, "list-watch: {error}")
             }

@@ -390,6 +390,12 @@ impl Reflector {
                 request: Request::Wait(delay),
             };
         }
+        if let Failure::Expired(message) = &failure {
+            effects.push(Effect::Report(ReflectorState::Gone {
+                resource_version: self.last_sync.clone(),
+                message: message.clone(),
+            }));
+        }
         let request = self.end_cycle(format!("WATCH failed: {failure}"), now, &mut effects);
         Step { effects, request }
     }

@@ -209,6 +209,16 @@ fn a_paged_answer_to_list_from_zero_means_no_watch_cache_so_relists_keep_paging(
 }
 
 #[test]
+fn a_watch_refused_with_410_reports_gone_and_relists_from_the_last_version_unpaged() {
+    let mut r = watching("10");
+    r.watch_ended(WatchEnd::Closed, 400 * SECOND);
+    let step = r.watch_failed(Failure::Expired("too old".into()), 401 * SECOND);
+    assert!(matches!(reports(&step)[0], ReflectorState::Gone { .. }));
+    let step = r.waited(401 * SECOND + wait_of(&step).as_micros() as u64);
+    assert_eq!(step.request, list("10", 0));
+}
+
+#[test]
 fn a_very_short_empty_watch_ends_the_cycle() {
     let mut r = watching("10");
     let step = r.watch_ended(WatchEnd::Closed, SECOND + SECOND / 2);
