@@ -12,6 +12,11 @@
 //! An event whose key was already waiting in the workqueue (coalesced) ends
 //! its journey there: its token merges into the queued key rather than
 //! travelling on to a reconcile of its own.
+//!
+//! A token cannot travel back in time: a stage whose mark was read before
+//! the previous stage's (a negative interval, see [`crate::interval`]) is
+//! reached in the shortest hop, and the token is marked
+//! [`Token::reordered`]; the event log gives the signed number.
 
 use crate::model::EventRow;
 use std::collections::{BTreeMap, VecDeque};
@@ -57,6 +62,8 @@ pub struct Token {
     /// A coalesced event: the journey ends in the workqueue, merged into the
     /// key already waiting there.
     pub merges: bool,
+    /// Some stage's mark was read before the previous stage's.
+    pub reordered: bool,
 }
 
 /// Where a token is at one moment.
@@ -109,6 +116,19 @@ impl Token {
     }
 }
 
+/// Whether some stage of `e` was read before the stage before it.
+pub fn reordered(e: &WatchEvent) -> bool {
+    let mut marks = e.stages.values().map(|m| m.at);
+    let first = marks.next();
+    marks
+        .scan(first, |prev, at| {
+            let back = prev.is_some_and(|p| at < p);
+            *prev = Some(at);
+            Some(back)
+        })
+        .any(|back| back)
+}
+
 /// Position of a stage in the pipeline.
 pub fn index(stage: Stage) -> f64 {
     Stage::ALL.iter().position(|s| *s == stage).unwrap_or(0) as f64
@@ -116,12 +136,13 @@ pub fn index(stage: Stage) -> f64 {
 
 /// When each hop happens, starting at `start`: proportional to the measured
 /// latencies, the whole journey lasting `journey_ms` (or the measured time
-/// itself when live), no hop shorter than [`MIN_HOP_MS`] unless live.
+/// itself when live), no hop shorter than [`MIN_HOP_MS`] unless live. A
+/// negative interval takes no time on screen (live) or the shortest hop.
 pub fn schedule(row: &EventRow, start: f64, journey_ms: Option<f64>) -> Vec<(Stage, f64)> {
     let marks: Vec<(Stage, u64)> = row.event.stages.iter().map(|(s, m)| (*s, m.at)).collect();
     let gaps: Vec<f64> = marks
         .windows(2)
-        .map(|w| w[1].1.saturating_sub(w[0].1) as f64)
+        .map(|w| crate::interval::interval(w[0].1, w[1].1).max(0) as f64)
         .collect();
     let total: f64 = gaps.iter().sum();
     let mut t = start;
@@ -267,12 +288,14 @@ impl AnimState {
             hops.retain(|h| h.0 <= Stage::Workqueue);
             self.merged += 1;
         }
+        let reordered = reordered(&row.event);
         self.active.push(Token {
             id: self.next_id,
             lane,
             row,
             hops,
             merges,
+            reordered,
         });
         Some(self.next_id)
     }
@@ -477,6 +500,24 @@ mod tests {
     }
 
     #[test]
+    fn a_stage_read_first_is_reached_in_the_shortest_hop_and_marked() {
+        // The Reflector's mark was read 120 µs before etcd's.
+        let path = [
+            (Stage::Etcd, 1_120),
+            (Stage::Reflector, 1_000),
+            (Stage::Fifo, 1_300),
+        ];
+        let r = row(1, EventType::Modified, &path);
+        assert!(reordered(&r.event));
+        assert!(!reordered(&row(2, EventType::Modified, &PATH).event));
+        let hops = schedule(&r, 0.0, Some(2_000.0));
+        assert_eq!(hops[1].1, MIN_HOP_MS);
+        assert_eq!(hops[2].1, MIN_HOP_MS + 2_000.0);
+        let live = schedule(&r, 0.0, None);
+        assert_eq!((live[1].1, live[2].1), (0.0, 0.3));
+    }
+
+    #[test]
     fn a_token_glides_or_steps() {
         let t = Token {
             id: 1,
@@ -484,6 +525,7 @@ mod tests {
             row: row(1, EventType::Added, &PATH),
             hops: schedule(&row(1, EventType::Added, &PATH), 0.0, Some(2_000.0)),
             merges: false,
+            reordered: false,
         };
         assert_eq!(t.place(250.0, false).unwrap().at, 0.5);
         assert_eq!(t.place(250.0, true).unwrap().at, 0.0);

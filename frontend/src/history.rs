@@ -25,6 +25,12 @@ pub struct Version {
     pub resource_version: String,
     /// Whether it came from a LIST (or a snapshot) rather than a watch event.
     pub initial: bool,
+    /// Delivered as a resync: the same resourceVersion handed to the
+    /// handlers again.
+    pub resync: bool,
+    /// A deletion found by a relist (DeletedFinalStateUnknown): the object
+    /// is the Indexer's last copy, its final state unknown.
+    pub final_state_unknown: bool,
     pub object: Arc<Value>,
 }
 
@@ -223,6 +229,8 @@ mod tests {
                 event_type: EventType::Modified,
                 resource_version: i.to_string(),
                 initial: false,
+                resync: false,
+                final_state_unknown: false,
                 object: Arc::new(Value::Null),
             });
         }

@@ -16,6 +16,9 @@
 //! - [`in_page`] (the `in-page` feature, `make embed`'s `demo.html`): the demo
 //!   control plane and the informer running in the page, with no bridge.
 //! - [`stats`], [`history`], [`narration`]: numbers, diffs and words;
+//!   [`interval`]: the signed time between two stage marks;
+//!   [`listeners`]: the event handlers' listeners, one lane each;
+//!   [`detail`]: one event's life in lines;
 //!   [`deletions`]: how long deleted objects stay in the table.
 //! - [`throttle`]: costly panels redrawn a few times a second, not per frame.
 //! - [`components`]: what is drawn.
@@ -24,9 +27,12 @@ pub mod animator;
 pub mod components;
 pub mod connection;
 pub mod deletions;
+pub mod detail;
 pub mod history;
 #[cfg(feature = "in-page")]
 pub mod in_page;
+pub mod interval;
+pub mod listeners;
 pub mod model;
 pub mod narration;
 pub mod player;

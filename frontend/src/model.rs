@@ -381,8 +381,11 @@ impl Model {
             event: Arc::new(event),
         };
         let now = self.now();
-        self.stats
-            .try_update_untracked(|s| s.record(&row.event.stages, now));
+        self.stats.try_update_untracked(|s| {
+            s.record(&row.event.stages, now);
+            s.listeners
+                .record(&row.event.target.resource, &row.event.handled.calls);
+        });
         self.rates
             .try_update_untracked(|r| r.record(row.event.event_type, now));
         self.cursor.try_update_untracked(|c| {
@@ -425,6 +428,8 @@ impl Model {
             event_type: e.event_type,
             resource_version: e.resource_version.clone(),
             initial: e.initial,
+            resync: e.handled.resync,
+            final_state_unknown: e.handled.final_state_unknown,
             object,
         };
         let roster_changed = self.objects.try_update_untracked(|objects| {
@@ -478,6 +483,8 @@ impl Model {
                         event_type: EventType::Added,
                         resource_version: o.resource_version,
                         initial: true,
+                        resync: false,
+                        final_state_unknown: false,
                         object: Arc::new(o.object),
                     });
                 }

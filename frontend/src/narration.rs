@@ -1,11 +1,22 @@
 //! The words: what each stage does, what a token is doing as it passes one,
 //! and the Reflector's state as drawn on its node.
 
-use watchlife_protocol::{EventType, ReflectorState, Stage, WatchEvent};
+use crate::model::Model;
+use leptos::prelude::*;
+use watchlife_protocol::{EventType, ReflectorState, Source, Stage, WatchEvent};
 
-/// Two short lines under a stage's name, saying what the stage does.
-pub fn explain(stage: Stage) -> [&'static str; 2] {
+/// Whether `source` is a real cluster, whose etcd mark is the moment etcd's
+/// watch notification reached watchlife, not the commit: watchlife watches
+/// that etcd from outside. The demo stamps the commit itself.
+pub fn etcd_notifies(source: Option<&Source>) -> bool {
+    matches!(source, Some(Source::Cluster { .. }))
+}
+
+/// Two short lines under a stage's name, saying what the stage does (and,
+/// for etcd, what its mark is for `source`).
+pub fn explain(stage: Stage, source: Option<&Source>) -> [&'static str; 2] {
     match stage {
+        Stage::Etcd if etcd_notifies(source) => ["notified watchlife;", "its revision is the RV"],
         Stage::Etcd => ["write committed;", "its revision is the RV"],
         Stage::WatchCache => ["apiserver's window", "of recent events"],
         Stage::WatchStream => ["sent to each watcher", "over one HTTP stream"],
@@ -18,8 +29,19 @@ pub fn explain(stage: Stage) -> [&'static str; 2] {
     }
 }
 
-/// A caption for `event` as it passes `stage`, in plain words.
+/// A caption for `event` as it passes `stage`, in plain words, for the
+/// source of the page's [`Model`] (in context; the demo's words without one).
 pub fn caption(stage: Stage, e: &WatchEvent) -> String {
+    let notifies = use_context::<Model>().is_some_and(|m| {
+        m.hello
+            .with(|h| etcd_notifies(h.as_ref().map(|h| &h.source)))
+    });
+    caption_for(stage, e, notifies)
+}
+
+/// [`caption`], where `etcd_notifies` tells what the etcd mark is (see
+/// [`etcd_notifies`]).
+pub fn caption_for(stage: Stage, e: &WatchEvent, etcd_notifies: bool) -> String {
     let what = match e.event_type {
         EventType::Bookmark => {
             return format!(
@@ -41,12 +63,25 @@ pub fn caption(stage: Stage, e: &WatchEvent) -> String {
     let key = e.target.key();
     let kind = &e.target.kind;
     let rv = &e.resource_version;
+    if e.handled.final_state_unknown {
+        return format!(
+            "{kind} {key} is gone, found by a relist rather than seen on the watch: the handlers get a DeletedFinalStateUnknown holding the Indexer's last copy (RV {rv})."
+        );
+    }
+    if e.handled.resync && stage == Stage::Handlers {
+        return format!(
+            "A resync: {key} is handed to the handlers again at the same resourceVersion, {rv}. Only listeners due for a resync get it."
+        );
+    }
     if e.initial {
         return format!(
             "{kind} {key} (RV {rv}) came from a LIST, not from the watch: the Reflector turns every listed object into an ADDED."
         );
     }
     match stage {
+        Stage::Etcd if etcd_notifies => format!(
+            "etcd notified watchlife of the write: {kind} {key} {what} at revision {rv}, the object's resourceVersion. The commit came a little before; from outside etcd, watchlife sees only the notification."
+        ),
         Stage::Etcd => format!(
             "etcd commits the write: {kind} {key} {what}. Its revision, {rv}, becomes the object's resourceVersion."
         ),
@@ -64,6 +99,15 @@ pub fn caption(stage: Stage, e: &WatchEvent) -> String {
         Stage::Indexer => {
             format!("The informer pops the delta and updates its cache: {key} is now at RV {rv}.")
         }
+        Stage::Handlers if !e.handled.calls.is_empty() => format!(
+            "Each listener takes the {kind} from its own buffer: {}. A listener whose filter turns it away is not called.",
+            e.handled
+                .calls
+                .iter()
+                .map(|c| format!("{} {}", c.listener, c.callback.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Stage::Handlers => format!(
             "The event handlers are called ({}) with the {kind}.",
             match e.event_type {
@@ -76,16 +120,50 @@ pub fn caption(stage: Stage, e: &WatchEvent) -> String {
             "{key} was already waiting in the workqueue: this event merges into the queued item."
         ),
         Stage::Workqueue => format!("The key {key} is added to the workqueue."),
-        Stage::Reconcile => {
-            format!("A worker takes {key} and reconciles: it reads the cache, not the event.")
-        }
+        Stage::Reconcile => match &e.handled.reconcile {
+            Some(r) => format!(
+                "Worker {} takes {key} and reconciles: it reads the cache, not the event, and {}.",
+                r.worker,
+                match &r.seen_resource_version {
+                    Some(seen) => format!("finds RV {seen}"),
+                    None => "finds the object gone".into(),
+                }
+            ),
+            None => {
+                format!("A worker takes {key} and reconciles: it reads the cache, not the event.")
+            }
+        },
     }
+}
+
+/// The request a Reflector sent, as asked: `LIST rv="0" limit=500`,
+/// `LIST rv="123" (unpaged)`, `WATCH rv="123" timeout 417s`. `None` for
+/// the states that are not a request going out.
+pub fn request(state: &ReflectorState) -> Option<String> {
+    Some(match state {
+        ReflectorState::ListStarted {
+            resource_version,
+            limit: 0,
+        } => format!("LIST rv=\"{resource_version}\" (unpaged)"),
+        ReflectorState::ListStarted {
+            resource_version,
+            limit,
+        } => format!("LIST rv=\"{resource_version}\" limit={limit}"),
+        ReflectorState::WatchStarted {
+            resource_version,
+            timeout_seconds: 0,
+        } => format!("WATCH rv=\"{resource_version}\""),
+        ReflectorState::WatchStarted {
+            resource_version,
+            timeout_seconds,
+        } => format!("WATCH rv=\"{resource_version}\" timeout {timeout_seconds}s"),
+        _ => return None,
+    })
 }
 
 /// The Reflector's state in the words drawn on its node.
 pub fn reflector_state(state: &ReflectorState) -> String {
     match state {
-        ReflectorState::ListStarted { .. } => "LIST…".into(),
         ReflectorState::ListProgress { bytes } => {
             format!("LIST… {:.1} MB received", *bytes as f64 / 1e6)
         }
@@ -93,8 +171,8 @@ pub fn reflector_state(state: &ReflectorState) -> String {
             count,
             resource_version,
         } => format!("LIST: {count} objects at RV {resource_version}"),
-        ReflectorState::WatchStarted { resource_version, .. } => {
-            format!("WATCH from RV {resource_version}")
+        ReflectorState::ListStarted { .. } | ReflectorState::WatchStarted { .. } => {
+            request(state).unwrap_or_default()
         }
         ReflectorState::Bookmark { resource_version } => {
             format!("BOOKMARK at RV {resource_version}")
@@ -114,12 +192,11 @@ pub fn reflector_state(state: &ReflectorState) -> String {
 /// resource's name (the full words are its tooltip and its label).
 pub fn reflector_state_short(state: &ReflectorState) -> String {
     match state {
-        ReflectorState::ListStarted { .. } => "LIST…".into(),
+        ReflectorState::ListStarted { .. } | ReflectorState::WatchStarted { .. } => {
+            request(state).unwrap_or_default()
+        }
         ReflectorState::ListProgress { bytes } => format!("LIST… {:.1} MB", *bytes as f64 / 1e6),
         ReflectorState::ListFinished { count, .. } => format!("LISTED {count}"),
-        ReflectorState::WatchStarted { resource_version, .. } => {
-            format!("WATCH from {resource_version}")
-        }
         ReflectorState::Bookmark { resource_version } => format!("BOOKMARK {resource_version}"),
         ReflectorState::WatchEnded {
             resource_version, ..
@@ -160,4 +237,36 @@ pub fn reflector_caption(resource: &str, state: &ReflectorState) -> Option<Strin
         ),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reflector_node_shows_the_request_as_asked() {
+        let list = |rv: &str, limit| ReflectorState::ListStarted {
+            resource_version: rv.into(),
+            limit,
+        };
+        assert_eq!(
+            reflector_state_short(&list("0", 500)),
+            "LIST rv=\"0\" limit=500"
+        );
+        assert_eq!(
+            reflector_state_short(&list("123", 0)),
+            "LIST rv=\"123\" (unpaged)"
+        );
+        assert_eq!(reflector_state(&list("", 500)), "LIST rv=\"\" limit=500");
+        let watch = ReflectorState::WatchStarted {
+            resource_version: "123".into(),
+            timeout_seconds: 417,
+        };
+        assert_eq!(
+            reflector_state_short(&watch),
+            "WATCH rv=\"123\" timeout 417s"
+        );
+        assert_eq!(reflector_state(&watch), "WATCH rv=\"123\" timeout 417s");
+        assert_eq!(request(&ReflectorState::ListProgress { bytes: 1 }), None);
+    }
 }

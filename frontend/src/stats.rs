@@ -3,7 +3,10 @@
 //!
 //! Every number comes from measured stage times; a stage no event has
 //! reached has no numbers (and is drawn as not observed when the source
-//! cannot measure it).
+//! cannot measure it). A latency is signed: when a stage's clock read came
+//! before the previous stage's, the sample is negative and kept as it is
+//! (see [`crate::interval`]), in the percentiles and counted apart in the
+//! histograms.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use watchlife_protocol::{EventType, Stage, StageTimes};
@@ -23,8 +26,9 @@ pub const RATE_SAMPLES: usize = 20_000;
 pub struct StageStats {
     /// Page-clock times (ms) at which events reached the page, for this stage.
     arrivals: VecDeque<f64>,
-    /// Latencies (µs) from the previous observed stage, newest last.
-    latencies: VecDeque<u64>,
+    /// Latencies (µs) from the previous observed stage, newest last;
+    /// negative when this stage's mark was read first.
+    latencies: VecDeque<i64>,
     /// Queue depth reported with the latest event, where the stage has a queue.
     pub depth: Option<u32>,
     /// Events that have passed this stage since the page opened.
@@ -42,37 +46,43 @@ impl StageStats {
     }
 
     /// The `q` quantile (0..=1) of the kept latencies, in µs.
-    pub fn latency_quantile(&self, q: f64) -> Option<u64> {
+    pub fn latency_quantile(&self, q: f64) -> Option<i64> {
         self.latency_quantiles([q]).map(|[v]| v)
     }
 
     /// Several quantiles of the kept latencies (µs) from one sort.
-    pub fn latency_quantiles<const N: usize>(&self, qs: [f64; N]) -> Option<[u64; N]> {
-        if self.latencies.is_empty() {
-            return None;
-        }
-        let mut sorted: Vec<u64> = self.latencies.iter().copied().collect();
-        sorted.sort_unstable();
-        Some(qs.map(|q| nearest_rank(&sorted, q)))
+    pub fn latency_quantiles<const N: usize>(&self, qs: [f64; N]) -> Option<[i64; N]> {
+        quantiles(self.latencies.iter().copied().collect(), qs)
     }
 
     /// The kept latency samples (µs), oldest first.
-    pub fn latencies(&self) -> impl Iterator<Item = u64> + '_ {
+    pub fn latencies(&self) -> impl Iterator<Item = i64> + '_ {
         self.latencies.iter().copied()
+    }
+
+    /// How many of the kept latency samples are negative, and how many are kept.
+    pub fn negatives(&self) -> (usize, usize) {
+        let n = self.latencies.iter().filter(|l| **l < 0).count();
+        (n, self.latencies.len())
     }
 }
 
 /// The nearest-rank quantile of `values` (0 ≤ q ≤ 1); `None` when empty.
-pub fn quantile(mut values: Vec<u64>, q: f64) -> Option<u64> {
+pub fn quantile(values: Vec<i64>, q: f64) -> Option<i64> {
+    quantiles(values, [q]).map(|[v]| v)
+}
+
+/// Several nearest-rank quantiles of `values` from one sort; `None` when empty.
+pub fn quantiles<const N: usize>(mut values: Vec<i64>, qs: [f64; N]) -> Option<[i64; N]> {
     if values.is_empty() {
         return None;
     }
     values.sort_unstable();
-    Some(nearest_rank(&values, q))
+    Some(qs.map(|q| nearest_rank(&values, q)))
 }
 
 /// The nearest-rank quantile of `sorted`, which is sorted and not empty.
-fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
+fn nearest_rank(sorted: &[i64], q: f64) -> i64 {
     let rank = ((q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize).max(1);
     sorted[rank - 1]
 }
@@ -83,6 +93,8 @@ pub struct PipelineStats {
     stages: BTreeMap<Stage, StageStats>,
     /// Stages some event has carried a time for.
     pub seen: BTreeSet<Stage>,
+    /// The event handlers' listeners, one lane each.
+    pub listeners: crate::listeners::Listeners,
 }
 
 impl PipelineStats {
@@ -104,7 +116,8 @@ impl PipelineStats {
                 if s.latencies.len() == LATENCY_SAMPLES {
                     s.latencies.pop_front();
                 }
-                s.latencies.push_back(mark.at.saturating_sub(prev));
+                s.latencies
+                    .push_back(crate::interval::interval(prev, mark.at));
             }
             previous = Some(mark.at);
         }
@@ -177,19 +190,42 @@ pub const LATENCY_BINS: [u64; 18] = [
     500_000, 1_000_000, 2_000_000, 5_000_000,
 ];
 
-/// Counts latencies (µs) into the bins of [`LATENCY_BINS`] plus one overflow bin.
-pub fn histogram(latencies: impl Iterator<Item = u64>) -> [u32; LATENCY_BINS.len() + 1] {
-    let mut bins = [0; LATENCY_BINS.len() + 1];
-    for us in latencies {
-        let i = LATENCY_BINS.partition_point(|edge| *edge < us);
-        bins[i] += 1;
-    }
-    bins
+/// Latencies counted into the bins of [`LATENCY_BINS`] plus one overflow
+/// bin, and the negative ones apart.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    /// Samples from 0 µs up, per bin.
+    pub bins: [u32; LATENCY_BINS.len() + 1],
+    /// Negative samples: the stage's mark was read before the previous one's.
+    pub negative: u32,
 }
 
-/// A duration in µs, in the unit that reads best (`12 µs`, `0.21 ms`, `1.4 s`).
-pub fn format_micros(us: u64) -> String {
-    if us < 1_000 {
+/// Counts latencies (µs) into a [`Histogram`].
+pub fn histogram(latencies: impl Iterator<Item = i64>) -> Histogram {
+    let mut h = Histogram::default();
+    for us in latencies {
+        match u64::try_from(us) {
+            Ok(us) => h.bins[LATENCY_BINS.partition_point(|edge| *edge < us)] += 1,
+            Err(_) => h.negative += 1,
+        }
+    }
+    h
+}
+
+/// A duration in µs, in the unit that reads best (`12 µs`, `0.21 ms`,
+/// `1.4 s`), with its sign when negative (`−120 µs`). Marks are whole µs,
+/// so 0 means under one: `< 1 µs`.
+pub fn format_micros(us: i64) -> String {
+    if us < 0 {
+        return format!("−{}", format_micros_unsigned(us.unsigned_abs()));
+    }
+    format_micros_unsigned(us.unsigned_abs())
+}
+
+fn format_micros_unsigned(us: u64) -> String {
+    if us == 0 {
+        "< 1 µs".into()
+    } else if us < 1_000 {
         format!("{us} µs")
     } else if us < 1_000_000 {
         let ms = us as f64 / 1000.0;
@@ -273,7 +309,9 @@ mod tests {
 
     #[test]
     fn latencies_fall_in_log_bins() {
-        let bins = histogram([1, 10, 11, 150, 9_000, 60_000_000].into_iter());
+        let h = histogram([1, 10, 11, 150, 9_000, 60_000_000, -3, -40_000].into_iter());
+        let bins = h.bins;
+        assert_eq!(h.negative, 2, "negative samples are counted apart");
         assert_eq!(bins[0], 2, "up to 10 µs");
         assert_eq!(bins[1], 1, "10 to 20 µs");
         assert_eq!(bins[4], 1, "100 to 200 µs");
@@ -283,7 +321,7 @@ mod tests {
 
     #[test]
     fn quantiles_use_the_nearest_rank() {
-        let v: Vec<u64> = (1..=100).collect();
+        let v: Vec<i64> = (1..=100).collect();
         assert_eq!(quantile(v.clone(), 0.5), Some(50));
         assert_eq!(quantile(v, 0.99), Some(99));
         assert_eq!(quantile(vec![], 0.5), None);
@@ -302,5 +340,35 @@ mod tests {
         );
         assert_eq!(format_micros(12), "12 µs");
         assert_eq!(format_micros(1_400), "1.40 ms");
+    }
+
+    #[test]
+    fn a_duration_keeps_its_sign_and_zero_reads_under_a_microsecond() {
+        assert_eq!(format_micros(0), "< 1 µs");
+        assert_eq!(format_micros(-120), "−120 µs");
+        assert_eq!(format_micros(-1_400), "−1.40 ms");
+        assert_eq!(format_micros(-25_000), "−25 ms");
+        assert_eq!(format_micros(-3_200_000), "−3.2 s");
+        assert_eq!(format_micros(i64::MIN).chars().next(), Some('−'));
+    }
+
+    #[test]
+    fn negative_latencies_are_kept_in_the_percentiles() {
+        let mut stats = PipelineStats::default();
+        // The Reflector's mark read before etcd's: −120 µs, kept as it is.
+        for (etcd, reflector) in [(1_120, 1_000), (1_000, 1_050), (1_000, 1_040)] {
+            stats.record(
+                &times(&[
+                    (Stage::Etcd, etcd, None),
+                    (Stage::Reflector, reflector, None),
+                ]),
+                0.0,
+            );
+        }
+        let r = stats.stage(Stage::Reflector).unwrap();
+        assert_eq!(r.latency_quantiles([0.0, 0.5, 1.0]), Some([-120, 40, 50]));
+        assert_eq!(r.negatives(), (1, 3));
+        assert_eq!(histogram(r.latencies()).negative, 1);
+        assert_eq!(quantile(vec![-5, -1, 3], 0.5), Some(-1));
     }
 }

@@ -81,7 +81,7 @@ async fn every_stage_is_drawn_and_unobserved_ones_say_so() {
     browser
         .wait_until(
             "the Reflector's state (watching) is on its node",
-            "[...document.querySelectorAll('#pipeline .reflector[data-resource=pods] .reflector-state')].some(e => /^(WATCH from|BOOKMARK) [0-9]+/.test(e.textContent))",
+            "[...document.querySelectorAll('#pipeline .reflector[data-key=pods] .line-words')].some(e => /^(WATCH rv=\"[0-9]+\"|BOOKMARK [0-9]+)/.test(e.textContent))",
         )
         .await;
     // Let the numbers fill in before the picture.

@@ -49,7 +49,7 @@ async fn the_page_shows_live_watch_events() {
     browser
         .wait_until(
             "the pods Reflector is watching",
-            "[...document.querySelectorAll('.reflector[data-resource=pods] .reflector-state')].some(e => /^(WATCH from|BOOKMARK) [0-9]+/.test(e.textContent))",
+            "[...document.querySelectorAll('.reflector[data-key=pods] .line-words')].some(e => /^(WATCH rv=\"[0-9]+\"|BOOKMARK [0-9]+)/.test(e.textContent))",
         )
         .await;
 

@@ -2,12 +2,15 @@
 //! tells only by chance, told on cue — a coalesced event merging into its
 //! queued key, the watch cache's fan-out, a DELETED object's history, a
 //! relist that is never sampled away, BOOKMARK and ERROR past a name search,
-//! a newer protocol, and the access token passed on to `/ws`.
+//! the informer's side of events (listeners' lanes, a resync, a deletion
+//! found by relist, a stage read before the one before it, the Reflector's
+//! requests), a newer protocol, and the access token passed on to `/ws`.
 
 use serde_json::json;
 use watchlife_protocol::{
-    CacheState, ClosedWatcherState, EventType, FrameBody, Hello, ObjectRef, ServerFrame, Snapshot,
-    Source, Stage, StageMark, StageTimes, WatchCacheReport, WatchEvent, WatcherState,
+    CacheState, Callback, ClosedWatcherState, EventType, FrameBody, Handled, HandlerCall, Hello,
+    ObjectRef, ReconcileRun, ReflectorState, ReflectorUpdate, ServerFrame, Snapshot, Source, Stage,
+    StageMark, StageTimes, WatchCacheReport, WatchEvent, WatcherState,
 };
 use watchlife_tests::browser::{Browser, ScriptedBridge};
 
@@ -439,6 +442,280 @@ async fn a_relist_is_animated_whole_however_many_objects_it_lists() {
         skipped,
         json!(""),
         "nothing of a relist is counted instead of drawn"
+    );
+    browser.close().await;
+}
+
+/// Stage times at the given offsets from `T0` (µs), in pipeline order.
+fn marks(at: &[(Stage, u64)]) -> StageTimes {
+    at.iter()
+        .map(|(stage, us)| (*stage, StageMark::at(T0 + us)))
+        .collect()
+}
+
+fn call(
+    listener: &str,
+    callback: Callback,
+    depth: u32,
+    dequeued: u64,
+    returned: u64,
+) -> HandlerCall {
+    HandlerCall {
+        listener: listener.into(),
+        callback,
+        depth,
+        dequeued: T0 + dequeued,
+        returned: T0 + returned,
+    }
+}
+
+fn handled(frame: ServerFrame, handled: Handled) -> ServerFrame {
+    match frame.body {
+        FrameBody::Event(e) => ServerFrame {
+            seq: frame.seq,
+            body: FrameBody::Event(WatchEvent { handled, ..e }),
+        },
+        _ => frame,
+    }
+}
+
+fn reflector(seq: u64, resource: &str, state: ReflectorState) -> ServerFrame {
+    ServerFrame {
+        seq,
+        body: FrameBody::Reflector(ReflectorUpdate {
+            resource: resource.into(),
+            state,
+        }),
+    }
+}
+
+#[tokio::test]
+async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read_first() {
+    // A cluster watched with its etcd: the etcd mark is etcd's notification.
+    let cluster = Hello {
+        source: Source::Cluster {
+            context: "kind".into(),
+            server: "https://127.0.0.1:6443".into(),
+        },
+        observed_stages: vec![
+            Stage::Etcd,
+            Stage::Reflector,
+            Stage::Fifo,
+            Stage::Indexer,
+            Stage::Handlers,
+            Stage::Workqueue,
+            Stage::Reconcile,
+        ],
+        ..hello(1)
+    };
+    let bridge =
+        ScriptedBridge::start(cluster, vec![snapshot_of(&[("web-1", 11), ("web-2", 9)])]).await;
+    let browser = open(&bridge, "?speed=0").await;
+    bridge.send(&reflector(
+        1,
+        "pods",
+        ReflectorState::WatchStarted {
+            resource_version: "11".into(),
+            timeout_seconds: 417,
+        },
+    ));
+    bridge.send(&reflector(
+        2,
+        "configmaps",
+        ReflectorState::ListStarted {
+            resource_version: "0".into(),
+            limit: 500,
+        },
+    ));
+    // web-1 changes: the Reflector decoded it 120 µs before etcd's watch
+    // told watchlife of the write. Both listeners run; worker 1 reads RV 12.
+    let changed = marks(&[
+        (Stage::Etcd, 120),
+        (Stage::Reflector, 0),
+        (Stage::Fifo, 10),
+        (Stage::Indexer, 30),
+        (Stage::Handlers, 30),
+        (Stage::Workqueue, 90),
+        (Stage::Reconcile, 300),
+    ]);
+    bridge.send(&handled(
+        event(3, EventType::Modified, pod("web-1"), 12, changed),
+        Handled {
+            old_resource_version: Some("11".into()),
+            calls: vec![
+                call("scheduler: scheduled", Callback::OnUpdate, 2, 40, 55),
+                call("controller", Callback::OnUpdate, 0, 35, 80),
+            ],
+            reconcile: Some(ReconcileRun {
+                worker: 1,
+                started: T0 + 300,
+                finished: T0 + 1_500,
+                seen_resource_version: Some("12".into()),
+                requeued_after_ms: None,
+            }),
+            ..Handled::default()
+        },
+    ));
+    // A resync of web-1: same resourceVersion; the scheduler's filter
+    // turns it away, only the controller is called.
+    let resynced = marks(&[
+        (Stage::Fifo, 5_000),
+        (Stage::Indexer, 5_010),
+        (Stage::Handlers, 5_010),
+        (Stage::Workqueue, 5_040),
+    ]);
+    bridge.send(&handled(
+        event(4, EventType::Modified, pod("web-1"), 12, resynced),
+        Handled {
+            old_resource_version: Some("12".into()),
+            resync: true,
+            calls: vec![call("controller", Callback::OnUpdate, 1, 5_020, 5_030)],
+            ..Handled::default()
+        },
+    ));
+    // web-2 is gone, found by a relist: DeletedFinalStateUnknown.
+    let relisted = marks(&[
+        (Stage::Reflector, 9_000),
+        (Stage::Fifo, 9_010),
+        (Stage::Indexer, 9_020),
+        (Stage::Handlers, 9_020),
+    ]);
+    bridge.send(&handled(
+        event(5, EventType::Deleted, pod("web-2"), 9, relisted),
+        Handled {
+            final_state_unknown: true,
+            calls: vec![
+                call("scheduler: scheduled", Callback::OnDelete, 0, 9_030, 9_035),
+                call("controller", Callback::OnDelete, 0, 9_025, 9_040),
+            ],
+            ..Handled::default()
+        },
+    ));
+
+    // The log marks the resync and the deletion found by relist.
+    browser
+        .wait_until(
+            "the log marks the resync and the relist's deletion",
+            "document.querySelector('tr.event-row[data-seq=\"4\"][data-mark=resync] .delivery-note')?.textContent.trim() === 'resync' \
+             && document.querySelector('tr.event-row[data-seq=\"5\"][data-mark=dfsu] .delivery-note')?.textContent.trim() \
+                === 'DeletedFinalStateUnknown (found by relist)'",
+        )
+        .await;
+    // The negative interval keeps its sign and says why; its bar is drawn backwards.
+    let waterfall = browser
+        .eval("document.querySelector('tr.event-row[data-seq=\"3\"] svg.waterfall').getAttribute('aria-label')")
+        .await;
+    let waterfall = waterfall.as_str().unwrap_or_default();
+    assert!(
+        waterfall.contains(
+            "Reflector −120 µs (etcd's watch heard of it after the apiserver's watch did)"
+        ),
+        "{waterfall}"
+    );
+    assert!(
+        waterfall.contains("event handlers ±0 (same instant: both read at once)"),
+        "{waterfall}"
+    );
+    let backwards = browser
+        .eval("document.querySelectorAll('tr.event-row[data-seq=\"3\"] svg.waterfall rect.negative').length")
+        .await;
+    assert_eq!(backwards, json!(1));
+
+    // The event's detail: each listener's call and the reconcile's worker and read.
+    browser.click("tr.event-row[data-seq=\"3\"]").await;
+    browser
+        .wait_until(
+            "the detail of the event clicked",
+            "document.querySelector('#event-detail')?.dataset.seq === '3'",
+        )
+        .await;
+    let detail = browser.text("#event-detail").await;
+    for line in [
+        "Event 3: MODIFIED Pod default/web-1 at RV 12",
+        "the Indexer held RV 11 before",
+        "Reflector −120 µs (etcd's watch heard of it after the apiserver's watch did)",
+        "scheduler: scheduled: OnUpdate at buffer depth 2, dequeued +10 µs, returned +15 µs",
+        "controller: OnUpdate at buffer depth 0, dequeued +5 µs, returned +45 µs",
+        "reconcile by worker 1, started +210 µs, ran +1.20 ms, read RV 12",
+    ] {
+        assert!(detail.contains(line), "{line:?} in {detail}");
+    }
+
+    // One lane per listener on the handlers' node, in order of appearance:
+    // depth at the latest call, calls by callback, p50 run time.
+    browser
+        .wait_until(
+            "the handlers' node has a lane per listener",
+            "[...document.querySelectorAll('#pipeline g.stage[data-stage=handlers] g.listener')].length === 2 \
+             && document.querySelector('g.listener[data-key=controller] .line-words')?.textContent.startsWith('0 │ U2 D1 │')",
+        )
+        .await;
+    let lanes = browser
+        .eval(
+            "[...document.querySelectorAll('#pipeline g.listener')].map(g => \
+             [g.dataset.key, g.querySelector('.line-lead').textContent.trim(), g.querySelector('.line-words').textContent])",
+        )
+        .await;
+    assert_eq!(
+        lanes,
+        json!([
+            ["scheduler: scheduled", "scheduled", "0 │ U1 D1 │ 5 µs"],
+            ["controller", "controller", "0 │ U2 D1 │ 15 µs"]
+        ])
+    );
+    // The Reflector's node shows the requests as asked.
+    let requests = browser
+        .eval(
+            "Object.fromEntries([...document.querySelectorAll('#pipeline g.reflector')].map(g => \
+             [g.dataset.key, g.querySelector('.line-words').textContent]))",
+        )
+        .await;
+    assert_eq!(
+        requests,
+        json!({"pods": "WATCH rv=\"11\" timeout 417s", "configmaps": "LIST rv=\"0\" limit=500"})
+    );
+    // The Reflector's negative latency is kept and counted, not clamped.
+    browser
+        .wait_until(
+            "the Reflector's node counts the negative interval",
+            "document.querySelector('g.stage[data-stage=reflector] .stage-depth')?.textContent.startsWith('1 of 1 negative')",
+        )
+        .await;
+
+    // The objects' histories: a resync of web-1, and web-2 gone by relist.
+    browser
+        .click("tr.object-row[data-key='default/web-1']")
+        .await;
+    browser
+        .wait_until(
+            "web-1's history ends in a resync",
+            "document.querySelector('#history .version:last-child')?.dataset.mark === 'resync'",
+        )
+        .await;
+    let resync = browser.text("#history .version:last-child .change").await;
+    assert!(resync.starts_with("resync"), "{resync}");
+    let shot = watchlife_tests::workspace().join("target/screenshots");
+    std::fs::create_dir_all(&shot).expect("a folder for the screenshot");
+    browser.screenshot(&shot.join("informer-side.png")).await;
+    browser
+        .eval("document.querySelector('.panels').scrollIntoView() || true")
+        .await;
+    browser
+        .screenshot(&shot.join("informer-side-panels.png"))
+        .await;
+    browser
+        .click("tr.object-row[data-key='default/web-2']")
+        .await;
+    browser
+        .wait_until(
+            "web-2's history ends in DeletedFinalStateUnknown",
+            "document.querySelector('#history .version:last-child')?.dataset.mark === 'dfsu'",
+        )
+        .await;
+    let gone = browser.text("#history .version:last-child .change").await;
+    assert!(
+        gone.starts_with("DeletedFinalStateUnknown (found by relist)"),
+        "{gone}"
     );
     browser.close().await;
 }

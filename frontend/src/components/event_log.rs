@@ -1,8 +1,12 @@
 //! The recent events as a virtualised list (only the rows in view exist in
 //! the page, redrawn at most [`REDRAW_MS`] apart), each with a waterfall of
-//! its stage times; click to follow.
+//! its stage times; click one to follow its token and read its detail.
 
+use super::event_detail::EventDetail;
+use crate::detail;
+use crate::interval::interval;
 use crate::model::{EventRow, Model};
+use crate::narration::etcd_notifies;
 use crate::player::Player;
 use crate::throttle::throttled;
 use crate::view_state::ViewState;
@@ -107,6 +111,14 @@ pub fn EventLog() -> impl IntoView {
         redraw.track();
         model.dropped.get_untracked()
     };
+    // What the etcd mark is, for the words of a negative interval.
+    let notifies = Memo::new(move |_| {
+        model
+            .hello
+            .with(|h| etcd_notifies(h.as_ref().map(|h| &h.source)))
+    });
+    // The event clicked, whose detail is shown under the log.
+    let selected: RwSignal<Option<EventRow>> = RwSignal::new(None);
     // One listener for all the rows, which are redrawn many times a second:
     // listeners of their own would be taken off and put back on each redraw.
     let player = expect_context::<Player>();
@@ -121,6 +133,7 @@ pub fn EventLog() -> impl IntoView {
                 shown.with_untracked(|w| w.rows.iter().find(|r| r.seq == seq).cloned())
             });
         if let Some(row) = row {
+            selected.set(Some(row.clone()));
             player.follow(row, view.paused.get_untracked());
         }
     };
@@ -138,7 +151,7 @@ pub fn EventLog() -> impl IntoView {
                         0 => String::new(),
                         n => format!(" · {n} older events dropped"),
                     }}
-                    " · click one to follow its token"
+                    " · click one to follow its token and read its detail"
                 </small>
             </h2>
             <div
@@ -165,24 +178,39 @@ pub fn EventLog() -> impl IntoView {
                         {move || {
                             let Window { first, total, rows } = shown.get();
                             let after = total - first - rows.len();
+                            let notifies = notifies.get();
                             view! {
                                 <tr class="spacer" style=format!("height:{}px", first as f64 * ROW_H)></tr>
-                                {rows.into_iter().map(|row| view! { <Row row/> }).collect_view()}
+                                {rows.into_iter().map(|row| view! { <Row row notifies/> }).collect_view()}
                                 <tr class="spacer" style=format!("height:{}px", after as f64 * ROW_H)></tr>
                             }
                         }}
                     </tbody>
                 </table>
             </div>
+            <EventDetail selected notifies/>
         </section>
     }
 }
 
+/// How an event was delivered, for its row's `data-mark`: `resync`,
+/// `dfsu` (DeletedFinalStateUnknown), or empty.
+fn mark(e: &watchlife_protocol::WatchEvent) -> &'static str {
+    if e.handled.final_state_unknown {
+        "dfsu"
+    } else if e.handled.resync {
+        "resync"
+    } else {
+        ""
+    }
+}
+
 #[component]
-fn Row(row: EventRow) -> impl IntoView {
+fn Row(row: EventRow, notifies: bool) -> impl IntoView {
     let e = row.event.clone();
     let kind = e.event_type.as_str();
     let seq = row.seq;
+    let delivery = detail::delivery(&e);
     view! {
         <tr
             class="event-row"
@@ -192,6 +220,7 @@ fn Row(row: EventRow) -> impl IntoView {
             data-namespace=e.target.namespace.clone().unwrap_or_default()
             data-initial=e.initial.to_string()
             data-coalesced=e.coalesced.to_string()
+            data-mark=mark(&e)
             data-seq=seq
             tabindex="0"
             title="Follow this event's token"
@@ -201,40 +230,44 @@ fn Row(row: EventRow) -> impl IntoView {
                 <span class=format!("badge {}", kind.to_lowercase())>{kind}</span>
                 {e.initial.then_some(" listed")}
                 {e.coalesced.then(|| view! { <span class="merged-note" title="its key was already waiting in the workqueue">" merged"</span> })}
+                {delivery.map(|_| view! {
+                    <span class="delivery-note">
+                        {if e.handled.final_state_unknown { " DeletedFinalStateUnknown (found by relist)" } else { " resync" }}
+                    </span>
+                })}
             </td>
             <td class="kind">{e.target.kind.clone()}</td>
             <td class="name">{e.target.key()}</td>
             <td class="rv">{e.resource_version.clone()}</td>
-            <td class="waterfall-cell"><Waterfall row/></td>
+            <td class="waterfall-cell"><Waterfall row notifies/></td>
         </tr>
     }
 }
 
 /// One bar per observed stage, from the previous stage's time to this one's,
-/// on a scale spanning the event's whole measured life.
+/// on a scale spanning every mark of the event. A stage read before the one
+/// before it has its bar drawn backwards, marked `negative`; its label says
+/// so with the signed interval (see [`crate::detail`]).
 #[component]
-fn Waterfall(row: EventRow) -> impl IntoView {
+fn Waterfall(row: EventRow, notifies: bool) -> impl IntoView {
     let marks: Vec<(Stage, u64)> = row.event.stages.iter().map(|(s, m)| (*s, m.at)).collect();
-    let start = marks.first().map(|m| m.1).unwrap_or(0);
-    let end = marks.last().map(|m| m.1).unwrap_or(0);
-    let span = (end.saturating_sub(start)).max(1) as f64;
-    let mut bars = Vec::new();
-    let mut describe = Vec::new();
-    for w in marks.windows(2) {
-        let (s, at) = w[1];
-        let from = (w[0].1.saturating_sub(start)) as f64 / span * WATERFALL_W;
-        let to = (at.saturating_sub(start)) as f64 / span * WATERFALL_W;
-        bars.push((s, from, (to - from).max(2.0)));
-        describe.push(format!(
-            "{} +{}",
-            s.label(),
-            crate::stats::format_micros(at.saturating_sub(w[0].1))
-        ));
-    }
-    let label = if describe.is_empty() {
+    let start = marks.iter().map(|m| m.1).min().unwrap_or(0);
+    let end = marks.iter().map(|m| m.1).max().unwrap_or(0);
+    let span = (end - start).max(1) as f64;
+    let x = |at: u64| (at - start) as f64 / span * WATERFALL_W;
+    let bars: Vec<(Stage, f64, f64, bool)> = marks
+        .windows(2)
+        .map(|w| {
+            let (from, to) = (x(w[0].1), x(w[1].1));
+            let back = interval(w[0].1, w[1].1) < 0;
+            (w[1].0, from.min(to), (to - from).abs().max(2.0), back)
+        })
+        .collect();
+    let lines = detail::lines(&row.event, notifies);
+    let label = if marks.len() < 2 && lines.is_empty() {
         "one stage measured".to_string()
     } else {
-        describe.join(", ")
+        lines.join("; ")
     };
     let aria = label.clone();
     view! {
@@ -242,8 +275,11 @@ fn Waterfall(row: EventRow) -> impl IntoView {
             <title>{label}</title>
             {bars
                 .into_iter()
-                .map(|(s, x, w)| view! {
-                    <rect class=format!("bar {}", super::pipeline::stage_id(s)) x=x y=2 width=w height=8 rx=2/>
+                .map(|(s, x, w, back)| view! {
+                    <rect
+                        class=format!("bar {}{}", super::pipeline::stage_id(s), if back { " negative" } else { "" })
+                        x=x y=2 width=w height=8 rx=2
+                    />
                 })
                 .collect_view()}
         </svg>

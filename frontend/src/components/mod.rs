@@ -3,11 +3,14 @@
 pub mod actions;
 pub mod captions;
 pub mod controls;
+pub mod event_detail;
 pub mod event_log;
 pub mod fanout;
 pub mod header;
 pub mod help;
 pub mod keyboard;
+pub mod listener_lanes;
+pub mod node_lines;
 pub mod objects;
 pub mod pipeline;
 pub mod plots;

@@ -27,6 +27,12 @@ const OVERSCAN: usize = 6;
 /// place, so an object coming or going changes a few texts, never the table.
 const SLOTS: usize = (VIEWPORT_H / ROW_H) as usize + 2 * OVERSCAN;
 
+/// A version delivered as a resync, in the history.
+const RESYNC: &str = "resync: handed to the handlers again at the same resourceVersion";
+/// A deletion found by a relist, in the history.
+const DFSU: &str =
+    "DeletedFinalStateUnknown (found by relist): removed from the Indexer, its final state unknown";
+
 /// What one row of the table shows.
 #[derive(Debug, Clone, PartialEq)]
 struct ObjectRow {
@@ -200,9 +206,11 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
             let mut previous: Option<&serde_json::Value> = None;
             for v in &h.versions {
                 let changes: Vec<String> = match previous {
+                    _ if v.final_state_unknown => vec![DFSU.into()],
                     _ if v.event_type == watchlife_protocol::EventType::Deleted => {
                         vec!["deleted: removed from the Indexer".into()]
                     }
+                    _ if v.resync => vec![RESYNC.into()],
                     None if v.initial => vec!["as listed".into()],
                     None => vec!["created".into()],
                     Some(p) => {
@@ -215,7 +223,19 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
                         }
                     }
                 };
-                out.push((v.event_type.as_str(), v.resource_version.clone(), changes));
+                let mark = if v.final_state_unknown {
+                    "dfsu"
+                } else if v.resync {
+                    "resync"
+                } else {
+                    ""
+                };
+                out.push((
+                    v.event_type.as_str(),
+                    v.resource_version.clone(),
+                    mark,
+                    changes,
+                ));
                 previous = Some(&v.object);
             }
             Some((key.1.clone(), h.dropped, h.deleted, out))
@@ -234,10 +254,10 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
                     <ol>
                         {versions
                             .into_iter()
-                            .map(|(t, rv, changes)| {
+                            .map(|(t, rv, mark, changes)| {
                                 let rv_attr = rv.clone();
                                 view! {
-                                <li class="version" data-type=t data-rv=rv_attr>
+                                <li class="version" data-type=t data-rv=rv_attr data-mark=mark>
                                     <span class=format!("badge {}", t.to_lowercase())>{t}</span>
                                     " "<span class="rv">{rv}</span>
                                     <ul>

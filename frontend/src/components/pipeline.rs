@@ -1,10 +1,15 @@
 //! The pipeline as one SVG: a node per stage, server side then client side,
 //! with live numbers, the Reflector's state, and the tokens travelling.
 
+use super::listener_lanes::listener_lines;
+use super::node_lines::{NodeLine, node_lines};
 use super::slot::part;
 use crate::animator::{LANES, index};
+use crate::interval::negative_reason;
 use crate::model::Model;
-use crate::narration::{explain, reflector_alarming, reflector_state, reflector_state_short};
+use crate::narration::{
+    etcd_notifies, explain, reflector_alarming, reflector_state, reflector_state_short,
+};
 use crate::player::Player;
 use crate::stats::format_micros;
 use leptos::prelude::*;
@@ -18,8 +23,11 @@ const GAP: f64 = 14.0;
 const MARGIN: f64 = 10.0;
 /// Top of the nodes (room above for the side labels).
 const NODE_Y: f64 = 34.0;
-/// Height of a node: name, two lines of explanation, three of numbers.
-const NODE_H: f64 = 176.0;
+/// Height of a node: name, two lines of explanation, three of numbers, and
+/// four short lines (the Reflector's requests, the listeners' lanes).
+const NODE_H: f64 = 190.0;
+/// Top of the four short lines of the Reflector and the handlers.
+const LINES_Y: f64 = NODE_Y + 138.0;
 /// Top of the first token lane.
 const TRACK_Y: f64 = NODE_Y + NODE_H + 22.0;
 /// Height of one token lane.
@@ -33,8 +41,6 @@ const HEIGHT: f64 = TRACK_Y + LANES as f64 * LANE_H + 26.0;
 /// Width of one character of the workqueue's keys (11px monospace), to
 /// squeeze a long line into its node rather than let it overflow.
 const MONO_CHAR_W: f64 = 6.6;
-/// The same for the Reflector's lines (10.5px).
-const REFLECTOR_CHAR_W: f64 = 6.3;
 /// A generous average width of one character of the latency line (12px
 /// sans-serif), to squeeze a long one rather than let it cross its node.
 const SANS_CHAR_W: f64 = 6.4;
@@ -43,9 +49,10 @@ const SANS_CHAR_W: f64 = 6.4;
 const REFRESH_MS: u64 = 500;
 /// Reflector lines on its node (one per resource); more are counted.
 const REFLECTOR_LINES: usize = 4;
-const REFLECTOR_LINE_H: f64 = 13.5;
 /// Keys listed on the workqueue's node; more are counted.
 const QUEUED_SHOWN: usize = 2;
+/// What the columns of the listeners' lanes are, on the handlers' node.
+const HANDLERS_LEGEND: &str = "buffer │ calls │ p50 run";
 
 /// Left edge of the node at pipeline position `at`.
 fn node_x(at: f64) -> f64 {
@@ -138,7 +145,14 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
     } else {
         "client"
     };
-    let [line1, line2] = explain(stage);
+    // What the etcd mark is depends on the source (see `explain`).
+    let lines = Memo::new(move |_| {
+        model
+            .hello
+            .with(|h| explain(stage, h.as_ref().map(|h| &h.source)))
+    });
+    let line1 = move || lines.get()[0];
+    let line2 = move || lines.get()[1];
     // Follows the refresh clock only, not every event: under load the
     // numbers would change on every frame, faster than they can be read.
     // The first event to reach the stage, and a stream that stands still,
@@ -149,9 +163,17 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
         reached.track();
         now.track();
         let now = model.now();
+        let notifies = model
+            .hello
+            .with_untracked(|h| etcd_notifies(h.as_ref().map(|h| &h.source)));
         model.stats.with_untracked(|s| {
             let Some(st) = s.stage(stage) else {
-                return ("no events yet".to_string(), String::new(), String::new());
+                return (
+                    "no events yet".to_string(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                );
             };
             let rate = format!("{:.1} events/s", st.rate(now));
             let latency = match st.latency_quantiles([0.5, 0.99]) {
@@ -160,11 +182,33 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
                 }
                 None => "first measured stage".to_string(),
             };
-            let depth = st
-                .depth
-                .map(|d| format!("queue depth {d}"))
-                .unwrap_or_default();
-            (rate, latency, depth)
+            let depth = st.depth.map(|d| format!("queue depth {d}"));
+            // Negative samples are kept, counted here, and explained in the title.
+            let (negative, kept) = st.negatives();
+            let before = s.seen.range(..stage).next_back().copied();
+            let (negatives, why) = match before {
+                Some(before) if negative > 0 => (
+                    Some(format!("{negative} of {kept} negative")),
+                    format!(
+                        "{negative} of the last {kept} intervals from the stage before are negative: {}",
+                        negative_reason(before, notifies)
+                    ),
+                ),
+                _ => (None, String::new()),
+            };
+            let legend = (stage == Stage::Handlers && !s.listeners.lanes.is_empty())
+                .then(|| HANDLERS_LEGEND.to_string());
+            let third = [depth, negatives]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" · ");
+            let third = if third.is_empty() {
+                legend.unwrap_or_default()
+            } else {
+                third
+            };
+            (rate, latency, third, why)
         })
     });
     let numbers = move || numbers.get();
@@ -174,40 +218,16 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
             .state
             .with_value(|s| s.skipped.get(&stage).copied().unwrap_or(0))
     };
-    let reflectors = move || {
-        let all = model.reflectors.get();
-        let more = all.len().saturating_sub(REFLECTOR_LINES);
-        all.into_iter()
-            .take(REFLECTOR_LINES)
-            .enumerate()
-            .map(|(i, (resource, state))| {
-                let y = NODE_Y + 122.0 + i as f64 * REFLECTOR_LINE_H;
-                let alarming = reflector_alarming(&state);
-                // `deployments.apps` reads as `deployments` on the node.
-                let short = resource.split('.').next().unwrap_or(&resource).to_string();
-                let mut words = reflector_state_short(&state);
-                if i + 1 == REFLECTOR_LINES && more > 0 {
-                    words.push_str(&format!(" +{more}"));
-                }
-                let chars = short.chars().count() + 1 + words.chars().count();
-                let title = format!("{resource}: {}", reflector_state(&state));
-                view! {
-                    <g class="reflector" class:alarming=alarming data-resource=resource.clone()>
-                        <text
-                            class="reflector-line"
-                            x=x + 8.0
-                            y=y
-                            textLength=(chars as f64 * REFLECTOR_CHAR_W > NODE_W - 16.0).then_some(NODE_W - 16.0)
-                            lengthAdjust="spacingAndGlyphs"
-                        >
-                            <tspan class="reflector-resource">{short}" "</tspan>
-                            <tspan class="reflector-state">{words}</tspan>
-                        </text>
-                        <title>{title}</title>
-                    </g>
-                }
-            })
-            .collect_view()
+    // The short lines under the numbers: one per resource on the
+    // Reflector, one per listener on the handlers (one closure for both, so
+    // that their drawing is in the page once).
+    let lanes = (stage == Stage::Handlers).then(|| listener_lines(now));
+    let lines = move || {
+        let lines = match lanes {
+            Some(lanes) => lanes(),
+            None => reflector_lines(model),
+        };
+        node_lines(x, LINES_Y, NODE_W, lines)
     };
     view! {
         <g
@@ -219,13 +239,13 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
             aria-roledescription="stage"
             aria-label=move || {
                 if observed() {
-                    let (rate, latency, depth) = numbers();
-                    let numbers = [rate, latency, depth]
+                    let (rate, latency, depth, why) = numbers();
+                    let numbers = [rate, latency, depth, why]
                         .into_iter()
                         .filter(|n| !n.is_empty())
                         .collect::<Vec<_>>()
                         .join(", ");
-                    format!("{}: {line1} {line2} {numbers}", stage.label())
+                    format!("{}: {} {} {numbers}", stage.label(), line1(), line2())
                 } else {
                     format!("{}: not observed for this source", stage.label())
                 }
@@ -258,8 +278,11 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
                 >
                     {move || numbers().1}
                 </text>
-                <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">{move || numbers().2}</text>
-                {(stage == Stage::Reflector).then_some(reflectors)}
+                <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">
+                    {move || numbers().2}
+                    <title>{move || numbers().3}</title>
+                </text>
+                {matches!(stage, Stage::Reflector | Stage::Handlers).then_some(lines)}
                 {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys x/> })}
             </Show>
             <text class="skipped" x=cx y=HEIGHT - 8.0 text-anchor="middle">
@@ -270,6 +293,35 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
             </text>
         </g>
     }
+}
+
+/// One line per resource for the Reflector's node: its latest state, the
+/// request as asked while one is out.
+fn reflector_lines(model: Model) -> Vec<NodeLine> {
+    let all = model.reflectors.get();
+    let more = all.len().saturating_sub(REFLECTOR_LINES);
+    all.into_iter()
+        .take(REFLECTOR_LINES)
+        .enumerate()
+        .map(|(i, (resource, state))| {
+            let mut words = reflector_state_short(&state);
+            if i + 1 == REFLECTOR_LINES && more > 0 {
+                words.push_str(&format!(" +{more}"));
+            }
+            NodeLine {
+                class: if reflector_alarming(&state) {
+                    "reflector alarming".into()
+                } else {
+                    "reflector".into()
+                },
+                // `deployments.apps` reads as `deployments` on the node.
+                lead: resource.split('.').next().unwrap_or(&resource).to_string(),
+                title: format!("{resource}: {}", reflector_state(&state)),
+                key: resource,
+                words,
+            }
+        })
+        .collect()
 }
 
 /// The keys waiting in the workqueue, as the tokens show them, on its node:
@@ -437,6 +489,15 @@ fn token_views(s: &crate::animator::AnimState, step: bool) -> Vec<(usize, TokenV
             if e.coalesced {
                 class.push_str(" coalesced");
             }
+            if e.handled.resync {
+                class.push_str(" resync");
+            }
+            if e.handled.final_state_unknown {
+                class.push_str(" final-state-unknown");
+            }
+            if t.reordered {
+                class.push_str(" reordered");
+            }
             if merge.is_some() {
                 class.push_str(" merging");
             }
@@ -466,6 +527,14 @@ fn token_views(s: &crate::animator::AnimState, step: bool) -> Vec<(usize, TokenV
             );
             if merge.is_some() {
                 what.push_str(": merged into the key already queued");
+            }
+            if let Some(how) = crate::detail::delivery(e) {
+                what.push_str(&format!("; {how}"));
+            }
+            if t.reordered {
+                what.push_str(
+                    "; a stage's clock read came before the previous stage's (see its waterfall)",
+                );
             }
             let view = TokenView {
                 id: t.id,

@@ -1,0 +1,149 @@
+//! On the event handlers' node, one lane per listener: its name, its
+//! buffer's depth at its latest call, its calls by callback, and how long
+//! its handler ran (p50, dequeue → return). A lane lights up while a token
+//! at the handlers was handed to that listener; a listener whose filter
+//! turned the event away stays dark.
+//!
+//! The lanes are redrawn with the node's numbers, a few times a second at
+//! most and only when they changed, never per event: a token reaching or
+//! leaving the handlers, or the refresh clock. They are drawn as the node's
+//! short lines (see [`super::node_lines`]).
+
+use super::node_lines::NodeLine;
+use crate::listeners::Lane;
+use crate::model::Model;
+use crate::player::Player;
+use crate::stats::format_micros;
+use leptos::prelude::*;
+use watchlife_protocol::Stage;
+
+/// Lanes drawn; more listeners are counted on the last one.
+pub const LANES_SHOWN: usize = 4;
+
+/// The lane's name as drawn: the part after the last `: `
+/// (`scheduler: scheduled` reads `scheduled`); the whole name is its title.
+fn short(name: &str) -> &str {
+    name.rsplit(": ").next().unwrap_or(name)
+}
+
+/// A lane's line: `scheduled 2 │ A1 U4 │ 15 µs` (depth, calls by callback,
+/// p50 run time), with `+more` listeners not drawn.
+fn lane_line(lane: &Lane, more: usize) -> NodeLine {
+    let [adds, updates, deletes] = lane.calls;
+    let counts: Vec<String> = [("A", adds), ("U", updates), ("D", deletes)]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(c, n)| format!("{c}{n}"))
+        .collect();
+    let [p50, p99] = lane.handling_quantiles().unwrap_or_default();
+    let mut words = format!(
+        "{} │ {} │ {}",
+        lane.depth,
+        counts.join(" "),
+        format_micros(p50)
+    );
+    if more > 0 {
+        words.push_str(&format!(" +{more}"));
+    }
+    let title = format!(
+        "{} ({}): buffer depth {} at its latest call; OnAdd {adds}, OnUpdate {updates}, OnDelete {deletes}; \
+         handler ran p50 {}, p99 {} (dequeue → return, last {} calls)",
+        lane.name,
+        lane.resource,
+        lane.depth,
+        format_micros(p50),
+        format_micros(p99),
+        lane.samples()
+    );
+    NodeLine {
+        class: "listener".into(),
+        key: lane.name.clone(),
+        lead: short(&lane.name).into(),
+        words,
+        title,
+    }
+}
+
+/// The lanes' lines, as a closure for the handlers' node to draw: redrawn
+/// when `now` ticks (and when the stream settles) if they changed, and as
+/// tokens reach or leave the handlers.
+pub fn listener_lines(now: RwSignal<f64>) -> impl Fn() -> Vec<NodeLine> + Copy {
+    let model = expect_context::<Model>();
+    let player = expect_context::<Player>();
+    let lanes = Memo::new(move |_| {
+        model.settled.track();
+        now.track();
+        model.stats.with_untracked(|s| {
+            let all = &s.listeners.lanes;
+            let more = all.len().saturating_sub(LANES_SHOWN);
+            all.iter()
+                .take(LANES_SHOWN)
+                .enumerate()
+                .map(|(i, l)| lane_line(l, if i + 1 == LANES_SHOWN { more } else { 0 }))
+                .collect::<Vec<_>>()
+        })
+    });
+    // The listeners handed an event whose token is at the handlers now.
+    let called = Memo::new(move |_| {
+        player.tick.track();
+        let step = player.reduced_motion.get();
+        player.state.with_value(|s| {
+            let mut names: Vec<String> = Vec::new();
+            let at_handlers = s.active.iter().filter(|t| {
+                t.place(s.clock, step)
+                    .is_some_and(|p| p.stage == Stage::Handlers)
+            });
+            for t in at_handlers {
+                for c in &t.row.event.handled.calls {
+                    if !names.contains(&c.listener) {
+                        names.push(c.listener.clone());
+                    }
+                }
+            }
+            names
+        })
+    });
+    move || {
+        let called = called.get();
+        let mut lines = lanes.get();
+        for l in &mut lines {
+            if called.contains(&l.key) {
+                l.class.push_str(" called");
+            }
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::listeners::Listeners;
+    use watchlife_protocol::{Callback, HandlerCall};
+
+    #[test]
+    fn a_lane_reads_name_depth_calls_and_run_time() {
+        let mut l = Listeners::default();
+        let call = |callback, depth, took: u64| HandlerCall {
+            listener: "scheduler: scheduled".into(),
+            callback,
+            depth,
+            dequeued: 10,
+            returned: 10 + took,
+        };
+        l.record("pods", &[call(Callback::OnAdd, 1, 40)]);
+        l.record("pods", &[call(Callback::OnUpdate, 3, 0)]);
+        let v = lane_line(&l.lanes[0], 0);
+        assert_eq!(
+            (v.key.as_str(), v.lead.as_str(), v.words.as_str()),
+            ("scheduler: scheduled", "scheduled", "3 │ A1 U1 │ < 1 µs")
+        );
+        assert!(
+            v.title
+                .starts_with("scheduler: scheduled (pods): buffer depth 3"),
+            "{}",
+            v.title
+        );
+        assert!(lane_line(&l.lanes[0], 2).words.ends_with(" +2"));
+    }
+}

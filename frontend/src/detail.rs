@@ -1,0 +1,209 @@
+//! One event's life in lines of text: how it was delivered, each stage with
+//! the interval from the one before, each listener's call, the reconcile.
+//! The event log's waterfall is labelled with these lines and the event
+//! detail lists them.
+
+use crate::interval::{describe, interval};
+use watchlife_protocol::{Stage, WatchEvent};
+
+/// How the event was delivered, when not as an ordinary watch event.
+pub fn delivery(e: &WatchEvent) -> Option<&'static str> {
+    if e.handled.final_state_unknown {
+        Some("DeletedFinalStateUnknown (found by relist)")
+    } else if e.handled.resync {
+        Some("resync: the same resourceVersion handed to the handlers again")
+    } else {
+        None
+    }
+}
+
+/// Each observed stage after the first, with the interval from the one
+/// before it (`etcd_notifies`: see [`crate::interval::negative_reason`]).
+pub fn stage_lines(e: &WatchEvent, etcd_notifies: bool) -> Vec<String> {
+    let marks: Vec<(Stage, u64)> = e.stages.iter().map(|(s, m)| (*s, m.at)).collect();
+    marks
+        .windows(2)
+        .map(|w| {
+            let us = interval(w[0].1, w[1].1);
+            format!("{} {}", w[1].0.label(), describe(w[0].0, us, etcd_notifies))
+        })
+        .collect()
+}
+
+/// Each listener's call: its callback, its buffer's depth, when it took the
+/// notification (from the handlers' mark) and how long its handler ran.
+pub fn call_lines(e: &WatchEvent) -> Vec<String> {
+    let handlers = e.stages.get(&Stage::Handlers).map(|m| m.at);
+    e.handled
+        .calls
+        .iter()
+        .map(|c| {
+            let taken = handlers
+                .map(|h| {
+                    let us = interval(h, c.dequeued);
+                    format!(", dequeued {}", describe(Stage::Handlers, us, false))
+                })
+                .unwrap_or_default();
+            let ran = interval(c.dequeued, c.returned);
+            format!(
+                "{}: {} at buffer depth {}{taken}, returned {}",
+                c.listener,
+                c.callback.as_str(),
+                c.depth,
+                describe(Stage::Handlers, ran, false)
+            )
+        })
+        .collect()
+}
+
+/// The reconcile that covered the event's key: its worker, when it started
+/// (from the workqueue's mark), how long it ran, and the resourceVersion it
+/// read from the Indexer.
+pub fn reconcile_line(e: &WatchEvent) -> Option<String> {
+    let r = e.handled.reconcile.as_ref()?;
+    let waited = e
+        .stages
+        .get(&Stage::Workqueue)
+        .map(|m| {
+            let us = interval(m.at, r.started);
+            format!(", started {}", describe(Stage::Workqueue, us, false))
+        })
+        .unwrap_or_default();
+    let read = match &r.seen_resource_version {
+        Some(rv) => format!("read RV {rv}"),
+        None => "found the object gone".into(),
+    };
+    let requeued = r
+        .requeued_after_ms
+        .map(|ms| format!("; failed, requeued after {ms} ms"))
+        .unwrap_or_default();
+    Some(format!(
+        "reconcile by worker {}{waited}, ran {}, {read}{requeued}",
+        r.worker,
+        describe(Stage::Reconcile, interval(r.started, r.finished), false)
+    ))
+}
+
+/// Every line of the event's detail, in the order above; the Indexer's
+/// previous resourceVersion after the delivery.
+pub fn lines(e: &WatchEvent, etcd_notifies: bool) -> Vec<String> {
+    let mut out: Vec<String> = delivery(e).map(String::from).into_iter().collect();
+    if let Some(old) = &e.handled.old_resource_version {
+        out.push(format!("the Indexer held RV {old} before"));
+    }
+    out.extend(stage_lines(e, etcd_notifies));
+    out.extend(call_lines(e));
+    out.extend(reconcile_line(e));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watchlife_protocol::{
+        Callback, EventType, Handled, HandlerCall, ObjectRef, ReconcileRun, StageMark,
+    };
+
+    fn event(stages: &[(Stage, u64)], handled: Handled) -> WatchEvent {
+        WatchEvent {
+            event_type: EventType::Modified,
+            target: ObjectRef {
+                resource: "pods".into(),
+                kind: "Pod".into(),
+                namespace: Some("default".into()),
+                name: "web-1".into(),
+            },
+            resource_version: "12".into(),
+            object: serde_json::Value::Null,
+            stages: stages
+                .iter()
+                .map(|(s, at)| (*s, StageMark::at(*at)))
+                .collect(),
+            initial: false,
+            coalesced: false,
+            handled,
+        }
+    }
+
+    #[test]
+    fn stages_keep_their_sign_and_say_when_they_were_read_at_once() {
+        let e = event(
+            &[
+                (Stage::Etcd, 1_120),
+                (Stage::Reflector, 1_000),
+                (Stage::Fifo, 1_010),
+                (Stage::Indexer, 1_010),
+            ],
+            Handled::default(),
+        );
+        assert_eq!(
+            stage_lines(&e, true),
+            [
+                "Reflector −120 µs (etcd's watch heard of it after the apiserver's watch did)",
+                "FIFO +10 µs",
+                "Indexer ±0 (same instant: both read at once)",
+            ]
+        );
+        assert!(stage_lines(&e, false)[0].ends_with("(the later stage's clock read came first)"));
+    }
+
+    #[test]
+    fn calls_and_the_reconcile_are_listed_with_their_times() {
+        let handled = Handled {
+            old_resource_version: Some("11".into()),
+            resync: true,
+            calls: vec![
+                HandlerCall {
+                    listener: "scheduler: scheduled".into(),
+                    callback: Callback::OnUpdate,
+                    depth: 2,
+                    dequeued: 130,
+                    returned: 145,
+                },
+                HandlerCall {
+                    listener: "controller".into(),
+                    callback: Callback::OnUpdate,
+                    depth: 0,
+                    dequeued: 100,
+                    returned: 100,
+                },
+            ],
+            reconcile: Some(ReconcileRun {
+                worker: 1,
+                started: 400,
+                finished: 1_600,
+                seen_resource_version: Some("12".into()),
+                requeued_after_ms: Some(5),
+            }),
+            ..Handled::default()
+        };
+        let e = event(&[(Stage::Handlers, 100), (Stage::Workqueue, 200)], handled);
+        assert_eq!(
+            lines(&e, false),
+            [
+                "resync: the same resourceVersion handed to the handlers again",
+                "the Indexer held RV 11 before",
+                "workqueue +100 µs",
+                "scheduler: scheduled: OnUpdate at buffer depth 2, dequeued +30 µs, returned +15 µs",
+                "controller: OnUpdate at buffer depth 0, dequeued ±0 (same instant: both read at once), returned ±0 (same instant: both read at once)",
+                "reconcile by worker 1, started +200 µs, ran +1.20 ms, read RV 12; failed, requeued after 5 ms",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_relist_deletion_is_named_as_client_go_names_it() {
+        let e = event(
+            &[],
+            Handled {
+                final_state_unknown: true,
+                resync: false,
+                ..Handled::default()
+            },
+        );
+        assert_eq!(
+            delivery(&e),
+            Some("DeletedFinalStateUnknown (found by relist)")
+        );
+    }
+}
