@@ -19,7 +19,9 @@
 use crate::fifo::DeltaType;
 use crate::handlers::{Filtering, Handler, Unfiltered, is_scheduled, is_unscheduled};
 use crate::indexer::{Indexer, resource_version};
-use crate::shared_informer::{Distribution, Kind, Processed as Popped, SharedInformer};
+use crate::shared_informer::{
+    Distribution, Kind, Notification, Processed as Popped, SharedInformer,
+};
 use crate::workqueue::Workqueue;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -78,12 +80,26 @@ pub struct ListenerRun {
     pub finished: Vec<WatchEvent>,
 }
 
+/// A notification taken from a listener's buffer whose handler has not run
+/// yet: see [`Informer::take`].
+#[derive(Debug)]
+pub struct Taken {
+    index: usize,
+    notification: Notification,
+    dequeued: Micros,
+}
+
 /// An event on its way: stamped as it goes, finished when nothing waits.
 #[derive(Debug)]
 struct Tracked {
     event: WatchEvent,
     /// Listener runs and reconciles still to come.
     pending: u32,
+    /// Each listener's buffer depth just after the notification entered it.
+    depths: Vec<(usize, usize)>,
+    /// The listener index of each of `event.handled.calls`, which are kept in
+    /// registration order whatever order the listeners ran in.
+    called: Vec<usize>,
 }
 
 /// The instrumented informer of one resource.
@@ -200,11 +216,38 @@ impl Informer {
     /// Listener `index`'s task: takes one notification from its buffer and
     /// runs its handler. `None` when the buffer is empty.
     pub fn run_listener(&mut self, index: usize, now: &dyn Fn() -> Micros) -> Option<ListenerRun> {
-        let depth = self.shared.buffered(index);
-        let n = self.shared.pop(index)?;
-        let dequeued = now();
-        let handler = self.handlers.get_mut(index)?;
-        let callback = handler.handle(&n);
+        let taken = self.take(index, now)?;
+        Some(self.handle(taken, now))
+    }
+
+    /// The first half of [`Informer::run_listener`]: takes one notification
+    /// from listener `index`'s buffer and stamps it dequeued. A caller that
+    /// must wait between the two halves (a slow handler, for benches and
+    /// demos) does so without holding the informer, then calls
+    /// [`Informer::handle`]. `None` when the buffer is empty.
+    pub fn take(&mut self, index: usize, now: &dyn Fn() -> Micros) -> Option<Taken> {
+        if index >= self.handlers.len() {
+            return None;
+        }
+        let notification = self.shared.pop(index)?;
+        Some(Taken {
+            index,
+            notification,
+            dequeued: now(),
+        })
+    }
+
+    /// The second half of [`Informer::run_listener`]: runs the listener's
+    /// handler on what [`Informer::take`] took, queues the key when it is
+    /// the controller's, and stamps the call's return. `taken` comes from
+    /// this informer's [`Informer::take`].
+    pub fn handle(&mut self, taken: Taken, now: &dyn Fn() -> Micros) -> ListenerRun {
+        let Taken {
+            index,
+            notification: n,
+            dequeued,
+        } = taken;
+        let callback = self.handlers[index].handle(&n);
         let mut out = ListenerRun::default();
         let queue = index == self.controller && callback.is_some();
         let name = self
@@ -224,19 +267,29 @@ impl Informer {
             out.queued = true;
         }
         let returned = now();
-        if let Some(t) = self.tracked.get_mut(&n.id) {
-            if let Some(callback) = callback {
-                t.event.handled.calls.push(HandlerCall {
+        if let Some(t) = self.tracked.get_mut(&n.id)
+            && let Some(callback) = callback
+        {
+            let depth = t
+                .depths
+                .iter()
+                .find(|(i, _)| *i == index)
+                .map_or(0, |(_, d)| *d);
+            let at = t.called.partition_point(|i| *i < index);
+            t.called.insert(at, index);
+            t.event.handled.calls.insert(
+                at,
+                HandlerCall {
                     listener: name,
                     callback,
                     depth: depth.min(u32::MAX as usize) as u32,
                     dequeued,
                     returned,
-                });
-            }
+                },
+            );
         }
         out.finished.extend(self.settle(n.id));
-        Some(out)
+        out
     }
 
     /// Worker `worker`'s step: takes a key from the workqueue, reads the
@@ -344,7 +397,16 @@ impl Informer {
         if pending == 0 {
             out.finished.push(event);
         } else {
-            self.tracked.insert(n.id, Tracked { event, pending });
+            let depths = d.listeners.clone();
+            self.tracked.insert(
+                n.id,
+                Tracked {
+                    event,
+                    pending,
+                    depths,
+                    called: Vec::new(),
+                },
+            );
         }
     }
 

@@ -108,7 +108,32 @@ fn a_slow_listener_delays_only_itself() {
     assert_eq!(reconciled, 3);
     assert_eq!(i.buffered(0), 3);
     let finished = settle(&mut i, &now);
-    assert_eq!(finished.len(), 3);
+    let depths: Vec<u32> = finished.iter().map(|e| e.handled.calls[0].depth).collect();
+    assert_eq!(depths, [1, 2, 3], "the slow listener's buffer grew");
+}
+
+#[test]
+fn a_handler_taken_and_run_later_is_stamped_from_its_dequeue_to_its_return() {
+    let now = ticking();
+    let mut i = pods();
+    let (event, object) = pod("web-1", 5, None);
+    i.enqueue(event, object, now());
+    while i.process_one(&now).is_some() {}
+    let slow = i
+        .listeners()
+        .iter()
+        .position(|l| l == SCHEDULER_UNSCHEDULED)
+        .unwrap();
+    let taken = i.take(slow, &now).unwrap();
+    assert!(i.take(slow, &now).is_none(), "one notification, taken once");
+    // Meanwhile the others run and the key is reconciled: not finished yet.
+    assert!(settle(&mut i, &now).is_empty());
+    let waited = now() + 100;
+    let run = i.handle(taken, &|| waited);
+    assert_eq!(run.finished.len(), 1);
+    let call = &run.finished[0].handled.calls[0];
+    assert_eq!(call.listener, SCHEDULER_UNSCHEDULED);
+    assert!(call.returned - call.dequeued > 100);
 }
 
 #[test]
