@@ -5,6 +5,8 @@
 #   - wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock,
 #   - wasm-opt from npm's binaryen package (Debian's wasm-opt 108 silently breaks
 #     the wasm: the page stays blank), kept in the tool cache below.
+#   - protoc, Debian's protobuf-compiler: the bridge's etcd-client crate
+#     compiles etcd's .proto files when it is built (needs root or sudo).
 # Every step is skipped when its tool is already there, so a second run takes
 # well under a second. Tools live outside the repository (cargo's bin folder and
 # $WATCHLIFE_CACHE), so a fresh clone on the same machine reuses them.
@@ -18,6 +20,22 @@ CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
 export PATH="$CARGO_BIN:$PATH"
 
 say() { echo "[setup] $*"; }
+
+# `cargo build` of the bridge runs protoc (or the one $PROTOC names).
+if [ -z "${PROTOC:-}" ] && ! command -v protoc >/dev/null; then
+    if [ "$(id -u)" -eq 0 ]; then
+        SUDO=
+    elif command -v sudo >/dev/null; then
+        SUDO=sudo
+    else
+        say "building the bridge needs protoc: install Debian's protobuf-compiler as root (apt-get install protobuf-compiler)" >&2
+        exit 1
+    fi
+    say "installing Debian's protobuf-compiler (protoc, for the etcd-client crate; seconds)"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq protobuf-compiler >/dev/null
+fi
 
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
     say "adding the wasm32-unknown-unknown target (a few seconds)"

@@ -11,6 +11,8 @@
 //! - [`apiserver`]: the demo API beside kube-apiserver + etcd, with 1, 100, 1,000 watchers.
 //! - [`kubectl_latency`]: on kube-apiserver, the same writes seen by `kubectl get -w`,
 //!   watchlife's Reflector, a WebSocket viewer and the page.
+//! - [`etcd_order`]: on kube-apiserver with `--etcd-endpoints`, whether etcd's notification
+//!   of a write reaches watchlife before the Reflector's event.
 //! - [`upstream_cost`]: watches and apiserver/etcd CPU with 1, 100, 1,000 viewers,
 //!   watchlife beside a naive relay.
 //! - [`stats`], [`alloc`], [`machine`]: percentiles and spread, heap counting, `/proc`.
@@ -27,6 +29,7 @@ mod alloc;
 mod apiserver;
 mod browser;
 mod controlplane;
+mod etcd_order;
 mod fanout;
 mod kube_watcher;
 mod kubectl_latency;
@@ -83,7 +86,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these measurements (comma separated: controlplane, apiserver,
-    /// latency, upstream, fanout, pipeline, scale, page, browser).
+    /// latency, etcd, upstream, fanout, pipeline, scale, page, browser).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The command to name in the report.
@@ -145,6 +148,13 @@ fn main() {
             watchlife: args.watchlife.clone(),
         };
         kubectl_latency::run(&mut report, &config);
+    }
+    if wanted("etcd") {
+        let config = etcd_order::Config {
+            runs: process_runs,
+            watchlife: args.watchlife.clone(),
+        };
+        etcd_order::run(&mut report, &config);
     }
     if wanted("upstream") {
         let config = upstream_cost::Config {
@@ -230,6 +240,10 @@ fn not_measured(report: &mut Report, wanted: &dyn Fn(&str) -> bool) {
         (
             "latency",
             "latency on a real kube-apiserver beside kubectl (left out of this run with --only)",
+        ),
+        (
+            "etcd",
+            "etcd's notification beside the Reflector's event (left out of this run with --only)",
         ),
         (
             "upstream",

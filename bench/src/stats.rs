@@ -229,9 +229,9 @@ pub fn count(n: usize) -> String {
 pub fn micros(us: f64) -> String {
     if !us.is_finite() {
         "–".into()
-    } else if us >= 1_000_000.0 {
+    } else if us.abs() >= 1_000_000.0 {
         format!("{} s", num(us / 1_000_000.0))
-    } else if us >= 1000.0 {
+    } else if us.abs() >= 1000.0 {
         format!("{} ms", num(us / 1000.0))
     } else {
         format!("{} µs", num(us))
@@ -287,5 +287,6 @@ mod tests {
         assert_eq!(r.median(), 2.0);
         assert_eq!(num(12345.6), "12,346");
         assert_eq!(micros(1500.0), "1.50 ms");
+        assert_eq!(micros(-1500.0), "-1.50 ms");
     }
 }

@@ -10,7 +10,10 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
-    /// Committed to the store; the store's revision becomes the resourceVersion.
+    /// Written to etcd; the store's revision becomes the resourceVersion.
+    /// The demo's mark is the commit. A real cluster's is when etcd's watch
+    /// notification of the write reached watchlife, which watches that etcd
+    /// from outside (`--etcd-endpoints`): the commit came a little before.
     Etcd,
     /// Entered the apiserver's watch cache (the Cacher's sliding window).
     WatchCache,
@@ -44,7 +47,8 @@ impl Stage {
         Stage::Reconcile,
     ];
 
-    /// Short name as drawn on the pipeline.
+    /// Short name as drawn on the pipeline, the same for every source (what
+    /// the etcd mark means per source is said beside it, see [`Stage::Etcd`]).
     pub fn label(self) -> &'static str {
         match self {
             Stage::Etcd => "etcd",
