@@ -102,6 +102,7 @@ impl ControlPlane {
             clock.clone(),
             StoreQuota {
                 max_value_bytes: limits.max_object_bytes,
+                max_value_weight: limits.max_object_weight,
                 max_live_bytes: limits.store_quota_bytes,
                 max_history_bytes: limits.history_quota_bytes,
             },
@@ -392,8 +393,24 @@ fn api_error(rt: ResourceType, name: &str, e: StoreError) -> ApiError {
         StoreError::Compacted { .. } | StoreError::FutureRevision { .. } => {
             ApiError::Gone(e.to_string())
         }
-        StoreError::TooLarge { size, limit, .. } => ApiError::Invalid(format!(
+        StoreError::TooLarge {
+            size,
+            limit,
+            in_memory: false,
+            ..
+        } => ApiError::Invalid(format!(
             "{} \"{name}\" is invalid: the object is {} as JSON; the demo stores objects of at most {} (the limit on a ConfigMap's data)",
+            validation::kind_group(rt),
+            show_bytes(size),
+            show_bytes(limit)
+        )),
+        StoreError::TooLarge {
+            size,
+            limit,
+            in_memory: true,
+            ..
+        } => ApiError::Invalid(format!(
+            "{} \"{name}\" is invalid: the object would take {} in memory once parsed; the demo holds objects of at most {} each",
             validation::kind_group(rt),
             show_bytes(size),
             show_bytes(limit)
@@ -401,7 +418,7 @@ fn api_error(rt: ResourceType, name: &str, e: StoreError) -> ApiError {
         StoreError::NoSpace {
             used, grow, quota, ..
         } => ApiError::Forbidden(format!(
-            "{kind} \"{name}\" is forbidden: exceeded quota: the demo's store holds at most {} of objects (its etcd quota); it holds {} and this write adds {}",
+            "{kind} \"{name}\" is forbidden: exceeded quota: the demo's store holds at most {} of objects in memory (its etcd quota); it holds {} and this write adds {}",
             show_bytes(quota),
             show_bytes(used),
             show_bytes(grow)

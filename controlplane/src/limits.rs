@@ -7,7 +7,7 @@
 //! that names the limit:
 //!
 //! - 422 `Invalid` for a value validation rejects: replicas, label syntax and
-//!   sizes, annotations, an object's size ([`crate::validation`]);
+//!   sizes, annotations ([`crate::validation`]), an object's size;
 //! - 403 `Forbidden` for a quota: namespaces, objects per namespace, objects
 //!   and pods in all, the store's size (as a `ResourceQuota` or etcd's
 //!   `--quota-backend-bytes` would refuse them).
@@ -15,6 +15,9 @@
 //! The history of changes and the watch caches' windows are not refused
 //! anything: beyond their size they drop their oldest entries, as etcd's
 //! revision-based compaction and the apiserver's watch cache do.
+//!
+//! Sizes in memory are weights ([`crate::object::weight`]): what an object
+//! takes parsed, several times its JSON (ten times for a small pod).
 
 use crate::controllers::DEMO_NODES;
 
@@ -48,24 +51,29 @@ pub const MAX_OBJECTS: usize = 5_000;
 /// Secret's data (1 MiB), below etcd's request limit (1.5 MiB).
 pub const MAX_OBJECT_BYTES: usize = 1024 * 1024;
 
+/// Heaviest object in memory. A 1 MiB ConfigMap weighs about 1 MiB; a
+/// megabyte of JSON made of small maps would weigh a hundred times that.
+pub const MAX_OBJECT_WEIGHT: usize = 4 * 1024 * 1024;
+
 /// Largest total of an object's annotations, keys and values: the
 /// apiserver's `TotalAnnotationSizeLimitB`.
 pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 
-/// The current objects together, as JSON: the demo's
+/// The current objects together, in memory: the demo's
 /// `--quota-backend-bytes` (etcd's default is 2 GiB, for a cluster's disk).
-/// 16 MiB hold 16,000 pods of the story's size, or sixteen objects at
+/// 32 MiB hold about 4,000 pods of the story's size, or thirty objects at
 /// [`MAX_OBJECT_BYTES`].
-pub const STORE_QUOTA_BYTES: usize = 16 * 1024 * 1024;
+pub const STORE_QUOTA_BYTES: usize = 32 * 1024 * 1024;
 
-/// The history of changes, as JSON. Beyond it the oldest changes are
+/// The history of changes, in memory (and at most
+/// [`crate::store::HISTORY_LIMIT`] changes). Beyond it the oldest changes are
 /// compacted away at each write, as etcd's revision-based auto-compaction
-/// does; a watch from a compacted revision gets 410 Gone.
-pub const HISTORY_QUOTA_BYTES: usize = 16 * 1024 * 1024;
+/// does.
+pub const HISTORY_QUOTA_BYTES: usize = 32 * 1024 * 1024;
 
-/// The window of one watch cache, as JSON (each event also keeps its encoded
-/// line once a watcher has been sent it). Beyond it the oldest events leave
-/// the window, however young.
+/// The window of one watch cache, in memory (each event also keeps its
+/// encoded line once a watcher has been sent it). Beyond it the oldest events
+/// leave the window, however young; a watch from before them gets 410 Gone.
 pub const WATCH_CACHE_BYTES: usize = 8 * 1024 * 1024;
 
 // Two Deployments at the most fit the pod quota, one rolling out with its
@@ -73,6 +81,18 @@ pub const WATCH_CACHE_BYTES: usize = 8 * 1024 * 1024;
 const _: () = assert!(MAX_REPLICAS == 220);
 const _: () = assert!(2 * MAX_REPLICAS + MAX_REPLICAS / 4 <= MAX_PODS as u64);
 const _: () = assert!(MAX_PODS <= MAX_OBJECTS_PER_NAMESPACE);
+
+/// The resident memory the whole `watchlife` process running the demo stays
+/// under, whatever its clients do (kubectl, anything that reaches the demo
+/// API or the bridge), viewers aside: each viewer adds about 140 KiB
+/// (BENCHMARKS.md), and `--max-viewers` caps them. What may grow is bounded:
+/// the store, its history and the watch caches' windows by the sizes above
+/// (each object held a few times over: parsed, encoded, and again in the
+/// bridge's own informer and snapshot); the requests in flight and the
+/// connections by their caps (`watchlife-demo-apiserver`, `watchlife-serve`).
+/// The security tests fill every one of them at once and measure the peak
+/// (about 410 MiB).
+pub const MEMORY_BUDGET_BYTES: usize = 768 * 1024 * 1024;
 
 /// The bounds one control plane enforces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +103,7 @@ pub struct Limits {
     pub max_objects_per_namespace: usize,
     pub max_objects: usize,
     pub max_object_bytes: usize,
+    pub max_object_weight: usize,
     pub max_annotations_bytes: usize,
     pub store_quota_bytes: usize,
     pub history_quota_bytes: usize,
@@ -98,6 +119,7 @@ impl Limits {
         max_objects_per_namespace: MAX_OBJECTS_PER_NAMESPACE,
         max_objects: MAX_OBJECTS,
         max_object_bytes: MAX_OBJECT_BYTES,
+        max_object_weight: MAX_OBJECT_WEIGHT,
         max_annotations_bytes: MAX_ANNOTATIONS_BYTES,
         store_quota_bytes: STORE_QUOTA_BYTES,
         history_quota_bytes: HISTORY_QUOTA_BYTES,
@@ -114,6 +136,7 @@ impl Limits {
         max_objects_per_namespace: usize::MAX,
         max_objects: usize::MAX,
         max_object_bytes: usize::MAX,
+        max_object_weight: usize::MAX,
         max_annotations_bytes: usize::MAX,
         store_quota_bytes: usize::MAX,
         history_quota_bytes: usize::MAX,
@@ -148,7 +171,7 @@ mod tests {
 
     #[test]
     fn bytes_read_as_a_person_reads_them() {
-        assert_eq!(show_bytes(STORE_QUOTA_BYTES), "16 MiB");
+        assert_eq!(show_bytes(STORE_QUOTA_BYTES), "32 MiB");
         assert_eq!(show_bytes(MAX_ANNOTATIONS_BYTES), "256 KiB");
         assert_eq!(show_bytes(1_572_864), "1.5 MiB");
         assert_eq!(show_bytes(300), "300 bytes");

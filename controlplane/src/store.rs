@@ -8,11 +8,13 @@
 //! revision and replay what came after, in order, with no gap and no
 //! duplicate.
 //!
-//! Like etcd, the store measures what it holds: each value's size as JSON,
+//! Like etcd, the store measures what it holds: each value's length as JSON,
 //! refused over [`StoreQuota::max_value_bytes`] (etcd's request limit), and
-//! the current values together, whose growth is refused over
-//! [`StoreQuota::max_live_bytes`] (etcd's `--quota-backend-bytes`). Deletes
-//! and writes that do not grow the total always go through.
+//! its weight, the memory it takes parsed ([`object::weight`]), refused over
+//! [`StoreQuota::max_value_weight`]; and the current values' weights
+//! together, whose growth is refused over [`StoreQuota::max_live_bytes`]
+//! (etcd's `--quota-backend-bytes`). Deletes and writes that do not grow the
+//! total always go through.
 
 use crate::clock::Clock;
 use crate::object;
@@ -48,7 +50,7 @@ pub struct StoreEvent {
     pub change: Change,
     pub key: String,
     pub revision: Revision,
-    /// The length of `object` as JSON.
+    /// The weight of `object`: the memory it takes ([`object::weight`]).
     pub size: usize,
     /// The object after the change, its `resourceVersion` set to `revision`. For
     /// a delete, the last value with `resourceVersion` set to the deletion's
@@ -83,12 +85,14 @@ pub enum StoreError {
         requested: Revision,
         current: Revision,
     },
-    /// The value alone is over [`StoreQuota::max_value_bytes`].
+    /// The value alone is over [`StoreQuota::max_value_bytes`] as JSON, or
+    /// over [`StoreQuota::max_value_weight`] in memory (`in_memory`).
     #[error("{key}: a value of {size} bytes is over the limit of {limit}")]
     TooLarge {
         key: String,
         size: usize,
         limit: usize,
+        in_memory: bool,
     },
     /// The write would grow the current values over
     /// [`StoreQuota::max_live_bytes`].
@@ -101,14 +105,18 @@ pub enum StoreError {
     },
 }
 
-/// What the store may hold, in bytes of JSON.
+/// What the store may hold: one value as JSON and in memory, and the
+/// current values and the history in memory ([`object::weight`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreQuota {
-    /// Largest value.
+    /// Largest value, as JSON.
     pub max_value_bytes: usize,
-    /// The current values together.
+    /// Heaviest value, in memory.
+    pub max_value_weight: usize,
+    /// The current values together, in memory.
     pub max_live_bytes: usize,
-    /// The history of changes together; beyond it the oldest are compacted.
+    /// The history of changes together, in memory; beyond it the oldest are
+    /// compacted.
     pub max_history_bytes: usize,
 }
 
@@ -116,6 +124,7 @@ impl StoreQuota {
     /// No limit but [`HISTORY_LIMIT`].
     pub const UNBOUNDED: StoreQuota = StoreQuota {
         max_value_bytes: usize::MAX,
+        max_value_weight: usize::MAX,
         max_live_bytes: usize::MAX,
         max_history_bytes: usize::MAX,
     };
@@ -125,7 +134,7 @@ impl StoreQuota {
 struct Entry {
     value: Arc<Value>,
     mod_revision: Revision,
-    /// The value's length as JSON.
+    /// The value's weight.
     size: usize,
 }
 
@@ -165,12 +174,12 @@ impl Store {
         }
     }
 
-    /// The current values' total size as JSON.
+    /// The current values' total weight.
     pub fn live_bytes(&self) -> usize {
         self.live_bytes
     }
 
-    /// The history's total size as JSON.
+    /// The history's total weight.
     pub fn history_bytes(&self) -> usize {
         self.history_bytes
     }
@@ -359,14 +368,24 @@ impl Store {
     ) -> Result<StoreEvent, StoreError> {
         let revision = self.revision + 1;
         object::set_meta(&mut value, "resourceVersion", revision.to_string());
-        let size = object::encoded_len(&value);
+        let size = object::weight(&value);
         let prev_size = self.objects.get(key).map_or(0, |e| e.size);
         if change != Change::Delete {
-            if size > self.quota.max_value_bytes {
+            let json = object::encoded_len(&value);
+            if json > self.quota.max_value_bytes {
+                return Err(StoreError::TooLarge {
+                    key: key.into(),
+                    size: json,
+                    limit: self.quota.max_value_bytes,
+                    in_memory: false,
+                });
+            }
+            if size > self.quota.max_value_weight {
                 return Err(StoreError::TooLarge {
                     key: key.into(),
                     size,
-                    limit: self.quota.max_value_bytes,
+                    limit: self.quota.max_value_weight,
+                    in_memory: true,
                 });
             }
             let grow = size.saturating_sub(prev_size);
@@ -565,38 +584,55 @@ mod tests {
     }
 
     #[test]
-    fn values_are_measured_and_the_quota_refuses_growth_but_never_a_delete() {
+    fn values_are_weighed_and_the_quota_refuses_growth_but_never_a_delete() {
+        let heavy = json!({"a": {"b": {}}, "c": {"d": {}}});
+        let one = || json!({"d": "x".repeat(500)});
+        let stored = |mut v: Value| {
+            object::set_meta(&mut v, "resourceVersion", "9");
+            v
+        };
         let quota = StoreQuota {
-            max_value_bytes: 100,
-            max_live_bytes: 200,
-            max_history_bytes: 1000,
+            max_value_bytes: 1000,
+            max_value_weight: object::weight(&stored(heavy.clone())) - 1,
+            // Two of them, as stored (with their resourceVersion), and a little.
+            max_live_bytes: 2 * object::weight(&stored(one())) + 100,
+            max_history_bytes: usize::MAX,
         };
         let mut s = Store::with_quota(Clock::new(|| 0), quota);
-        let small = s.create("a", json!({"d": "x".repeat(40)})).unwrap();
-        assert_eq!(small.size, object::encoded_len(&small.object));
+        let small = s.create("a", one()).unwrap();
+        assert_eq!(small.size, object::weight(&small.object));
         assert_eq!(s.live_bytes(), small.size);
         assert!(matches!(
-            s.create("big", json!({"d": "x".repeat(200)})),
-            Err(StoreError::TooLarge { limit: 100, .. })
+            s.create("long", json!({"d": "x".repeat(2000)})),
+            Err(StoreError::TooLarge {
+                limit: 1000,
+                in_memory: false,
+                ..
+            })
         ));
-        s.create("b", json!({"d": "x".repeat(40)})).unwrap();
-        let full = s.create("c", json!({"d": "x".repeat(40)}));
-        assert!(
-            matches!(full, Err(StoreError::NoSpace { quota: 200, .. })),
-            "{full:?}"
-        );
+        assert!(matches!(
+            s.create("heavy", heavy),
+            Err(StoreError::TooLarge {
+                in_memory: true,
+                ..
+            })
+        ));
+        s.create("b", one()).unwrap();
+        let full = s.create("c", one());
+        assert!(matches!(full, Err(StoreError::NoSpace { .. })), "{full:?}");
         let revision = s.revision();
         // Refused writes take no revision; shrinking and deleting go through.
         s.update("a", json!({}), None).unwrap();
         assert_eq!(s.revision(), revision + 1);
         s.delete("b", None).unwrap();
-        s.create("c", json!({"d": "x".repeat(40)})).unwrap();
+        s.create("c", one()).unwrap();
     }
 
     #[test]
-    fn the_history_keeps_at_most_its_bytes_and_compacts_the_oldest() {
+    fn the_history_keeps_at_most_its_weight_and_compacts_the_oldest() {
+        let one = object::weight(&json!({"d": "y".repeat(90)}));
         let quota = StoreQuota {
-            max_history_bytes: 1000,
+            max_history_bytes: 10 * one,
             ..StoreQuota::UNBOUNDED
         };
         let mut s = Store::with_quota(Clock::new(|| 0), quota);
@@ -604,7 +640,7 @@ mod tests {
         for _ in 0..100 {
             s.update("k", json!({"d": "y".repeat(90)}), None).unwrap();
         }
-        assert!(s.history_bytes() <= 1000, "{}", s.history_bytes());
+        assert!(s.history_bytes() <= 10 * one, "{}", s.history_bytes());
         assert!(s.history_len() >= 5);
         assert!(matches!(
             s.changes_after("", 2),

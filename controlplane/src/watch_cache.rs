@@ -13,8 +13,8 @@
 //! the upper bound); when even the newest quarter of the window is older than
 //! that, the cache is idle and the capacity halves (down to the lower bound).
 //! Whatever its capacity, the window also holds at most
-//! [`WindowBounds::max_bytes`] of objects: large objects written fast leave it
-//! sooner.
+//! [`WindowBounds::max_bytes`] of objects (their weights,
+//! [`crate::object::weight`]): large objects written fast leave it sooner.
 //!
 //! Each event is serialized at most once, on first use, for every watcher it is
 //! sent to ([`CachedEvent::line`]). So is the ADDED event of each current
@@ -68,7 +68,8 @@ pub struct CachedEvent {
     pub key: String,
     pub revision: Revision,
     pub object: Arc<Value>,
-    /// The length of `object` as JSON, as the store measured it.
+    /// The weight of `object` (the memory it takes), as the store measured
+    /// it.
     pub size: usize,
     /// The object before the change, when it existed; lets a watcher with a
     /// selector see an object leave its selection as DELETED.
@@ -326,7 +327,7 @@ impl Current {
 pub struct WatchCache {
     resource: ResourceType,
     ring: VecDeque<Arc<CachedEvent>>,
-    /// The sizes of the ring's objects, summed.
+    /// The weights of the ring's objects, summed.
     ring_bytes: usize,
     capacity: usize,
     bounds: WindowBounds,
@@ -387,7 +388,7 @@ impl WatchCache {
             objects: objects
                 .into_iter()
                 .map(|(key, object)| {
-                    let size = crate::object::encoded_len(&object);
+                    let size = crate::object::weight(&object);
                     (key, Current::new(object, size))
                 })
                 .collect(),
@@ -522,7 +523,7 @@ impl WatchCache {
         )
     }
 
-    /// The sizes of the window's objects as JSON, summed.
+    /// The weights of the window's objects, summed.
     pub fn window_bytes(&self) -> usize {
         self.ring_bytes
     }

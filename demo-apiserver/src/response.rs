@@ -1,9 +1,10 @@
 //! JSON responses: objects, lists and `Status` objects.
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use std::convert::Infallible;
 use std::sync::Arc;
 use watchlife_controlplane::ResourceType;
 use watchlife_controlplane::list::ObjectList;
@@ -55,8 +56,14 @@ pub fn success(rt: ResourceType, obj: &Value) -> Response {
     }))
 }
 
-/// A `{Kind}List`, written item by item so the stored objects are not copied
-/// into one big value first.
+/// Bytes of a list's items serialized before they are handed to the
+/// connection: a list is sent as it is written, so a request in flight holds
+/// one chunk of it, not the whole list as text.
+pub const LIST_CHUNK_BYTES: usize = 64 * 1024;
+
+/// A `{Kind}List`, written item by item and sent in chunks of about
+/// [`LIST_CHUNK_BYTES`] as it is written (the items themselves are shared
+/// with the store, not copied).
 pub fn list(rt: ResourceType, list: &ObjectList) -> Response {
     let mut metadata = json!({"resourceVersion": list.resource_version.to_string()});
     if let Some(token) = &list.continue_token {
@@ -65,19 +72,35 @@ pub fn list(rt: ResourceType, list: &ObjectList) -> Response {
     if let Some(remaining) = list.remaining_item_count {
         metadata["remainingItemCount"] = remaining.into();
     }
-    let mut body = format!(
+    let head = format!(
         "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{metadata},\"items\":[",
         rt.kind,
         rt.api_version()
     );
-    for (i, item) in list.items.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
+    let items = list.items.clone().into_iter().enumerate();
+    let chunks = futures_util::stream::unfold(Some((head, items)), |state| async move {
+        let (mut chunk, mut items) = state?;
+        for (i, item) in items.by_ref() {
+            if i > 0 {
+                chunk.push(',');
+            }
+            chunk.push_str(&item.to_string());
+            if chunk.len() >= LIST_CHUNK_BYTES {
+                return Some((
+                    Ok::<_, Infallible>(Bytes::from(chunk)),
+                    Some((String::new(), items)),
+                ));
+            }
         }
-        body.push_str(&item.to_string());
-    }
-    body.push_str("]}");
-    json(StatusCode::OK, body)
+        chunk.push_str("]}");
+        Some((Ok(Bytes::from(chunk)), None))
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, JSON)],
+        Body::from_stream(chunks),
+    )
+        .into_response()
 }
 
 /// A streaming JSON body (a watch).

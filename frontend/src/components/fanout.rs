@@ -42,11 +42,19 @@ fn watcher_name(name: &str) -> String {
     }
 }
 
+/// Watchers of `cache` that get no lane: beyond [`MAX_LANES`], and those the
+/// report only counts.
+fn unlaned(cache: &CacheState) -> u64 {
+    cache
+        .watcher_count()
+        .saturating_sub(cache.watchers.len().min(MAX_LANES) as u64)
+}
+
 /// Height of one cache's block.
 fn block_h(cache: &CacheState) -> f64 {
     let lanes = cache.watchers.len().clamp(1, MAX_LANES) as f64;
     let extra = LANE_H
-        * (f64::from(u8::from(cache.watchers.len() > MAX_LANES))
+        * (f64::from(u8::from(unlaned(cache) > 0))
             + f64::from(u8::from(!cache.recently_closed.is_empty())));
     (28.0 + lanes * LANE_H + extra).max(BLOCK_MIN_H)
 }
@@ -244,7 +252,7 @@ fn CacheBlock(cache: CacheState, top: f64) -> impl IntoView {
             })
             .collect_view()
     };
-    let more = n.saturating_sub(MAX_LANES);
+    let more = unlaned(&cache);
     let last_lane = lane_y(top, n.clamp(1, MAX_LANES) - 1, n);
     let closed_y = last_lane + LANE_H * if more > 0 { 2.0 } else { 1.0 } + 4.0;
     let closed = cache.recently_closed.last().map(|c| {
@@ -332,5 +340,14 @@ mod tests {
         c.watchers = vec![Default::default(); 12];
         assert!(block_h(&c) > BLOCK_MIN_H);
         assert!(lane_y(0.0, 0, 1) > 28.0);
+        assert_eq!(unlaned(&c), 4);
+    }
+
+    #[test]
+    fn watchers_the_report_only_counts_are_counted_too() {
+        let mut c = CacheState::default();
+        c.watchers = vec![Default::default(); 32];
+        c.more_watchers = 9_968;
+        assert_eq!(unlaned(&c), 10_000 - MAX_LANES as u64);
     }
 }
