@@ -20,10 +20,11 @@ use watchlife_protocol::{FrameBody, ServerFrame};
 /// measure of speed (the machine is shared and slow at times).
 pub const WAIT: Duration = Duration::from_secs(60);
 
-/// What a client read.
+/// What a client read (a frame is boxed: an event frame is far larger than
+/// a close).
 #[derive(Debug)]
 pub enum Read {
-    Frame(ServerFrame, String),
+    Frame(Box<ServerFrame>, String),
     Closed(Option<CloseFrame>),
 }
 
@@ -95,7 +96,7 @@ impl Client {
                     let frame = serde_json::from_str(&text).unwrap_or_else(|e| {
                         panic!("frame does not parse as the protocol says ({e}): {text}")
                     });
-                    return Read::Frame(frame, text.to_string());
+                    return Read::Frame(Box::new(frame), text.to_string());
                 }
                 Some(Ok(Message::Close(frame))) => return Read::Closed(frame),
                 Some(Ok(_)) => continue,
@@ -107,7 +108,7 @@ impl Client {
     /// The next frame; panics on a close.
     pub async fn frame(&mut self) -> (ServerFrame, String) {
         match self.read(WAIT).await {
-            Read::Frame(f, text) => (f, text),
+            Read::Frame(f, text) => (*f, text),
             Read::Closed(c) => panic!("the bridge closed the connection: {c:?}"),
         }
     }
