@@ -97,6 +97,22 @@ pub fn lines(e: &WatchEvent, etcd_notifies: bool) -> Vec<String> {
     out
 }
 
+/// The whole detail of event `seq`: a heading, then [`lines`], one per line.
+pub fn text(seq: u64, e: &WatchEvent, etcd_notifies: bool) -> String {
+    let mut text = format!(
+        "Event {seq}: {} {} {} at RV {}",
+        e.event_type.as_str(),
+        e.target.kind,
+        e.target.key(),
+        e.resource_version
+    );
+    for line in lines(e, etcd_notifies) {
+        text.push_str("\n· ");
+        text.push_str(&line);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +204,15 @@ mod tests {
                 "controller: OnUpdate at buffer depth 0, dequeued ±0 (same instant: both read at once), returned ±0 (same instant: both read at once)",
                 "reconcile by worker 1, started +200 µs, ran +1.20 ms, read RV 12; failed, requeued after 5 ms",
             ]
+        );
+    }
+
+    #[test]
+    fn the_detail_is_a_heading_and_a_line_each() {
+        let e = event(&[(Stage::Fifo, 5), (Stage::Indexer, 9)], Handled::default());
+        assert_eq!(
+            text(7, &e, false),
+            "Event 7: MODIFIED Pod default/web-1 at RV 12\n· Indexer +4 µs"
         );
     }
 

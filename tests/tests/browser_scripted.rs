@@ -626,7 +626,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
     browser
         .wait_until(
             "the detail of the event clicked",
-            "document.querySelector('#event-detail')?.dataset.seq === '3'",
+            "document.querySelector('#event-detail')?.textContent.startsWith('Event 3:')",
         )
         .await;
     let detail = browser.text("#event-detail").await;
@@ -679,6 +679,14 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
         .wait_until(
             "the Reflector's node counts the negative interval",
             "document.querySelector('g.stage[data-stage=reflector] .stage-depth')?.textContent.startsWith('1 of 1 negative')",
+        )
+        .await;
+
+    browser
+        .wait_until(
+            "the Reflector's histogram counts the negative sample apart",
+            "document.querySelector('#plot-latency g.histogram[data-stage=reflector]')?.dataset.negative === '1' \
+             && document.querySelector('#plot-latency g.histogram[data-stage=reflector] .cell-negative').textContent === '1 negative'",
         )
         .await;
 

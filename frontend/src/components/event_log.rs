@@ -117,8 +117,8 @@ pub fn EventLog() -> impl IntoView {
             .hello
             .with(|h| etcd_notifies(h.as_ref().map(|h| &h.source)))
     });
-    // The event clicked, whose detail is shown under the log.
-    let selected: RwSignal<Option<EventRow>> = RwSignal::new(None);
+    // The detail of the event clicked, shown under the log.
+    let detail: RwSignal<Option<String>> = RwSignal::new(None);
     // One listener for all the rows, which are redrawn many times a second:
     // listeners of their own would be taken off and put back on each redraw.
     let player = expect_context::<Player>();
@@ -133,7 +133,11 @@ pub fn EventLog() -> impl IntoView {
                 shown.with_untracked(|w| w.rows.iter().find(|r| r.seq == seq).cloned())
             });
         if let Some(row) = row {
-            selected.set(Some(row.clone()));
+            detail.set(Some(detail::text(
+                row.seq,
+                &row.event,
+                notifies.get_untracked(),
+            )));
             player.follow(row, view.paused.get_untracked());
         }
     };
@@ -188,7 +192,7 @@ pub fn EventLog() -> impl IntoView {
                     </tbody>
                 </table>
             </div>
-            <EventDetail selected notifies/>
+            <EventDetail detail/>
         </section>
     }
 }
@@ -263,6 +267,9 @@ fn Waterfall(row: EventRow, notifies: bool) -> impl IntoView {
             (w[1].0, from.min(to), (to - from).abs().max(2.0), back)
         })
         .collect();
+    // Backward bars overlap the forward ones: drawn last, across the whole
+    // height, so that they are not hidden.
+    let (forward, backward): (Vec<_>, Vec<_>) = bars.into_iter().partition(|b| !b.3);
     let lines = detail::lines(&row.event, notifies);
     let label = if marks.len() < 2 && lines.is_empty() {
         "one stage measured".to_string()
@@ -273,12 +280,13 @@ fn Waterfall(row: EventRow, notifies: bool) -> impl IntoView {
     view! {
         <svg class="waterfall" width=WATERFALL_W height=12 role="img" aria-label=aria>
             <title>{label}</title>
-            {bars
+            {forward
                 .into_iter()
+                .chain(backward)
                 .map(|(s, x, w, back)| view! {
                     <rect
                         class=format!("bar {}{}", super::pipeline::stage_id(s), if back { " negative" } else { "" })
-                        x=x y=2 width=w height=8 rx=2
+                        x=x y=if back { 0 } else { 2 } width=w height=if back { 12 } else { 8 } rx=2
                     />
                 })
                 .collect_view()}

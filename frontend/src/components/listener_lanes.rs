@@ -5,8 +5,8 @@
 //! turned the event away stays dark.
 //!
 //! The lanes are redrawn with the node's numbers, a few times a second at
-//! most and only when they changed, never per event: a token reaching or
-//! leaving the handlers, or the refresh clock. They are drawn as the node's
+//! most, never per event: on the refresh clock, and as a token reaches or
+//! leaves the handlers. They are drawn as the node's
 //! short lines (see [`super::node_lines`]).
 
 use super::node_lines::NodeLine;
@@ -65,53 +65,54 @@ fn lane_line(lane: &Lane, more: usize) -> NodeLine {
 }
 
 /// The lanes' lines, as a closure for the handlers' node to draw: redrawn
-/// when `now` ticks (and when the stream settles) if they changed, and as
-/// tokens reach or leave the handlers.
+/// when `now` ticks (and when the stream settles), and as tokens reach or
+/// leave the handlers.
 pub fn listener_lines(now: RwSignal<f64>) -> impl Fn() -> Vec<NodeLine> + Copy {
     let model = expect_context::<Model>();
     let player = expect_context::<Player>();
-    let lanes = Memo::new(move |_| {
+    // The lanes (bit `i` for lane `i`) handed an event whose token is at
+    // the handlers now: it changes a few times a second, not every frame.
+    let called = Memo::new(move |_| {
+        player.tick.track();
+        let step = player.reduced_motion.get();
+        let mut lit = 0_usize;
+        player.state.with_value(|s| {
+            model.stats.with_untracked(|stats| {
+                let lanes = &stats.listeners.lanes;
+                let at_handlers = s.active.iter().filter(|t| {
+                    t.place(s.clock, step)
+                        .is_some_and(|p| p.stage == Stage::Handlers)
+                });
+                for t in at_handlers {
+                    for c in &t.row.event.handled.calls {
+                        if let Some(i) = lanes.iter().position(|l| l.name == c.listener) {
+                            lit |= 1 << i.min(LANES_SHOWN);
+                        }
+                    }
+                }
+            })
+        });
+        lit
+    });
+    move || {
         model.settled.track();
         now.track();
+        let lit = called.get();
         model.stats.with_untracked(|s| {
             let all = &s.listeners.lanes;
             let more = all.len().saturating_sub(LANES_SHOWN);
             all.iter()
                 .take(LANES_SHOWN)
                 .enumerate()
-                .map(|(i, l)| lane_line(l, if i + 1 == LANES_SHOWN { more } else { 0 }))
-                .collect::<Vec<_>>()
-        })
-    });
-    // The listeners handed an event whose token is at the handlers now.
-    let called = Memo::new(move |_| {
-        player.tick.track();
-        let step = player.reduced_motion.get();
-        player.state.with_value(|s| {
-            let mut names: Vec<String> = Vec::new();
-            let at_handlers = s.active.iter().filter(|t| {
-                t.place(s.clock, step)
-                    .is_some_and(|p| p.stage == Stage::Handlers)
-            });
-            for t in at_handlers {
-                for c in &t.row.event.handled.calls {
-                    if !names.contains(&c.listener) {
-                        names.push(c.listener.clone());
+                .map(|(i, l)| {
+                    let mut line = lane_line(l, if i + 1 == LANES_SHOWN { more } else { 0 });
+                    if lit & (1 << i) != 0 {
+                        line.class.push_str(" called");
                     }
-                }
-            }
-            names
+                    line
+                })
+                .collect()
         })
-    });
-    move || {
-        let called = called.get();
-        let mut lines = lanes.get();
-        for l in &mut lines {
-            if called.contains(&l.key) {
-                l.class.push_str(" called");
-            }
-        }
-        lines
     }
 }
 

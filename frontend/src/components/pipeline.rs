@@ -185,7 +185,10 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
             let depth = st.depth.map(|d| format!("queue depth {d}"));
             // Negative samples are kept, counted here, and explained in the title.
             let (negative, kept) = st.negatives();
-            let before = s.seen.range(..stage).next_back().copied();
+            let before = Stage::ALL
+                .into_iter()
+                .rev()
+                .find(|x| *x < stage && s.seen.contains(x));
             let (negatives, why) = match before {
                 Some(before) if negative > 0 => (
                     Some(format!("{negative} of {kept} negative")),

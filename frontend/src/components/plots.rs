@@ -3,7 +3,7 @@
 //! latency from the stage before it. Both are redrawn once a second from
 //! the numbers already kept, never on every event. A negative latency (a
 //! stage read before the one before it) has no bin on the log scale: each
-//! histogram counts its negative samples apart, in its summary.
+//! histogram counts its negative samples apart, beside its title.
 
 use crate::model::Model;
 use crate::stats::{LATENCY_BINS, SERIES_SECONDS, format_micros, histogram};
@@ -165,13 +165,11 @@ fn LatencyPlot(now: RwSignal<f64>) -> impl IntoView {
                     let hist = st.map(|s| histogram(s.latencies())).unwrap_or_default();
                     let bins = hist.bins;
                     let tallest = bins.iter().copied().max().unwrap_or(0);
-                    let mut summary = match st.and_then(|s| s.latency_quantiles([0.5, 0.99])) {
+                    let summary = match st.and_then(|s| s.latency_quantiles([0.5, 0.99])) {
                         Some([p50, p99]) => format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99)),
                         None => "no measurements yet".to_string(),
                     };
-                    if hist.negative > 0 {
-                        summary.push_str(&format!(" · {} negative", hist.negative));
-                    }
+
                     let bars = (tallest > 0).then(|| {
                         bins.iter()
                             .enumerate()
@@ -205,9 +203,16 @@ fn LatencyPlot(now: RwSignal<f64>) -> impl IntoView {
                         .collect_view();
                     let label = format!("{}: {summary}", stage.label());
                     let samples: u32 = bins.iter().sum::<u32>() + hist.negative;
+                    let label = match hist.negative {
+                        0 => label,
+                        n => format!("{label}, {n} negative"),
+                    };
                     view! {
                         <g class="histogram" data-stage=super::pipeline::stage_id(*stage) data-samples=samples data-negative=hist.negative role="img" aria-label=label>
                             <text class="cell-title" x=x0 y=y0 + 12.0>{stage.label()}</text>
+                            <text class="cell-negative" x=x0 + CELL_W - 16.0 y=y0 + 12.0 text-anchor="end">
+                                {(hist.negative > 0).then(|| format!("{} negative", hist.negative))}
+                            </text>
 
                             <text class="cell-summary" x=x0 y=y0 + 25.0>{summary}</text>
                             <line class="axis" x1=x0 x2=x0 + CELL_W - 16.0 y1=y0 + BARS_TOP + BARS_H y2=y0 + BARS_TOP + BARS_H/>
