@@ -16,10 +16,14 @@
 //!   Clients that are not browsers send no `Origin` and are not concerned.
 //! - **Host.** Without a token, a loopback bridge answers only to loopback
 //!   names and IP addresses: a page on `evil.example` that re-points its name
-//!   at 127.0.0.1 (DNS rebinding) would otherwise be same-origin with it.
+//!   at 127.0.0.1 (DNS rebinding) would otherwise be same-origin with it. The
+//!   rule is `watchlife-serve`'s, which the demo API applies too.
+//! - **The demo API** takes writes, and the bridge serves it without a token:
+//!   `--demo-api` must be a loopback address ([`check_demo_api`]).
 
 use crate::cli::Args;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
+use watchlife_serve::host::{constant_time_eq, host_name, is_rebinding_proof};
 
 /// The startup rule was broken; the message says how to fix it.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +42,21 @@ pub enum AccessError {
         "--frame-ancestors {0:?} is not a CSP source: expected 'self', 'none', or scheme://host[:port]"
     )]
     BadFrameAncestor(String),
+    #[error(
+        "--demo-api {0} would be reachable from other machines, and the demo API takes writes from anyone who reaches it: keep it on loopback (127.0.0.1:PORT) and reach it from elsewhere through an SSH tunnel"
+    )]
+    DemoApiBeyondLoopback(SocketAddr),
+}
+
+/// Refuses a `--demo-api` beyond loopback: the bridge serves its demo API
+/// without a token (the library can serve one with a token:
+/// `watchlife_demo_apiserver::serve_with`).
+pub fn check_demo_api(args: &Args) -> Result<(), AccessError> {
+    if args.demo_api.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(AccessError::DemoApiBeyondLoopback(args.demo_api))
+    }
 }
 
 /// The access rules of one run of the bridge.
@@ -159,10 +178,8 @@ impl Access {
         if !self.guard_host {
             return Ok(());
         }
-        let name = host.map(host_name).unwrap_or_default().to_ascii_lowercase();
-        let ok = name == "localhost"
-            || name.ends_with(".localhost")
-            || name.trim_matches(['[', ']']).parse::<IpAddr>().is_ok()
+        let name = host.map(host_name).unwrap_or_default();
+        let ok = is_rebinding_proof(&name)
             || self
                 .allowed_origins
                 .iter()
@@ -219,23 +236,6 @@ fn with_default_port(origin: &str, host: &str) -> String {
         Some((name, port)) if port == default && !name.ends_with('[') => name.to_string(),
         _ => host,
     }
-}
-
-/// The name part of `host[:port]` (an IPv6 literal keeps its brackets).
-fn host_name(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.split_inclusive(']').next().unwrap_or(host);
-    }
-    host.split(':').next().unwrap_or(host)
-}
-
-/// Compares without stopping at the first difference, so the time taken
-/// does not tell an attacker how much of a guess was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -360,6 +360,19 @@ mod tests {
         );
         let with_token = access("127.0.0.1:8080", Some("t"), false, &[]);
         assert!(with_token.check_host(Some("evil.example:8080")).is_ok());
+    }
+
+    #[test]
+    fn the_demo_api_stays_on_loopback() {
+        use clap::Parser;
+        let args = |extra: &[&str]| Args::parse_from([&["watchlife"], extra].concat());
+        assert!(check_demo_api(&args(&[])).is_ok());
+        assert!(check_demo_api(&args(&["--demo-api", "[::1]:0"])).is_ok());
+        let err = check_demo_api(&args(&["--demo-api", "0.0.0.0:0", "--token", "t"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--demo-api 0.0.0.0:0"), "{err}");
+        assert!(err.contains("loopback") && !err.contains('\n'), "{err}");
     }
 
     #[test]

@@ -32,6 +32,12 @@ use watchlife_protocol::{EventType, FrameBody, ObjectRef, ReflectorUpdate, Serve
 /// reconnect, after which a snapshot is cheaper than a replay anyway.
 pub const WINDOW: usize = 4096;
 
+/// Bytes of frames kept for resuming viewers, whatever their number: 4,096
+/// frames of large objects (each up to the bridge's 64 KiB cut) would
+/// otherwise hold a quarter of a gigabyte. A viewer whose cursor left the
+/// window gets a snapshot, as it does when the window is full of frames.
+pub const WINDOW_BYTES: usize = 32 * 1024 * 1024;
+
 /// Frames one viewer may fall behind the newest before it is resynced. The
 /// broadcast ring is shared, so this bounds memory for all viewers at once.
 /// At the demo's pace that is minutes of slack; at 1,000 events/s it is one
@@ -72,6 +78,8 @@ pub struct Attached {
 struct State {
     seq: u64,
     window: VecDeque<Published>,
+    /// The window's frames' lengths, summed.
+    window_bytes: usize,
     /// Shared with snapshots being encoded, so taking one under the lock is
     /// a reference count per object, not a deep copy.
     objects: BTreeMap<ObjectRef, Arc<SnapshotObject>>,
@@ -97,6 +105,7 @@ impl Hub {
             state: Arc::new(Mutex::new(State {
                 seq: 0,
                 window: VecDeque::with_capacity(WINDOW),
+                window_bytes: 0,
                 objects: BTreeMap::new(),
                 reflectors: BTreeMap::new(),
             })),
@@ -172,10 +181,15 @@ impl Hub {
                 EventType::Bookmark | EventType::Error => {}
             }
         }
-        if state.window.len() == WINDOW {
-            state.window.pop_front();
-        }
+        state.window_bytes += published.text.len();
         state.window.push_back(published.clone());
+        while state.window.len() > WINDOW
+            || (state.window_bytes > WINDOW_BYTES && state.window.len() > 1)
+        {
+            if let Some(oldest) = state.window.pop_front() {
+                state.window_bytes -= oldest.text.len();
+            }
+        }
         // Never waits: a receiver that is full lags instead (see the module
         // doc). No receiver is not an error either: nobody is watching yet.
         let _ = self.live.send(published);
@@ -379,6 +393,27 @@ mod tests {
             }
             Join::Resume(_) => panic!("a new viewer gets a snapshot"),
         }
+    }
+
+    #[test]
+    fn large_frames_leave_the_window_by_its_bytes() {
+        let hub = Hub::new("s");
+        let big = |i: usize| match event(&format!("p{i}"), EventType::Modified) {
+            FrameBody::Event(mut e) => {
+                e.object = serde_json::json!({"data": "x".repeat(64 * 1024)});
+                FrameBody::Event(e)
+            }
+            _ => unreachable!(),
+        };
+        let frames = 2 * WINDOW_BYTES / (64 * 1024);
+        for i in 0..frames {
+            hub.publish(big(i % 3));
+        }
+        assert!(hub.lock().window_bytes <= WINDOW_BYTES);
+        assert!(hub.lock().window.len() < WINDOW);
+        assert!(matches!(hub.attach(Some(1)).join, Join::Snapshot(_)));
+        let recent = frames as u64 - 10;
+        assert!(matches!(hub.attach(Some(recent)).join, Join::Resume(f) if f.len() == 10));
     }
 
     fn decode_snapshot(text: &Utf8Bytes, seq: u64) -> Snapshot {

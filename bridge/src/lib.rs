@@ -76,6 +76,8 @@ pub enum RunError {
 
 /// Runs the bridge until Ctrl-C (or SIGTERM).
 pub async fn run(args: Args) -> Result<(), RunError> {
+    // The demo API is served without a token: never beyond loopback.
+    access::check_demo_api(&args)?;
     if let Some(cli::Command::Record(record)) = &args.command {
         return record::run(&args, record).await;
     }

@@ -1,9 +1,17 @@
 //! The HTTP side: routes, the checks before a WebSocket upgrade, the
-//! connection cap, security headers, and serving until a graceful shutdown.
+//! connection caps, security headers, and serving until a graceful shutdown.
 //!
 //! Routes: `/ws` (the stream, [`crate::viewer`]), `/metrics` (Prometheus
 //! text, [`crate::metrics`]), `/healthz`, `/version`, and the embedded app
-//! for everything else ([`crate::assets`]).
+//! for everything else ([`crate::assets`]; 405 for a method other than GET
+//! or HEAD).
+//!
+//! Every connection is bounded by `watchlife-serve` ([`connection_limits`]):
+//! its request head within 10 s (so also its idle time before the first
+//! request and between requests), plain HTTP for 30 s at most, and at most
+//! [`watchlife_serve::limits::MAX_PENDING`] connections not yet upgraded,
+//! counted apart from the viewers (`--max-viewers`); over it a new
+//! connection is answered 503 and closed before anything is read.
 //!
 //! A `/ws` handshake is checked in this order, each refusal an HTTP answer
 //! with a one-line reason, before anything is upgraded: `Host` (403, see
@@ -16,11 +24,10 @@ use crate::metrics::Refusal;
 use crate::{assets, csp, viewer};
 use axum::Router;
 use axum::extract::{Query, Request, State, WebSocketUpgrade};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use serde::Deserialize;
 use std::future::Future;
 use std::sync::Arc;
@@ -94,9 +101,31 @@ struct Shared {
     shutdown: watch::Receiver<bool>,
 }
 
+/// The bounds of the bridge's connections (see the module doc), with the
+/// cap on connections not yet upgraded held to a quarter of `open_files`.
+pub fn connection_limits(open_files: Option<u64>) -> watchlife_serve::Limits {
+    watchlife_serve::Limits {
+        handshake: Some(watchlife_serve::limits::HANDSHAKE_TIMEOUT),
+        ..watchlife_serve::Limits::default()
+    }
+    .within_open_files(open_files)
+}
+
+/// The answer to a connection over the cap of connections not yet upgraded.
+fn pending_refusal(max_pending: usize) -> String {
+    let body = format!(
+        "watchlife is answering its maximum of {max_pending} connections that have not sent a request yet; try again later\n"
+    );
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: {RETRY_AFTER_SECS}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
 /// Serves `app` on `listener` until `signal` completes, then closes every
 /// viewer's socket with a close frame and waits (at most
-/// [`SHUTDOWN_GRACE`]) for them to go.
+/// [`SHUTDOWN_GRACE`]) for them to go. Raises the process's open-files
+/// limit first (see [`watchlife_serve::fds`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Arc<App>,
@@ -106,17 +135,20 @@ pub async fn serve(
     let (stop, shutdown) = watch::channel(false);
     let permits = Arc::new(Semaphore::new(config.max_viewers));
     let router = router(app, config.clone(), shutdown, permits.clone());
-    let listener = listener.tap_io(|tcp| {
+    let limits = connection_limits(watchlife_serve::fds::raise_open_files_limit());
+    let mut server =
+        watchlife_serve::Server::new(limits.clone(), pending_refusal(limits.max_pending));
+    server.on_accept = Some(Arc::new(|tcp: &tokio::net::TcpStream| {
         let _ = tcp.set_nodelay(true);
-        let _ = socket2::SockRef::from(&*tcp).set_send_buffer_size(SEND_BUFFER_BYTES);
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
+        let _ = socket2::SockRef::from(tcp).set_send_buffer_size(SEND_BUFFER_BYTES);
+    }));
+    server
+        .serve(listener, router, async move {
             signal.await;
-            // Upgraded sockets are not axum's to close: tell the viewers.
+            // Upgraded sockets are not the server's to close: tell the viewers.
             let _ = stop.send(true);
         })
-        .await?;
+        .await;
     let everyone = permits.acquire_many_owned(config.max_viewers as u32);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, everyone).await;
     Ok(())
@@ -142,7 +174,7 @@ pub fn router(
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/version", get(version))
-        .fallback(assets::serve)
+        .fallback(static_files)
         .layer(middleware::from_fn_with_state(shared.clone(), check_host))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
@@ -158,6 +190,23 @@ pub fn router(
             HeaderValue::from_static("no-referrer"),
         ))
         .with_state(shared)
+}
+
+/// The embedded app, for GET and HEAD; any other method is 405, with
+/// `Allow`, and never the page.
+async fn static_files(method: Method, uri: axum::http::Uri) -> Response {
+    if method == Method::GET || method == Method::HEAD {
+        return assets::serve(uri).await;
+    }
+    let mut refused = (
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} is not served here: the app answers GET and HEAD\n"),
+    )
+        .into_response();
+    refused
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    refused
 }
 
 /// Refuses requests to a name a loopback bridge does not answer to.

@@ -15,7 +15,7 @@
 //! - a write that does not complete within [`DEAD_AFTER`]: the viewer stopped
 //!   reading altogether, and the socket is dropped (no close frame could get
 //!   through);
-//! - a sustained flood of messages ([`FLOOD_LIMIT`], 1008, policy);
+//! - a sustained flood of messages or pings ([`FLOOD_LIMIT`], 1008, policy);
 //! - a message over [`MAX_FRAME_BYTES`] (1009, too big).
 //!
 //! A viewer that merely falls behind is not closed: it gets `resync` and a
@@ -100,6 +100,10 @@ pub const PACED_BATCH: usize = 256;
 /// messages; 64 KiB holds a full batch of typical events while keeping each
 /// message's handling short.
 pub const MAX_BATCH_BYTES: usize = 64 * 1024;
+
+/// How long the bridge waits for a viewer's own close frame once it has sent
+/// its own: a second, as long as it gives its close frame to go out.
+pub const CLOSE_LINGER: Duration = Duration::from_secs(1);
 
 /// Longest accepted resource name (a DNS subdomain) and namespace (a label).
 const MAX_NAME: usize = 253;
@@ -282,11 +286,28 @@ pub async fn serve(socket: WebSocket, session: Session) {
             Step::Close(why, code, reason) => {
                 metrics.viewer_closed(why);
                 out.close(code, &reason).await;
+                linger(&mut incoming).await;
                 return;
             }
             Step::Leave => return,
         }
     }
+}
+
+/// The closing handshake, after the bridge sent its close frame: what the
+/// viewer still sends is read and dropped until its own close frame (or
+/// [`CLOSE_LINGER`]). Dropping a socket with data unread makes the kernel
+/// reset it, and a reset can overtake the close frame on its way: a viewer
+/// flooding the bridge would see the connection cut with no reason.
+async fn linger(incoming: &mut futures_util::stream::SplitStream<WebSocket>) {
+    let closed = async {
+        while let Some(Ok(message)) = incoming.next().await {
+            if matches!(message, Message::Close(_)) {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(CLOSE_LINGER, closed).await;
 }
 
 /// `resync` and a snapshot for a viewer that fell `missed` frames behind;

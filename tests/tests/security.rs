@@ -1,7 +1,16 @@
 //! Who may connect, against the real binary: the token, the Origin and Host
 //! checks at the handshake, the startup rule beyond loopback, and the
-//! security headers of the app.
+//! security headers of the app. And what no client can do: exhaust the
+//! bridge's connections ([`connections`]), pass the demo's bounds or its
+//! memory budget ([`demo_limits`]), or reach its API from elsewhere or from a
+//! web page ([`demo_api_door`]).
 
+#[path = "security/connections.rs"]
+mod connections;
+#[path = "security/demo_api_door.rs"]
+mod demo_api_door;
+#[path = "security/demo_limits.rs"]
+mod demo_limits;
 mod fanout_support;
 
 use fanout_support::{Client, Process, metric};
