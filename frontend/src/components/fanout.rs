@@ -345,9 +345,11 @@ mod tests {
 
     #[test]
     fn watchers_the_report_only_counts_are_counted_too() {
-        let mut c = CacheState::default();
-        c.watchers = vec![Default::default(); 32];
-        c.more_watchers = 9_968;
+        let c = CacheState {
+            watchers: vec![Default::default(); 32],
+            more_watchers: 9_968,
+            ..Default::default()
+        };
         assert_eq!(unlaned(&c), 10_000 - MAX_LANES as u64);
     }
 }
