@@ -135,30 +135,29 @@ struct Stages {
 
 /// Wakes a task waiting for work; wakes that come while it works are kept.
 #[derive(Clone)]
-struct Signal {
-    tx: UnboundedSender<()>,
-    rx: Rc<RefCell<UnboundedReceiver<()>>>,
-}
+struct Signal(UnboundedSender<()>);
 
 impl Signal {
-    fn new() -> Self {
-        let (tx, rx) = unbounded();
-        Signal {
-            tx,
-            rx: Rc::new(RefCell::new(rx)),
-        }
-    }
-
     fn wake(&self) {
-        let _ = self.tx.unbounded_send(());
+        let _ = self.0.unbounded_send(());
     }
+}
 
+/// The waiting side of a [`Signal`], owned by the one task it wakes.
+struct Wait(UnboundedReceiver<()>);
+
+impl Wait {
     /// Waits for a wake, then takes every wake already sent.
-    async fn wait(&self) {
-        let mut rx = self.rx.borrow_mut();
-        let _ = rx.next().await;
-        while rx.try_recv().is_ok() {}
+    async fn wait(&mut self) {
+        let _ = self.0.next().await;
+        while self.0.try_recv().is_ok() {}
     }
+}
+
+/// A signal and its waiting side.
+fn signal() -> (Signal, Wait) {
+    let (tx, rx) = unbounded();
+    (Signal(tx), Wait(rx))
 }
 
 /// Gives the page's event loop a turn, so that each stage runs in its own
@@ -191,28 +190,31 @@ impl Page {
             kind: rt.kind.to_string(),
             resyncs: false,
         });
-        let listeners = informer.listeners().len();
+        let (fifo, fifo_wait) = signal();
+        let (workqueue, workqueue_wait) = signal();
+        let (listeners, listener_waits): (Vec<_>, Vec<_>) =
+            (0..informer.listeners().len()).map(|_| signal()).unzip();
         let stages = Stages {
             rt,
             informer: Rc::new(RefCell::new(informer)),
-            fifo: Signal::new(),
-            listeners: Rc::new((0..listeners).map(|_| Signal::new()).collect()),
-            workqueue: Signal::new(),
+            fifo,
+            listeners: Rc::new(listeners),
+            workqueue,
         };
-        spawn_local(self.clone().process_loop(stages.clone()));
-        for index in 0..listeners {
-            spawn_local(self.clone().listener(stages.clone(), index));
+        spawn_local(self.clone().process_loop(stages.clone(), fifo_wait));
+        for (index, wait) in listener_waits.into_iter().enumerate() {
+            spawn_local(self.clone().listener(stages.clone(), index, wait));
         }
-        spawn_local(self.clone().worker(stages.clone()));
+        spawn_local(self.clone().worker(stages.clone(), workqueue_wait));
         stages
     }
 
-    async fn process_loop(self, stages: Stages) {
+    async fn process_loop(self, stages: Stages, mut woken: Wait) {
         let now = || self.clock.now();
         loop {
             let processed = stages.informer.borrow_mut().process_one(&now);
             let Some(processed) = processed else {
-                stages.fifo.wait().await;
+                woken.wait().await;
                 continue;
             };
             for note in processed.notes {
@@ -226,12 +228,12 @@ impl Page {
         }
     }
 
-    async fn listener(self, stages: Stages, index: usize) {
+    async fn listener(self, stages: Stages, index: usize, mut woken: Wait) {
         let now = || self.clock.now();
         loop {
             let run = stages.informer.borrow_mut().run_listener(index, &now);
             let Some(run) = run else {
-                stages.listeners[index].wait().await;
+                woken.wait().await;
                 continue;
             };
             if run.queued {
@@ -242,12 +244,12 @@ impl Page {
         }
     }
 
-    async fn worker(self, stages: Stages) {
+    async fn worker(self, stages: Stages, mut woken: Wait) {
         let now = || self.clock.now();
         loop {
             let done = stages.informer.borrow_mut().run_worker(0, &now);
             let Some(finished) = done else {
-                stages.workqueue.wait().await;
+                woken.wait().await;
                 continue;
             };
             self.publish_events(finished);
