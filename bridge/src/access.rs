@@ -19,7 +19,8 @@
 //!   at 127.0.0.1 (DNS rebinding) would otherwise be same-origin with it. The
 //!   rule is `watchlife-serve`'s, which the demo API applies too.
 //! - **The demo API** takes writes, and the bridge serves it without a token:
-//!   `--demo-api` must be a loopback address ([`check_demo_api`]).
+//!   `--demo-api` beyond loopback needs `--token`, which the demo API then
+//!   asks of every client ([`check_demo_api`]).
 
 use crate::cli::Args;
 use std::net::SocketAddr;
@@ -43,20 +44,27 @@ pub enum AccessError {
     )]
     BadFrameAncestor(String),
     #[error(
-        "--demo-api {0} would be reachable from other machines, and the demo API takes writes from anyone who reaches it: keep it on loopback (127.0.0.1:PORT) and reach it from elsewhere through an SSH tunnel"
+        "--demo-api {0} would be reachable from other machines, and the demo API takes writes: give a --token (the demo API then asks kubectl for it, and the kubeconfig watchlife writes carries it), or keep it on loopback (127.0.0.1:PORT)"
     )]
     DemoApiBeyondLoopback(SocketAddr),
 }
 
-/// Refuses a `--demo-api` beyond loopback: the bridge serves its demo API
-/// without a token (the library can serve one with a token:
-/// `watchlife_demo_apiserver::serve_with`).
+/// Refuses a `--demo-api` beyond loopback without `--token`: beyond
+/// loopback the demo API asks every client for the bridge's token.
 pub fn check_demo_api(args: &Args) -> Result<(), AccessError> {
-    if args.demo_api.ip().is_loopback() {
+    if args.demo_api.ip().is_loopback() || args.token.as_deref().is_some_and(|t| !t.is_empty()) {
         Ok(())
     } else {
         Err(AccessError::DemoApiBeyondLoopback(args.demo_api))
     }
+}
+
+/// The token the demo API asks for: the bridge's own, when the demo API is
+/// beyond loopback; none on loopback (where `Host` is checked instead).
+pub fn demo_api_token(args: &Args) -> Option<String> {
+    (!args.demo_api.ip().is_loopback())
+        .then(|| args.token.clone())
+        .flatten()
 }
 
 /// The access rules of one run of the bridge.
@@ -363,16 +371,20 @@ mod tests {
     }
 
     #[test]
-    fn the_demo_api_stays_on_loopback() {
+    fn the_demo_api_leaves_loopback_only_with_a_token() {
         use clap::Parser;
         let args = |extra: &[&str]| Args::parse_from([&["watchlife"], extra].concat());
         assert!(check_demo_api(&args(&[])).is_ok());
         assert!(check_demo_api(&args(&["--demo-api", "[::1]:0"])).is_ok());
-        let err = check_demo_api(&args(&["--demo-api", "0.0.0.0:0", "--token", "t"]))
+        assert_eq!(demo_api_token(&args(&["--token", "t"])), None, "loopback");
+        let beyond = args(&["--demo-api", "0.0.0.0:0", "--token", "t"]);
+        assert!(check_demo_api(&beyond).is_ok());
+        assert_eq!(demo_api_token(&beyond).as_deref(), Some("t"));
+        let err = check_demo_api(&args(&["--demo-api", "0.0.0.0:0"]))
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("--demo-api 0.0.0.0:0"), "{err}");
-        assert!(err.contains("loopback") && !err.contains('\n'), "{err}");
+        assert!(err.contains("--token") && !err.contains('\n'), "{err}");
     }
 
     #[test]

@@ -35,22 +35,46 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
             addr: args.demo_api,
             source,
         })?;
-    let url = format!("http://{addr}");
+    let base = format!("http://{addr}");
+    let token = crate::access::demo_api_token(args);
+    // kubectl sends no credentials over plain HTTP: beyond loopback the
+    // token also travels in the server URL's path, which the demo API's door
+    // takes off before routing.
+    let url = match &token {
+        Some(token) => watchlife_demo_apiserver::door::server_url(&base, token),
+        None => base.clone(),
+    };
     let clock = Clock::system();
     let cp = ControlPlane::new(clock.clone());
-    tokio::spawn(watchlife_demo_apiserver::serve(
-        cp.clone(),
-        listener,
-        std::future::pending(),
-    ));
+    let options = watchlife_demo_apiserver::ServeOptions {
+        token: token.clone(),
+        ..watchlife_demo_apiserver::ServeOptions::default()
+    };
+    let api = cp.clone();
+    tokio::spawn(async move {
+        if let Err(e) =
+            watchlife_demo_apiserver::serve_with(api, listener, options, std::future::pending())
+                .await
+        {
+            tracing::error!("the demo API stopped: {e}");
+        }
+    });
     let pace = (!args.demo_idle).then(|| args.demo_pace());
     tokio::spawn(drive(Demo::new(cp.clone(), pace), clock));
 
     let path = kubeconfig_path(addr.port());
-    let kubeconfig = match watchlife_demo_apiserver::write_kubeconfig(&path, &url) {
+    // The kubeconfig writer puts the token in the path itself.
+    let written =
+        watchlife_demo_apiserver::write_kubeconfig_with_token(&path, &base, token.as_deref());
+    let kubeconfig = match written {
         Ok(()) => {
             println!(
-                "the demo's Kubernetes API is at {url}; for kubectl:\n  export KUBECONFIG={}",
+                "the demo's Kubernetes API is at {base}{}; for kubectl:\n  export KUBECONFIG={}",
+                if token.is_some() {
+                    " (it asks for --token, which the kubeconfig carries)"
+                } else {
+                    ""
+                },
                 path.display()
             );
             Some(Kubeconfig(path))
@@ -71,7 +95,7 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
     let client = kube::Client::try_from(config).map_err(|e| SourceError::Config(e.to_string()))?;
     Ok(Upstream {
         client,
-        source: Source::Demo { api: url },
+        source: Source::Demo { api: base },
         default_resources: DEFAULT_RESOURCES.iter().map(|s| s.to_string()).collect(),
         server_stages: Some(Arc::new(LedgerStages(cp.clone()))),
         observed: Stage::ALL.to_vec(),

@@ -1,6 +1,7 @@
 //! The demo API's door, against the real binary: `--demo-api` beyond
-//! loopback is refused in one line, and the loopback API refuses a rebinding
-//! `Host` and web pages.
+//! loopback without a token is refused in one line; with one, the API asks
+//! every client for it and the written kubeconfig carries it; the loopback API
+//! refuses a rebinding `Host` and web pages.
 
 use super::demo_limits::demo_api;
 use std::process::Command;
@@ -8,10 +9,10 @@ use watchlife_tests::bridge::{Bridge, binary};
 use watchlife_tests::http;
 
 #[test]
-fn demo_api_beyond_loopback_is_refused_in_one_line() {
+fn demo_api_beyond_loopback_without_a_token_is_refused_in_one_line() {
     for args in [
         vec!["--demo", "--demo-idle", "--demo-api", "0.0.0.0:0"],
-        vec!["--demo", "--demo-api", "[::]:0", "--token", "s3cret"],
+        vec!["--demo", "--demo-api", "[::]:0"],
         vec![
             "record",
             "--demo",
@@ -29,8 +30,48 @@ fn demo_api_beyond_loopback_is_refused_in_one_line() {
             .unwrap();
         let line = watchlife_tests::one_line_error(&out);
         assert!(line.contains("--demo-api"), "{args:?}: {line}");
-        assert!(line.contains("loopback"), "{args:?}: {line}");
+        assert!(line.contains("--token"), "{args:?}: {line}");
     }
+}
+
+#[tokio::test]
+async fn beyond_loopback_the_demo_api_asks_for_the_token_that_its_kubeconfig_carries() {
+    let port = watchlife_tests::free_port();
+    let any = format!("0.0.0.0:{port}");
+    let bridge = Bridge::start(&["--demo", "--demo-api", &any, "--token", "s3cret"]).await;
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let pods = |auth: &str| {
+        format!(
+            "GET /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
+        )
+    };
+    let anonymous = http::request(addr, &pods("")).await.unwrap();
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text());
+    let wrong = http::request(addr, &pods("Authorization: Bearer nope\r\n"))
+        .await
+        .unwrap();
+    assert_eq!(wrong.status, 401, "{}", wrong.text());
+    let right = http::request(addr, &pods("Authorization: Bearer s3cret\r\n"))
+        .await
+        .unwrap();
+    assert_eq!(right.status, 200, "{}", right.text());
+    // kubectl, with the kubeconfig the bridge wrote, gets in.
+    let kubeconfig = bridge
+        .cache_dir()
+        .join("watchlife")
+        .join(format!("{port}-demo.kubeconfig"));
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["get", "namespaces", "-o", "name"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("namespace/default"));
 }
 
 #[tokio::test]
