@@ -6,6 +6,8 @@
 //! - [`fanout`]: many WebSocket viewers of one `watchlife` process.
 //! - [`pipeline`]: watch bytes → FIFO → Indexer → handlers → workqueue → reconcile on one core;
 //!   [`kube_watcher`], kube-rs's watcher and reflector on the same bytes.
+//! - [`informer`]: the bridge's informer pipeline under a steady load, stage by stage; a
+//!   slow handler's cost to the other listeners; LISTs per fault beside client-go.
 //! - [`scale`]: memory per cached object, and the initial LIST of 150k objects.
 //! - [`page`]: the browser app's weight, gzipped; [`browser`]: its frame rate under load.
 //! - [`apiserver`]: the demo API beside kube-apiserver + etcd, with 1, 100, 1,000 watchers.
@@ -31,6 +33,7 @@ mod browser;
 mod controlplane;
 mod etcd_order;
 mod fanout;
+mod informer;
 mod kube_watcher;
 mod kubectl_latency;
 mod machine;
@@ -86,7 +89,8 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these measurements (comma separated: controlplane, apiserver,
-    /// latency, etcd, upstream, fanout, pipeline, scale, page, browser).
+    /// latency, etcd, upstream, fanout, pipeline, informer, scale, page,
+    /// browser).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The command to name in the report.
@@ -184,6 +188,15 @@ fn main() {
         };
         pipeline::run(&mut report, &config);
     }
+    if wanted("informer") {
+        let config = informer::Config {
+            runs: process_runs,
+            seconds: if args.quick { 1.0 } else { 2.0 },
+            rates: vec![1000.0, 10_000.0],
+            watchlife: args.watchlife.clone(),
+        };
+        informer::run(&mut report, &config);
+    }
     if wanted("scale") {
         let config = scale::Config {
             runs: process_runs,
@@ -256,6 +269,10 @@ fn not_measured(report: &mut Report, wanted: &dyn Fn(&str) -> bool) {
         (
             "pipeline",
             "the informer pipeline (left out of this run with --only)",
+        ),
+        (
+            "informer",
+            "the informer's stages under a steady load, a slow handler and LISTs per fault (left out of this run with --only)",
         ),
         (
             "scale",

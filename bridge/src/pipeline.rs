@@ -13,11 +13,22 @@ use crate::hub::Hub;
 use crate::reflector::ServerStages;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 use tokio::sync::Notify;
 use watchlife_controlplane::Clock;
 use watchlife_informer::Informer;
 use watchlife_informer::informer::Options;
 use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate, WatchEvent};
+
+/// For benchmarks and demos only (no flag sets it): the handler of the
+/// listener named `listener` takes `delay` longer, waiting between its
+/// notification's dequeue and its call without holding the informer, as a
+/// handler awaiting a request would. Nothing else waits for it.
+#[derive(Debug, Clone)]
+pub struct SlowListener {
+    pub listener: String,
+    pub delay: Duration,
+}
 
 /// The informer of one resource and the tasks that drive it.
 #[derive(Clone)]
@@ -29,6 +40,8 @@ pub struct Pipeline {
     clock: Clock,
     hub: Hub,
     server: Option<Arc<dyn ServerStages>>,
+    /// The slow listener's index and its delay (see [`SlowListener`]).
+    slow: Option<(usize, Duration)>,
 }
 
 impl Pipeline {
@@ -42,8 +55,26 @@ impl Pipeline {
         options: Options,
         workers: u32,
     ) -> Pipeline {
+        Self::start_with_slow_listener(hub, clock, server, options, workers, None)
+    }
+
+    /// [`Pipeline::start`], with one listener made slow: for benchmarks and
+    /// demos (see [`SlowListener`]). A name no listener has slows nothing.
+    pub fn start_with_slow_listener(
+        hub: Hub,
+        clock: Clock,
+        server: Option<Arc<dyn ServerStages>>,
+        options: Options,
+        workers: u32,
+        slow: Option<SlowListener>,
+    ) -> Pipeline {
         let informer = Informer::new(options);
-        let listeners = informer.listeners().len();
+        let names = informer.listeners();
+        let listeners = names.len();
+        let slow = slow.and_then(|s| {
+            let index = names.iter().position(|n| *n == s.listener)?;
+            Some((index, s.delay))
+        });
         let pipeline = Pipeline {
             informer: Arc::new(Mutex::new(informer)),
             fifo_ready: Arc::new(Notify::new()),
@@ -52,6 +83,7 @@ impl Pipeline {
             clock,
             hub,
             server,
+            slow,
         };
         tokio::spawn(pipeline.clone().process_loop());
         for index in 0..listeners {
@@ -131,8 +163,23 @@ impl Pipeline {
     /// Listener `index`'s task: its buffer, its handler.
     async fn listener(self, index: usize) {
         let now = || self.clock.now();
+        let delay = self
+            .slow
+            .and_then(|(slow, delay)| (slow == index).then_some(delay));
         loop {
-            let run = self.lock().run_listener(index, &now);
+            let run = match delay {
+                None => self.lock().run_listener(index, &now),
+                Some(delay) => {
+                    let taken = self.lock().take(index, &now);
+                    match taken {
+                        Some(taken) => {
+                            tokio::time::sleep(delay).await;
+                            Some(self.lock().handle(taken, &now))
+                        }
+                        None => None,
+                    }
+                }
+            };
             match run {
                 Some(run) => {
                     if run.queued {
@@ -185,5 +232,66 @@ impl Pipeline {
 
     fn lock(&self) -> MutexGuard<'_, Informer> {
         self.informer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use watchlife_informer::informer::{CONTROLLER, SCHEDULER_SCHEDULED};
+    use watchlife_protocol::{EventType, ObjectRef, ServerFrame, Stage, StageMark, StageTimes};
+
+    /// Long enough that the rest of the informer visibly goes on meanwhile.
+    const DELAY: Duration = Duration::from_millis(50);
+
+    #[tokio::test]
+    async fn a_slow_listener_waits_between_its_dequeue_and_its_return_and_holds_up_no_other() {
+        let hub = Hub::new("test");
+        let mut live = hub.attach(None).live;
+        let clock = Clock::system();
+        let slow = SlowListener {
+            listener: SCHEDULER_SCHEDULED.into(),
+            delay: DELAY,
+        };
+        let pipeline = Pipeline::start_with_slow_listener(
+            hub,
+            clock.clone(),
+            None,
+            Options::pods(),
+            1,
+            Some(slow),
+        );
+        let object = json!({
+            "kind": "Pod",
+            "metadata": {"namespace": "default", "name": "p", "resourceVersion": "7"},
+            "spec": {"nodeName": "node-a"}
+        });
+        let event = WatchEvent {
+            event_type: EventType::Added,
+            target: ObjectRef {
+                resource: "pods".into(),
+                kind: "Pod".into(),
+                namespace: Some("default".into()),
+                name: "p".into(),
+            },
+            resource_version: "7".into(),
+            object: object.clone(),
+            stages: StageTimes::from([(Stage::Reflector, StageMark::at(clock.now()))]),
+            initial: false,
+            coalesced: false,
+            handled: Default::default(),
+        };
+        pipeline.deliver(event, Arc::new(object));
+        let frame: ServerFrame = serde_json::from_str(&live.recv().await.unwrap().text).unwrap();
+        let FrameBody::Event(e) = frame.body else {
+            panic!("an event frame");
+        };
+        let call = |name: &str| e.handled.calls.iter().find(|c| c.listener == name).unwrap();
+        let slow = call(SCHEDULER_SCHEDULED);
+        assert!(slow.returned - slow.dequeued >= DELAY.as_micros() as u64);
+        let reconcile = e.handled.reconcile.as_ref().unwrap();
+        assert!(call(CONTROLLER).returned < slow.returned);
+        assert!(reconcile.finished < slow.returned);
     }
 }

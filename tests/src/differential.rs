@@ -21,6 +21,7 @@
 //! literally. Waits and checks record what went wrong rather than panic, so
 //! that [`Pair::finish`] reports every difference at once, with both traces.
 
+pub mod list_counts;
 pub mod trace;
 pub mod watchlife;
 
@@ -225,7 +226,9 @@ impl Pair {
     }
 
     /// Panics with every problem recorded and both traces, if there was any.
+    /// First prints each side's LIST count when asked (see [`list_counts`]).
     pub fn finish(self) {
+        list_counts::print_if_asked(&self);
         if self.problems.is_empty() {
             return;
         }
