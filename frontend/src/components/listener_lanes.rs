@@ -1,21 +1,17 @@
 //! On the event handlers' node, one lane per listener: its name, its
 //! buffer's depth at its latest call, its calls by callback, and how long
-//! its handler ran (p50, dequeue → return). A lane lights up while a token
-//! at the handlers was handed to that listener; a listener whose filter
-//! turned the event away stays dark.
+//! its handler ran (p50, dequeue → return). A listener whose filter turned
+//! an event away was not called: that event adds nothing to its lane.
 //!
-//! The lanes are redrawn with the node's numbers, a few times a second at
-//! most, never per event: on the refresh clock, and as a token reaches or
-//! leaves the handlers. They are drawn as the node's
+//! The lanes are redrawn with the node's numbers, on the refresh clock,
+//! never per event. They are drawn as the node's
 //! short lines (see [`super::node_lines`]).
 
 use super::node_lines::NodeLine;
 use crate::listeners::Lane;
 use crate::model::Model;
-use crate::player::Player;
 use crate::stats::format_micros;
 use leptos::prelude::*;
-use watchlife_protocol::Stage;
 
 /// Lanes drawn; more listeners are counted on the last one.
 pub const LANES_SHOWN: usize = 4;
@@ -65,52 +61,20 @@ fn lane_line(lane: &Lane, more: usize) -> NodeLine {
 }
 
 /// The lanes' lines, as a closure for the handlers' node to draw: redrawn
-/// when `now` ticks (and when the stream settles), and as tokens reach or
-/// leave the handlers.
+/// when `now` ticks (twice a second) and when the stream settles, never per
+/// event.
 pub fn listener_lines(now: RwSignal<f64>) -> impl Fn() -> Vec<NodeLine> + Copy {
     let model = expect_context::<Model>();
-    let player = expect_context::<Player>();
-    // The lanes (bit `i` for lane `i`) handed an event whose token is at
-    // the handlers now: it changes a few times a second, not every frame.
-    let called = Memo::new(move |_| {
-        player.tick.track();
-        let step = player.reduced_motion.get();
-        let mut lit = 0_usize;
-        player.state.with_value(|s| {
-            model.stats.with_untracked(|stats| {
-                let lanes = &stats.listeners.lanes;
-                let at_handlers = s.active.iter().filter(|t| {
-                    t.place(s.clock, step)
-                        .is_some_and(|p| p.stage == Stage::Handlers)
-                });
-                for t in at_handlers {
-                    for c in &t.row.event.handled.calls {
-                        if let Some(i) = lanes.iter().position(|l| l.name == c.listener) {
-                            lit |= 1 << i.min(LANES_SHOWN);
-                        }
-                    }
-                }
-            })
-        });
-        lit
-    });
     move || {
         model.settled.track();
         now.track();
-        let lit = called.get();
         model.stats.with_untracked(|s| {
             let all = &s.listeners.lanes;
             let more = all.len().saturating_sub(LANES_SHOWN);
             all.iter()
                 .take(LANES_SHOWN)
                 .enumerate()
-                .map(|(i, l)| {
-                    let mut line = lane_line(l, if i + 1 == LANES_SHOWN { more } else { 0 });
-                    if lit & (1 << i) != 0 {
-                        line.class.push_str(" called");
-                    }
-                    line
-                })
+                .map(|(i, l)| lane_line(l, if i + 1 == LANES_SHOWN { more } else { 0 }))
                 .collect()
         })
     }

@@ -13,7 +13,7 @@ const CHAR_W: f64 = 6.3;
 /// One line on a node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeLine {
-    /// Classes of the line's group (`reflector alarming`, `listener called`).
+    /// Classes of the line's group (`reflector alarming`, `listener`).
     pub class: String,
     /// What the line is about, as its `data-key` (a resource, a listener).
     pub key: String,
