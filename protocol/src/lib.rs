@@ -22,7 +22,7 @@ pub mod stage;
 pub mod watch_cache;
 
 pub use client::{ClientMessage, DemoAction, Filter};
-pub use event::{Callback, EventType, HandlerCall, Handled, ObjectRef, ReconcileRun, WatchEvent};
+pub use event::{Callback, EventType, Handled, HandlerCall, ObjectRef, ReconcileRun, WatchEvent};
 pub use frame::{
     ActionResult, ErrorCode, ErrorFrame, FrameBody, Heartbeat, Hello, Resync, ServerFrame,
     Snapshot, Source,
