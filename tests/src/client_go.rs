@@ -22,22 +22,8 @@ pub fn binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let script = crate::workspace().join("scripts/ensure-client-go-reference.sh");
-        let out = std::process::Command::new(&script)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "{} failed ({})",
-            script.display(),
-            out.status
-        );
-        String::from_utf8(out.stdout)
-            .expect("the script prints UTF-8")
-            .lines()
-            .find_map(|l| l.strip_prefix("CLIENT_GO_REFERENCE="))
-            .map(PathBuf::from)
+        crate::real_cluster::scripts::run(&script, &[])
+            .remove("CLIENT_GO_REFERENCE")
             .unwrap_or_else(|| panic!("{} printed no CLIENT_GO_REFERENCE=", script.display()))
     })
 }

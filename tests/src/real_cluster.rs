@@ -8,7 +8,7 @@ mod apiserver;
 mod etcd;
 mod kubeconfig;
 mod process;
-mod scripts;
+pub(crate) mod scripts;
 #[cfg(test)]
 mod tests;
 

@@ -72,8 +72,8 @@ pub(super) fn pki(dir: &Path) -> Pki {
 }
 
 /// Runs a script whose stdout is `NAME=PATH` lines; its progress (stderr)
-/// goes to the test's stderr.
-fn run(script: &Path, args: &[&Path]) -> HashMap<String, PathBuf> {
+/// goes to the test's stderr. Panics if the script fails.
+pub(crate) fn run(script: &Path, args: &[&Path]) -> HashMap<String, PathBuf> {
     let out = Command::new(script)
         .args(args)
         .stdin(Stdio::null())
