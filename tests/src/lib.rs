@@ -36,12 +36,38 @@ pub fn artifacts() -> PathBuf {
     dir
 }
 
-/// A loopback port that was free a moment ago.
+/// Ports handed out by [`free_port`], below the kernel's ephemeral range
+/// (Linux: 32768–60999 by default). A port from that range, free a moment
+/// ago, may meanwhile become the local end of some process's outgoing
+/// connection (kube-apiserver's to etcd, say) and then cannot be listened
+/// on; below it, only a listener can take it.
+const FREE_PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// A loopback port that was free a moment ago, never the same twice in one
+/// test process.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("loopback is available")
-        .port()
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    // Each test process starts at its own place in the range, so that
+    // processes running side by side rarely try the same ports.
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = u32::from(FREE_PORTS.end - FREE_PORTS.start);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % span,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    for _ in 0..span {
+        let port = FREE_PORTS.start + (NEXT.fetch_add(1, Ordering::Relaxed) % span) as u16;
+        if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no free loopback port in {FREE_PORTS:?}");
 }
 
 /// The one line a failed command printed on stderr, for errors that must fit
