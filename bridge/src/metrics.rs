@@ -1,9 +1,9 @@
-//! The bridge's own numbers, served at `GET /metrics` in the Prometheus text
-//! format.
+//! The bridge's own numbers, served at `GET /metrics` in the OpenMetrics
+//! text format through the `prometheus-client` crate.
 //!
-//! [`Metrics`] is a cheap-to-clone handle (one `Arc` of atomics) reachable
-//! from the hub ([`crate::hub::Hub::metrics`]), so every part of the bridge
-//! counts into the same place without locks:
+//! [`Metrics`] is a cheap-to-clone handle on one registry, reachable from the
+//! hub ([`crate::hub::Hub::metrics`]), so every part of the bridge counts
+//! into the same place:
 //!
 //! - the Reflector: [`Metrics::upstream_watch_opened`],
 //!   [`Metrics::upstream_watch_closed`], [`Metrics::relisted`];
@@ -13,14 +13,29 @@
 //!   [`Metrics::viewer_closed`];
 //! - the `/ws` handshake: [`Metrics::viewer_refused`].
 //!
-//! Counters only grow; gauges go up and down. Every metric is rendered even
-//! at zero, so a dashboard sees it from the first scrape.
+//! Each series with a fixed label set is created when the registry is, and
+//! its handle kept: counting is one atomic add, with no lookup, and every
+//! series is rendered even at zero, so a dashboard sees it from the first
+//! scrape. Only the handler calls, whose listeners are known once the
+//! informer names them, are looked up by label.
+//!
+//! The sample names are those the bridge served before it used the crate
+//! (counters end in `_total`); OpenMetrics names a counter's family without
+//! that suffix in its `# TYPE` line. The encoder ends every `# HELP` text
+//! with a full stop, so the texts here have none.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
 use watchlife_protocol::{ErrorCode, Handled, Stage, StageTimes};
+
+/// The `Content-Type` of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Upper bounds of the stage latency buckets, in microseconds. Stages inside
 /// one process follow each other within tens of microseconds; a hop over the
@@ -136,51 +151,252 @@ fn rejected_label(code: ErrorCode) -> &'static str {
     }
 }
 
+/// Label of the series that count by reason.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByReason {
+    reason: &'static str,
+}
+
+/// Label of the resync counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByCause {
+    cause: &'static str,
+}
+
+/// Label of the rejected messages counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByCode {
+    code: &'static str,
+}
+
+/// Labels of the handler calls counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByHandler {
+    listener: String,
+    callback: &'static str,
+}
+
+/// Label of the per-stage series: the stage's name as on the wire.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByStage {
+    stage: String,
+}
+
 /// Handle on the bridge's metrics. Cheap to clone; every clone counts into
 /// the same numbers.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Metrics(Arc<Inner>);
 
-#[derive(Default)]
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics(Arc::new(Inner::new()))
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
 struct Inner {
-    viewers: AtomicI64,
-    viewers_connected: AtomicU64,
-    refused: [AtomicU64; Refusal::ALL.len()],
-    closed: [AtomicU64; Closed::ALL.len()],
-    frames_published: AtomicU64,
-    frames_sent: AtomicU64,
-    messages_sent: AtomicU64,
-    bytes_sent: AtomicU64,
-    resyncs: [AtomicU64; ResyncCause::ALL.len()],
-    rejected: [AtomicU64; REJECTED.len()],
-    upstream_watches: AtomicI64,
-    upstream_watches_opened: AtomicU64,
-    relists: AtomicU64,
-    lists: AtomicU64,
+    registry: Registry,
+    viewers: Gauge,
+    viewers_connected: Counter,
+    refused: [Counter; Refusal::ALL.len()],
+    closed: [Counter; Closed::ALL.len()],
+    frames_published: Counter,
+    frames_sent: Counter,
+    messages_sent: Counter,
+    bytes_sent: Counter,
+    resyncs: [Counter; ResyncCause::ALL.len()],
+    rejected: [Counter; REJECTED.len()],
+    upstream_watches: Gauge,
+    upstream_watches_opened: Counter,
+    relists: Counter,
+    lists: Counter,
     /// Handler calls by listener and callback, as the page counts them.
-    handler_calls: Mutex<BTreeMap<(String, &'static str), u64>>,
-    resync_deliveries: AtomicU64,
-    final_state_unknown: AtomicU64,
-    stages: [Histogram; Stage::ALL.len()],
-    stage_clock_skew: [AtomicU64; Stage::ALL.len()],
+    handler_calls: Family<ByHandler, Counter>,
+    resync_deliveries: Counter,
+    final_state_unknown: Counter,
+    /// Indexed by the stage's place in [`Stage::ALL`] less one: the first
+    /// stage has no predecessor, hence no latency.
+    stages: Vec<Histogram>,
+    stage_clock_skew: Vec<Counter>,
 }
 
-#[derive(Default)]
-struct Histogram {
-    /// Observations at or under each bound (not cumulative; summed on render).
-    buckets: [AtomicU64; LATENCY_BUCKETS_MICROS.len()],
-    /// Observations over the last bound.
-    over: AtomicU64,
-    sum_micros: AtomicU64,
+/// A family whose series are `labels`, created now (so rendered at zero),
+/// registered as `name`; returns the series' handles in the same order.
+fn family<S, const N: usize>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    labels: [S; N],
+) -> [Counter; N]
+where
+    S: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static,
+{
+    let family = Family::<S, Counter>::default();
+    let handles = labels.map(|l| family.get_or_create_owned(&l));
+    registry.register(name, help, family);
+    handles
 }
 
-impl Histogram {
-    fn observe(&self, micros: u64) {
-        match LATENCY_BUCKETS_MICROS.iter().position(|&le| micros <= le) {
-            Some(i) => self.buckets[i].fetch_add(1, Relaxed),
-            None => self.over.fetch_add(1, Relaxed),
+/// A counter registered as `name` (the encoder adds `_total` to its samples).
+fn counter(registry: &mut Registry, name: &str, help: &str) -> Counter {
+    let counter = Counter::default();
+    registry.register(name, help, counter.clone());
+    counter
+}
+
+fn gauge(registry: &mut Registry, name: &str, help: &str) -> Gauge {
+    let gauge = Gauge::default();
+    registry.register(name, help, gauge.clone());
+    gauge
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS_MICROS.iter().map(|&le| le as f64 / 1e6))
+}
+
+impl Inner {
+    fn new() -> Inner {
+        let mut r = Registry::default();
+        let viewers = gauge(&mut r, "watchlife_viewers", "Viewers connected to /ws now");
+        let viewers_connected = counter(
+            &mut r,
+            "watchlife_viewers_connected",
+            "Viewers that connected to /ws",
+        );
+        let refused = family(
+            &mut r,
+            "watchlife_viewers_refused",
+            "WebSocket handshakes refused, by reason",
+            Refusal::ALL.map(|w| ByReason { reason: w.label() }),
+        );
+        let closed = family(
+            &mut r,
+            "watchlife_viewers_closed",
+            "Viewer connections the bridge closed, by reason",
+            Closed::ALL.map(|w| ByReason { reason: w.label() }),
+        );
+        let frames_published = counter(
+            &mut r,
+            "watchlife_frames_published",
+            "Stream frames published by the hub (each encoded once)",
+        );
+        let frames_sent = counter(
+            &mut r,
+            "watchlife_frames_sent",
+            "Frames written to viewers' sockets, all viewers together",
+        );
+        let messages_sent = counter(
+            &mut r,
+            "watchlife_messages_sent",
+            "WebSocket messages those frames went out in (several frames to a message for viewers that asked for batches)",
+        );
+        let bytes_sent = counter(
+            &mut r,
+            "watchlife_sent_bytes",
+            "Bytes of frames written to viewers' sockets",
+        );
+        let resyncs = family(
+            &mut r,
+            "watchlife_resyncs",
+            "resync frames sent to viewers, by cause",
+            ResyncCause::ALL.map(|c| ByCause { cause: c.label() }),
+        );
+        let rejected = family(
+            &mut r,
+            "watchlife_viewer_messages_rejected",
+            "Viewer messages answered with an error frame, by code",
+            REJECTED.map(|c| ByCode {
+                code: rejected_label(c),
+            }),
+        );
+        let upstream_watches = gauge(
+            &mut r,
+            "watchlife_upstream_watches",
+            "Watches open on the source now (one per resource, whatever the number of viewers)",
+        );
+        let upstream_watches_opened = counter(
+            &mut r,
+            "watchlife_upstream_watches_opened",
+            "Watches opened on the source",
+        );
+        let relists = counter(
+            &mut r,
+            "watchlife_relists",
+            "List-watch cycles the Reflectors began again after one ended (410 Gone, a failed watch or LIST)",
+        );
+        let lists = counter(
+            &mut r,
+            "watchlife_lists",
+            "LIST requests the Reflectors made (first pages), the first ones included",
+        );
+        let handler_calls = Family::<ByHandler, Counter>::default();
+        r.register(
+            "watchlife_handler_calls",
+            "Event handler calls, by listener and callback, of the events published",
+            handler_calls.clone(),
+        );
+        let resync_deliveries = counter(
+            &mut r,
+            "watchlife_resync_deliveries",
+            "Events delivered as resyncs (a Sync delta, or a relisted object whose resourceVersion did not change)",
+        );
+        let final_state_unknown = counter(
+            &mut r,
+            "watchlife_deleted_final_state_unknown",
+            "Deletions found by a relist rather than seen on the watch",
+        );
+        let later_stages = || {
+            Stage::ALL.iter().skip(1).map(|s| ByStage {
+                stage: stage_label(*s),
+            })
         };
-        self.sum_micros.fetch_add(micros, Relaxed);
+        let latency = Family::<ByStage, Histogram, fn() -> Histogram>::new_with_constructor(
+            latency_histogram,
+        );
+        let stages = later_stages()
+            .map(|l| latency.get_or_create_owned(&l))
+            .collect();
+        r.register(
+            "watchlife_stage_latency_seconds",
+            "Time from an event's previous observed stage to this stage",
+            latency,
+        );
+        let skew = Family::<ByStage, Counter>::default();
+        let stage_clock_skew = later_stages()
+            .map(|l| skew.get_or_create_owned(&l))
+            .collect();
+        r.register(
+            "watchlife_stage_clock_skew",
+            "Events whose stage was timed before the previous observed stage",
+            skew,
+        );
+        Inner {
+            registry: r,
+            viewers,
+            viewers_connected,
+            refused,
+            closed,
+            frames_published,
+            frames_sent,
+            messages_sent,
+            bytes_sent,
+            resyncs,
+            rejected,
+            upstream_watches,
+            upstream_watches_opened,
+            relists,
+            lists,
+            handler_calls,
+            resync_deliveries,
+            final_state_unknown,
+            stages,
+            stage_clock_skew,
+        }
     }
 }
 
@@ -190,102 +406,93 @@ pub struct ViewerGauge(Metrics);
 
 impl Drop for ViewerGauge {
     fn drop(&mut self) {
-        self.0.0.viewers.fetch_sub(1, Relaxed);
+        self.0.0.viewers.dec();
     }
 }
 
 impl Metrics {
     /// The Reflector opened a watch on the source (an upstream watch).
     pub fn upstream_watch_opened(&self) {
-        self.0.upstream_watches.fetch_add(1, Relaxed);
-        self.0.upstream_watches_opened.fetch_add(1, Relaxed);
+        self.0.upstream_watches.inc();
+        self.0.upstream_watches_opened.inc();
     }
 
     /// An upstream watch ended (closed by the server, failed, or dropped).
     pub fn upstream_watch_closed(&self) {
-        self.0.upstream_watches.fetch_sub(1, Relaxed);
+        self.0.upstream_watches.dec();
     }
 
     /// A Reflector began a list-watch cycle again, after the last one ended
     /// (410 Gone, a failed watch or LIST).
     pub fn relisted(&self) {
-        self.0.relists.fetch_add(1, Relaxed);
+        self.0.relists.inc();
     }
 
     /// A Reflector sent a LIST request (its first page).
     pub fn listed(&self) {
-        self.0.lists.fetch_add(1, Relaxed);
+        self.0.lists.inc();
     }
 
     /// What the informer did with a published event: its handler calls.
     pub fn observe_handled(&self, handled: &Handled) {
         if handled.resync {
-            self.0.resync_deliveries.fetch_add(1, Relaxed);
+            self.0.resync_deliveries.inc();
         }
         if handled.final_state_unknown {
-            self.0.final_state_unknown.fetch_add(1, Relaxed);
+            self.0.final_state_unknown.inc();
         }
-        if handled.calls.is_empty() {
-            return;
-        }
-        let mut calls = self
-            .0
-            .handler_calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
         for call in &handled.calls {
-            let callback = call.callback.as_str();
-            match calls.get_mut(&(call.listener.clone(), callback)) {
-                Some(n) => *n += 1,
-                None => {
-                    calls.insert((call.listener.clone(), callback), 1);
-                }
-            }
+            self.0
+                .handler_calls
+                .get_or_create(&ByHandler {
+                    listener: call.listener.clone(),
+                    callback: call.callback.as_str(),
+                })
+                .inc();
         }
     }
 
     /// A viewer connected; it is counted until the returned gauge is dropped.
     pub fn viewer_connected(&self) -> ViewerGauge {
-        self.0.viewers.fetch_add(1, Relaxed);
-        self.0.viewers_connected.fetch_add(1, Relaxed);
+        self.0.viewers.inc();
+        self.0.viewers_connected.inc();
         ViewerGauge(self.clone())
     }
 
     /// A viewer was refused at the handshake.
     pub fn viewer_refused(&self, why: Refusal) {
-        self.0.refused[why as usize].fetch_add(1, Relaxed);
+        self.0.refused[why as usize].inc();
     }
 
     /// The bridge closed a viewer's connection.
     pub fn viewer_closed(&self, why: Closed) {
-        self.0.closed[why as usize].fetch_add(1, Relaxed);
+        self.0.closed[why as usize].inc();
     }
 
     /// The hub published a stream frame.
     pub fn frame_published(&self) {
-        self.0.frames_published.fetch_add(1, Relaxed);
+        self.0.frames_published.inc();
     }
 
-    /// `frames` frames of `bytes` bytes in all were written to one viewer.
-    /// Viewers count in batches, so that thousands of them do not contend on
-    /// one counter for every frame.
-    /// `frames` went out in `messages` WebSocket messages (fewer when the
-    /// viewer asked for batches).
+    /// `frames` frames of `bytes` bytes in all were written to one viewer,
+    /// in `messages` WebSocket messages (fewer when the viewer asked for
+    /// batches). Viewers count in batches, so that thousands of them do not
+    /// contend on one counter for every frame.
     pub fn frames_sent(&self, frames: u64, messages: u64, bytes: u64) {
-        self.0.frames_sent.fetch_add(frames, Relaxed);
-        self.0.messages_sent.fetch_add(messages, Relaxed);
-        self.0.bytes_sent.fetch_add(bytes, Relaxed);
+        self.0.frames_sent.inc_by(frames);
+        self.0.messages_sent.inc_by(messages);
+        self.0.bytes_sent.inc_by(bytes);
     }
 
     /// A viewer was sent `resync`.
     pub fn resynced(&self, cause: ResyncCause) {
-        self.0.resyncs[cause as usize].fetch_add(1, Relaxed);
+        self.0.resyncs[cause as usize].inc();
     }
 
     /// A viewer's message was answered with an error frame of this code.
     pub fn message_rejected(&self, code: ErrorCode) {
         if let Some(i) = REJECTED.iter().position(|&c| c == code) {
-            self.0.rejected[i].fetch_add(1, Relaxed);
+            self.0.rejected[i].inc();
         }
     }
 
@@ -296,12 +503,13 @@ impl Metrics {
     pub fn observe_stages(&self, stages: &StageTimes) {
         let mut previous: Option<u64> = None;
         for (stage, mark) in stages {
-            let i = stage_index(*stage);
-            if let Some(before) = previous {
+            // Stages come in their order, so only the first can be Stage::ALL[0].
+            let i = stage_index(*stage).checked_sub(1);
+            if let (Some(before), Some(i)) = (previous, i) {
                 match mark.at.checked_sub(before) {
-                    Some(micros) => self.0.stages[i].observe(micros),
+                    Some(micros) => self.0.stages[i].observe(micros as f64 / 1e6),
                     None => {
-                        self.0.stage_clock_skew[i].fetch_add(1, Relaxed);
+                        self.0.stage_clock_skew[i].inc();
                     }
                 }
             }
@@ -311,188 +519,19 @@ impl Metrics {
 
     /// Viewers connected now.
     pub fn viewers(&self) -> i64 {
-        self.0.viewers.load(Relaxed)
+        self.0.viewers.get()
     }
 
     /// Upstream watches open now.
     pub fn upstream_watches(&self) -> i64 {
-        self.0.upstream_watches.load(Relaxed)
+        self.0.upstream_watches.get()
     }
 
-    /// Everything, in the Prometheus text exposition format (0.0.4).
+    /// Everything, in the OpenMetrics text format ([`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
-        let m = &self.0;
         let mut out = String::with_capacity(8 * 1024);
-        gauge(
-            &mut out,
-            "watchlife_viewers",
-            "Viewers connected to /ws now.",
-            m.viewers.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "watchlife_viewers_connected_total",
-            "Viewers that connected to /ws.",
-            m.viewers_connected.load(Relaxed),
-        );
-        labelled_counter(
-            &mut out,
-            "watchlife_viewers_refused_total",
-            "WebSocket handshakes refused, by reason.",
-            Refusal::ALL
-                .iter()
-                .map(|r| (format!("reason=\"{}\"", r.label()), &m.refused[*r as usize])),
-        );
-        labelled_counter(
-            &mut out,
-            "watchlife_viewers_closed_total",
-            "Viewer connections the bridge closed, by reason.",
-            Closed::ALL
-                .iter()
-                .map(|c| (format!("reason=\"{}\"", c.label()), &m.closed[*c as usize])),
-        );
-        counter(
-            &mut out,
-            "watchlife_frames_published_total",
-            "Stream frames published by the hub (each encoded once).",
-            m.frames_published.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "watchlife_frames_sent_total",
-            "Frames written to viewers' sockets, all viewers together.",
-            m.frames_sent.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "watchlife_messages_sent_total",
-            "WebSocket messages those frames went out in (several frames to a message for viewers that asked for batches).",
-            m.messages_sent.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "watchlife_sent_bytes_total",
-            "Bytes of frames written to viewers' sockets.",
-            m.bytes_sent.load(Relaxed),
-        );
-        labelled_counter(
-            &mut out,
-            "watchlife_resyncs_total",
-            "resync frames sent to viewers, by cause.",
-            ResyncCause::ALL
-                .iter()
-                .map(|c| (format!("cause=\"{}\"", c.label()), &m.resyncs[*c as usize])),
-        );
-        labelled_counter(
-            &mut out,
-            "watchlife_viewer_messages_rejected_total",
-            "Viewer messages answered with an error frame, by code.",
-            REJECTED
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (format!("code=\"{}\"", rejected_label(*c)), &m.rejected[i])),
-        );
-        gauge(
-            &mut out,
-            "watchlife_upstream_watches",
-            "Watches open on the source now (one per resource, whatever the number of viewers).",
-            m.upstream_watches.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "watchlife_upstream_watches_opened_total",
-            "Watches opened on the source.",
-            m.upstream_watches_opened.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "watchlife_relists_total",
-            "List-watch cycles the Reflectors began again after one ended (410 Gone, a failed watch or LIST).",
-            m.relists.load(Relaxed),
-        );
-        counter(
-            &mut out,
-            "watchlife_lists_total",
-            "LIST requests the Reflectors made (first pages), the first ones included.",
-            m.lists.load(Relaxed),
-        );
-        self.render_handlers(&mut out);
-        self.render_stages(&mut out);
+        encode(&mut out, &self.0.registry).expect("writing to a String cannot fail");
         out
-    }
-
-    fn render_handlers(&self, out: &mut String) {
-        let name = "watchlife_handler_calls_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Event handler calls, by listener and callback, of the events published.\n# TYPE {name} counter"
-        );
-        let calls = self
-            .0
-            .handler_calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        for ((listener, callback), n) in calls.iter() {
-            let listener = listener.replace('\\', "\\\\").replace('"', "\\\"");
-            let _ = writeln!(
-                out,
-                "{name}{{listener=\"{listener}\",callback=\"{callback}\"}} {n}"
-            );
-        }
-        drop(calls);
-        counter(
-            out,
-            "watchlife_resync_deliveries_total",
-            "Events delivered as resyncs (a Sync delta, or a relisted object whose resourceVersion did not change).",
-            self.0.resync_deliveries.load(Relaxed),
-        );
-        counter(
-            out,
-            "watchlife_deleted_final_state_unknown_total",
-            "Deletions found by a relist rather than seen on the watch.",
-            self.0.final_state_unknown.load(Relaxed),
-        );
-    }
-
-    fn render_stages(&self, out: &mut String) {
-        let name = "watchlife_stage_latency_seconds";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Time from an event's previous observed stage to this stage."
-        );
-        let _ = writeln!(out, "# TYPE {name} histogram");
-        for (i, stage) in Stage::ALL.iter().enumerate().skip(1) {
-            let h = &self.0.stages[i];
-            let label = stage_label(*stage);
-            let mut cumulative = 0;
-            for (le, count) in LATENCY_BUCKETS_MICROS.iter().zip(&h.buckets) {
-                cumulative += count.load(Relaxed);
-                let le = *le as f64 / 1e6;
-                let _ = writeln!(
-                    out,
-                    "{name}_bucket{{stage=\"{label}\",le=\"{le}\"}} {cumulative}"
-                );
-            }
-            cumulative += h.over.load(Relaxed);
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{stage=\"{label}\",le=\"+Inf\"}} {cumulative}"
-            );
-            let sum = h.sum_micros.load(Relaxed) as f64 / 1e6;
-            let _ = writeln!(out, "{name}_sum{{stage=\"{label}\"}} {sum}");
-            let _ = writeln!(out, "{name}_count{{stage=\"{label}\"}} {cumulative}");
-        }
-        labelled_counter(
-            out,
-            "watchlife_stage_clock_skew_total",
-            "Events whose stage was timed before the previous observed stage.",
-            Stage::ALL.iter().enumerate().skip(1).map(|(i, s)| {
-                (
-                    format!("stage=\"{}\"", stage_label(*s)),
-                    &self.0.stage_clock_skew[i],
-                )
-            }),
-        );
     }
 }
 
@@ -511,41 +550,20 @@ fn stage_label(stage: Stage) -> String {
         .unwrap_or_default()
 }
 
-fn gauge(out: &mut String, name: &str, help: &str, value: i64) {
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
-    );
-}
-
-fn counter(out: &mut String, name: &str, help: &str, value: u64) {
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
-    );
-}
-
-fn labelled_counter<'a>(
-    out: &mut String,
-    name: &str,
-    help: &str,
-    series: impl Iterator<Item = (String, &'a AtomicU64)>,
-) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-    for (labels, value) in series {
-        let _ = writeln!(out, "{name}{{{labels}}} {}", value.load(Relaxed));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use watchlife_protocol::StageMark;
 
-    fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
+    /// The value of the sample `series` (name and labels, as rendered).
+    fn sample(text: &str, series: &str) -> f64 {
         text.lines()
-            .find(|l| l.starts_with(prefix))
-            .unwrap_or_else(|| panic!("no line {prefix}:\n{text}"))
+            .filter(|l| !l.starts_with('#'))
+            .find_map(|l| {
+                let (name, value) = l.rsplit_once(' ')?;
+                (name == series).then(|| value.parse().expect("a number"))
+            })
+            .unwrap_or_else(|| panic!("no sample {series}:\n{text}"))
     }
 
     #[test]
@@ -562,31 +580,42 @@ mod tests {
         m.message_rejected(ErrorCode::RateLimited);
         m.viewer_refused(Refusal::Capacity);
         let text = m.render();
+        assert_eq!(sample(&text, "watchlife_upstream_watches"), 1.0);
         assert_eq!(
-            line(&text, "watchlife_upstream_watches "),
-            "watchlife_upstream_watches 1"
+            sample(&text, "watchlife_upstream_watches_opened_total"),
+            2.0
+        );
+        assert_eq!(sample(&text, "watchlife_relists_total"), 1.0);
+        assert_eq!(sample(&text, "watchlife_viewers"), 1.0);
+        assert_eq!(sample(&text, "watchlife_frames_sent_total"), 3.0);
+        assert_eq!(sample(&text, "watchlife_messages_sent_total"), 2.0);
+        assert_eq!(sample(&text, "watchlife_sent_bytes_total"), 300.0);
+        assert_eq!(
+            sample(&text, "watchlife_resyncs_total{cause=\"lagged\"}"),
+            1.0
         );
         assert_eq!(
-            line(&text, "watchlife_upstream_watches_opened_total "),
-            "watchlife_upstream_watches_opened_total 2"
+            sample(&text, "watchlife_resyncs_total{cause=\"cursor\"}"),
+            0.0
         );
         assert_eq!(
-            line(&text, "watchlife_relists_total "),
-            "watchlife_relists_total 1"
-        );
-        assert_eq!(line(&text, "watchlife_viewers "), "watchlife_viewers 1");
-        assert_eq!(
-            line(&text, "watchlife_frames_sent_total "),
-            "watchlife_frames_sent_total 3"
+            sample(
+                &text,
+                "watchlife_viewer_messages_rejected_total{code=\"rate_limited\"}"
+            ),
+            1.0
         );
         assert_eq!(
-            line(&text, "watchlife_messages_sent_total "),
-            "watchlife_messages_sent_total 2"
+            sample(
+                &text,
+                "watchlife_viewers_refused_total{reason=\"capacity\"}"
+            ),
+            1.0
         );
-        assert!(text.contains("watchlife_resyncs_total{cause=\"lagged\"} 1"));
-        assert!(text.contains("watchlife_resyncs_total{cause=\"cursor\"} 0"));
-        assert!(text.contains("watchlife_viewer_messages_rejected_total{code=\"rate_limited\"} 1"));
-        assert!(text.contains("watchlife_viewers_refused_total{reason=\"capacity\"} 1"));
+        assert_eq!(
+            sample(&text, "watchlife_viewers_closed_total{reason=\"flood\"}"),
+            0.0
+        );
         let mut handled = Handled {
             resync: true,
             ..Handled::default()
@@ -602,19 +631,18 @@ mod tests {
         m.observe_handled(&handled);
         m.listed();
         let text = m.render();
-        assert!(text.contains(
-            "watchlife_handler_calls_total{listener=\"controller\",callback=\"OnUpdate\"} 2"
-        ));
         assert_eq!(
-            line(&text, "watchlife_resync_deliveries_total "),
-            "watchlife_resync_deliveries_total 2"
+            sample(
+                &text,
+                "watchlife_handler_calls_total{listener=\"controller\",callback=\"OnUpdate\"}"
+            ),
+            2.0
         );
-        assert_eq!(
-            line(&text, "watchlife_lists_total "),
-            "watchlife_lists_total 1"
-        );
+        assert_eq!(sample(&text, "watchlife_resync_deliveries_total"), 2.0);
+        assert_eq!(sample(&text, "watchlife_lists_total"), 1.0);
         drop(gauge);
         assert_eq!(m.viewers(), 0);
+        assert_eq!(sample(&m.render(), "watchlife_viewers"), 0.0);
     }
 
     #[test]
@@ -630,17 +658,27 @@ mod tests {
         m.observe_stages(&stages);
         let text = m.render();
         let h = "watchlife_stage_latency_seconds";
-        assert!(text.contains(&format!(
-            "{h}_bucket{{stage=\"reflector\",le=\"0.00001\"}} 0"
-        )));
-        assert!(text.contains(&format!(
-            "{h}_bucket{{stage=\"reflector\",le=\"0.00005\"}} 1"
-        )));
-        assert!(text.contains(&format!("{h}_bucket{{stage=\"reflector\",le=\"+Inf\"}} 1")));
-        assert!(text.contains(&format!("{h}_sum{{stage=\"reflector\"}} 0.00004")));
-        assert!(text.contains(&format!("{h}_count{{stage=\"watch_cache\"}} 0")));
-        assert!(text.contains(&format!("{h}_count{{stage=\"fifo\"}} 0")));
-        assert!(text.contains("watchlife_stage_clock_skew_total{stage=\"fifo\"} 1"));
+        let bucket = |stage: &str, le: &str| {
+            sample(
+                &text,
+                &format!("{h}_bucket{{le=\"{le}\",stage=\"{stage}\"}}"),
+            )
+        };
+        assert_eq!(bucket("reflector", "0.00001"), 0.0);
+        assert_eq!(bucket("reflector", "0.00005"), 1.0);
+        assert_eq!(bucket("reflector", "10.0"), 1.0);
+        assert_eq!(bucket("reflector", "+Inf"), 1.0);
+        let sum = sample(&text, &format!("{h}_sum{{stage=\"reflector\"}}"));
+        assert!((sum - 0.000_04).abs() < 1e-12, "{sum}");
+        assert_eq!(
+            sample(&text, &format!("{h}_count{{stage=\"watch_cache\"}}")),
+            0.0
+        );
+        assert_eq!(sample(&text, &format!("{h}_count{{stage=\"fifo\"}}")), 0.0);
+        assert_eq!(
+            sample(&text, "watchlife_stage_clock_skew_total{stage=\"fifo\"}"),
+            1.0
+        );
         assert!(
             !text.contains("stage=\"etcd\""),
             "the first stage has no latency"
@@ -648,16 +686,25 @@ mod tests {
     }
 
     #[test]
-    fn every_line_is_a_comment_or_a_sample() {
+    fn the_exposition_is_openmetrics_with_every_family_declared_once() {
         let text = Metrics::default().render();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let mut typed = std::collections::BTreeSet::new();
         for l in text.lines() {
-            assert!(
-                l.starts_with("# HELP ")
-                    || l.starts_with("# TYPE ")
-                    || l.rsplit_once(' ')
-                        .is_some_and(|(_, v)| v.parse::<f64>().is_ok()),
-                "not Prometheus text: {l}"
-            );
+            if let Some(rest) = l.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap();
+                assert!(typed.insert(name.to_string()), "declared twice: {name}");
+            } else {
+                assert!(
+                    l.starts_with("# HELP ")
+                        || l == "# EOF"
+                        || l.rsplit_once(' ')
+                            .is_some_and(|(_, v)| v.parse::<f64>().is_ok()),
+                    "not OpenMetrics text: {l}"
+                );
+            }
         }
+        assert!(typed.contains("watchlife_stage_latency_seconds"));
+        assert!(typed.contains("watchlife_frames_published"));
     }
 }

@@ -292,10 +292,7 @@ async fn metrics(
         return refuse(denied);
     }
     (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         shared.app.hub.metrics().render(),
     )
         .into_response()

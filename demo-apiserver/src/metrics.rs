@@ -1,6 +1,7 @@
-//! `GET /metrics`: the watch caches' fan-out in the Prometheus text format,
-//! under the names the kube-apiserver uses, so that a test (or a dashboard)
-//! counts the watches a client holds here exactly as it would on a cluster.
+//! `GET /metrics`: the watch caches' fan-out in the OpenMetrics text format,
+//! through the `prometheus-client` crate, under the names the kube-apiserver
+//! uses, so that a test (or a dashboard) counts the watches a client holds
+//! here exactly as it would on a cluster.
 //!
 //! - `apiserver_registered_watchers{group,kind}`: watchers of each type's
 //!   watch cache now, as the kube-apiserver reports them.
@@ -9,58 +10,91 @@
 //!   the demo's own controllers), which the kube-apiserver cannot tell.
 //! - `apiserver_terminated_watchers_total{group,kind}`: watchers closed for
 //!   not keeping up.
+//!
+//! The numbers live in the control plane; each scrape reads them into a
+//! fresh registry and encodes that, so nothing here can drift from them.
 
 use crate::handlers::Api;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
-use std::fmt::Write;
+
+/// The `Content-Type` of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// One watch cache: a resource type, as the kube-apiserver labels it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Cache {
+    group: &'static str,
+    kind: &'static str,
+}
+
+/// One watcher name of one watch cache.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Named {
+    group: &'static str,
+    kind: &'static str,
+    watcher: String,
+}
 
 /// Renders the metrics of the control plane behind `api`.
 pub async fn serve(State(api): State<Api>) -> Response {
-    let mut registered = String::new();
-    let mut named = String::new();
-    let mut terminated = String::new();
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&api)).into_response()
+}
+
+/// The exposition of the watch caches of the control plane behind `api`.
+fn render(api: &Api) -> String {
+    let registered = Family::<Cache, Gauge>::default();
+    let named = Family::<Named, Gauge>::default();
+    let terminated = Family::<Cache, Counter>::default();
     for cache in api.cp.watchers() {
-        let (group, kind) = (cache.resource.group, cache.resource.kind);
-        let labels = format!("group=\"{group}\",kind=\"{kind}\"");
-        let _ = writeln!(
-            registered,
-            "apiserver_registered_watchers{{{labels}}} {}",
-            cache.watchers.len()
-        );
-        let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
+        let labels = Cache {
+            group: cache.resource.group,
+            kind: cache.resource.kind,
+        };
+        registered
+            .get_or_create(&labels)
+            .set(i64::try_from(cache.watchers.len()).unwrap_or(i64::MAX));
+        let mut by_name: BTreeMap<&str, i64> = BTreeMap::new();
         for w in &cache.watchers {
             *by_name.entry(w.name.as_str()).or_default() += 1;
         }
         for (name, count) in by_name {
-            let name = name.replace(['\\', '"', '\n'], "_");
-            let _ = writeln!(
-                named,
-                "watchlife_demo_watchers{{{labels},watcher=\"{name}\"}} {count}"
-            );
+            named
+                .get_or_create(&Named {
+                    group: labels.group,
+                    kind: labels.kind,
+                    watcher: name.to_string(),
+                })
+                .set(count);
         }
-        let _ = writeln!(
-            terminated,
-            "apiserver_terminated_watchers_total{{{labels}}} {}",
-            cache.closed_slow
-        );
+        terminated.get_or_create(&labels).inc_by(cache.closed_slow);
     }
-    let body = format!(
-        "# HELP apiserver_registered_watchers Number of currently registered watchers for a given resources\n\
-         # TYPE apiserver_registered_watchers gauge\n{registered}\
-         # HELP watchlife_demo_watchers Registered watchers of each watch cache, by watcher name.\n\
-         # TYPE watchlife_demo_watchers gauge\n{named}\
-         # HELP apiserver_terminated_watchers_total Counter of watchers closed due to unresponsiveness.\n\
-         # TYPE apiserver_terminated_watchers_total counter\n{terminated}"
+    let mut registry = Registry::default();
+    registry.register(
+        "apiserver_registered_watchers",
+        "Number of currently registered watchers for a given resources",
+        registered,
     );
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        body,
-    )
-        .into_response()
+    registry.register(
+        "watchlife_demo_watchers",
+        "Registered watchers of each watch cache, by watcher name",
+        named,
+    );
+    // Registered without `_total`: the encoder adds it to counter samples.
+    registry.register(
+        "apiserver_terminated_watchers",
+        "Counter of watchers closed due to unresponsiveness",
+        terminated,
+    );
+    let mut out = String::new();
+    encode(&mut out, &registry).expect("writing to a String cannot fail");
+    out
 }
