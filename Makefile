@@ -73,6 +73,7 @@ install: build
 
 lint:
 	$(CARGO) fmt --all --check
+	scripts/check-duplicates.sh
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p watchlife-frontend --features replay --all-targets -- -D warnings
 	$(CARGO) clippy -p watchlife-frontend --features in-page --all-targets -- -D warnings
