@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond the build tools, once per machine:
-# Debian's chromium and chromium-driver for the browser tests, and a real etcd
-# and kube-apiserver for the cluster tests. Skipped when they are present.
+# Debian's chromium and chromium-driver for the browser tests, Python's
+# prometheus_client (from PyPI) to parse /metrics, and a real etcd and
+# kube-apiserver for the cluster tests. Skipped when they are present.
 # Needs root (or sudo) to install; elsewhere it says what to install and stops.
 set -euo pipefail
 
@@ -23,6 +24,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
     $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The metrics test reads /metrics with the reference parser of the format,
+# Python's prometheus_client (PyPI; the user's own site-packages when pip
+# cannot write the system's).
+if ! python3 -c 'import prometheus_client' 2>/dev/null; then
+    say "the metrics test needs Python's prometheus_client: installing it with pip (seconds)"
+    python3 -m pip install --quiet --disable-pip-version-check prometheus_client 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check --user prometheus_client 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check --user --break-system-packages prometheus_client
 fi
 
 # etcd and etcdctl from Debian; kube-apiserver v1.20.2 compiled from Debian's
