@@ -6,6 +6,7 @@
 
 use crate::patch::{self, PatchType};
 use crate::path::{self, Subresource, Target};
+use crate::protobuf::{self, Accept};
 use crate::{discovery, objects, params, response, scale, watch};
 use axum::body::Body;
 use axum::extract::State;
@@ -45,6 +46,7 @@ pub async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let accept = protobuf::accept(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let answer = match discovery_document(uri.path()) {
         Some(doc) if method == Method::GET => Ok(response::ok(&doc)),
         Some(_) => Err(Status::method_not_allowed()),
@@ -61,7 +63,11 @@ pub async fn handle(
             None => Err(Status::not_found_url()),
         },
     };
-    answer.unwrap_or_else(|status| response::status(&status))
+    let response = answer.unwrap_or_else(|status| response::status(&status));
+    match accept {
+        Accept::Json => response,
+        wanted => response::negotiate(response, wanted).await,
+    }
 }
 
 /// Events are not served as a resource, but their list answers empty so
@@ -104,13 +110,11 @@ async fn resource(
         (Method::GET, false) => collection(cp, &target, &pairs),
         (Method::GET, true) => get(cp, &target, &pairs),
         (Method::POST, false) if target.namespace.is_some() || !target.rt.namespaced => {
-            require_json(headers)?;
-            let body = read_body(body).await?;
+            let body = read_object(headers, body).await?;
             create(cp, &target, &body)
         }
         (Method::PUT, true) => {
-            require_json(headers)?;
-            let body = read_body(body).await?;
+            let body = read_object(headers, body).await?;
             update(cp, &target, &body)
         }
         (Method::PATCH, true) => {
@@ -123,17 +127,40 @@ async fn resource(
             patch(cp, &target, kind, &body)
         }
         (Method::DELETE, true) if target.subresource.is_none() => {
-            let body = read_body(body).await?;
+            let body = read_object(headers, body).await?;
             delete(cp, &target, &pairs, &body)
         }
         _ => Err(Status::method_not_allowed()),
     }
 }
 
-/// Bodies of create and update must be JSON: protobuf and YAML are not
-/// served, and are refused with 415 (client-go then retries in JSON).
-fn require_json(headers: &HeaderMap) -> Result<(), Status> {
-    let media = headers
+/// The body of a create, an update or a delete, as JSON: a protobuf body
+/// (what client-go's typed clients send) is converted; YAML and other types
+/// are refused with 415.
+async fn read_object(headers: &HeaderMap, body: Body) -> Result<bytes::Bytes, Status> {
+    let media = media_type(headers);
+    match media.as_deref() {
+        None | Some("application/json") | Some("") => read_body(body).await,
+        Some(protobuf::PROTOBUF) => {
+            let body = read_body(body).await?;
+            if body.is_empty() {
+                return Ok(body);
+            }
+            let object = protobuf::decode(&body)?;
+            Ok(serde_json::to_vec(&object)
+                .expect("a JSON value serializes")
+                .into())
+        }
+        Some(_) => Err(Status::unsupported_media_type(&[
+            response::JSON,
+            protobuf::PROTOBUF,
+        ])),
+    }
+}
+
+/// The request's media type, lower-case, without parameters.
+fn media_type(headers: &HeaderMap) -> Option<String> {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(|v| {
@@ -142,11 +169,7 @@ fn require_json(headers: &HeaderMap) -> Result<(), Status> {
                 .unwrap_or("")
                 .trim()
                 .to_ascii_lowercase()
-        });
-    match media.as_deref() {
-        None | Some("application/json") | Some("") => Ok(()),
-        Some(_) => Err(Status::unsupported_media_type(&[response::JSON])),
-    }
+        })
 }
 
 /// Reads a request body of at most [`objects::MAX_BODY_BYTES`]; a larger one

@@ -17,7 +17,8 @@
 //! - [`watch`]: watch streams, bookmarks and how a watch ends.
 //! - [`objects`]: request bodies and the per-type strategies; [`patch`]: the
 //!   patch types; [`scale`]: the scale subresource.
-//! - [`response`]: JSON answers and `Status` objects.
+//! - [`response`]: JSON answers and `Status` objects, and the negotiation
+//!   that turns them into protobuf; [`protobuf`]: protobuf bodies.
 //! - [`kubeconfig`]: the kubeconfig that points clients here.
 //! - [`metrics`]: `GET /metrics`, the watchers of each watch cache.
 //!
@@ -33,6 +34,7 @@ pub mod objects;
 pub mod params;
 pub mod patch;
 pub mod path;
+pub mod protobuf;
 pub mod response;
 pub mod scale;
 pub mod watch;

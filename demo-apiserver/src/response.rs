@@ -105,5 +105,68 @@ pub fn list(rt: ResourceType, list: &ObjectList) -> Response {
 
 /// A streaming JSON body (a watch).
 pub fn stream(body: Body) -> Response {
-    (StatusCode::OK, [(header::CONTENT_TYPE, JSON)], body).into_response()
+    let mut response = (StatusCode::OK, [(header::CONTENT_TYPE, JSON)], body).into_response();
+    response.extensions_mut().insert(Streamed);
+    response
+}
+
+/// Marks a response that streams (a watch): it stays JSON whatever the
+/// client prefers, one event per line (client-go reads the stream in the
+/// type the response names).
+#[derive(Debug, Clone, Copy)]
+pub struct Streamed;
+
+/// The most a JSON answer may weigh to be turned into protobuf: the demo's
+/// whole store (32 MiB of objects in memory) fits in far less as JSON.
+const NEGOTIATED_BYTES: usize = 64 * 1024 * 1024;
+
+/// Turns a JSON answer into the protobuf the client asked for
+/// (`Accept: application/vnd.kubernetes.protobuf`), keeping its status code.
+/// A kind with no protobuf message stays JSON when the client takes JSON
+/// too, and is `406 NotAcceptable` when it takes protobuf only. Watches stay
+/// JSON. A protobuf list is written whole, not in chunks.
+pub async fn negotiate(response: Response, wanted: crate::protobuf::Accept) -> Response {
+    use crate::protobuf::{self, Accept};
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == JSON.as_bytes());
+    if wanted == Accept::Json || !is_json || response.extensions().get::<Streamed>().is_some() {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, NEGOTIATED_BYTES).await else {
+        return status(&Status::new(
+            500,
+            "InternalError",
+            "the answer was too large to be written as protobuf",
+        ));
+    };
+    let encoded = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| protobuf::encode(&v));
+    match (encoded, wanted) {
+        (Some(pb), _) => {
+            let mut response = Response::from_parts(parts, Body::from(pb));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static(protobuf::PROTOBUF),
+            );
+            response.headers_mut().remove(header::CONTENT_LENGTH);
+            response
+        }
+        (None, Accept::ProtobufOnly) => status(&Status::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "only the following media types are accepted: {JSON}{}",
+                if protobuf::pool().is_none() {
+                    " (this build has no protobuf schemas: run scripts/ensure-real-cluster.sh and rebuild)"
+                } else {
+                    ""
+                }
+            ),
+        )),
+        (None, _) => Response::from_parts(parts, Body::from(bytes)),
+    }
 }
