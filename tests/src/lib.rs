@@ -4,6 +4,7 @@
 //! - [`bridge`]: starts the real `watchlife` binary on a free loopback port and stops it on drop.
 //! - [`browser`]: headless Chromium through chromedriver (fantoccini), stopped on drop.
 //! - [`client_go`]: client-go v1.20.2's own informer, run as a reference.
+//! - [`deploy`]: `deploy/` with a token, kubectl, and the image's root run read-only with chroot.
 //! - [`differential`]: watchlife and that reference side by side on one real cluster, compared.
 //! - [`ws`]: a real WebSocket client that reads protocol frames.
 //! - [`http`]: a minimal HTTP/1.1 GET, enough for `/healthz` and the app.
@@ -13,6 +14,7 @@
 pub mod bridge;
 pub mod browser;
 pub mod client_go;
+pub mod deploy;
 pub mod differential;
 pub mod http;
 pub mod real_cluster;
