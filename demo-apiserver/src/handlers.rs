@@ -46,6 +46,9 @@ pub async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    if let Some(answer) = crate::openapi::serve(uri.path(), &headers) {
+        return answer.unwrap_or_else(|status| response::status(&status));
+    }
     let accept = protobuf::accept(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let answer = match discovery_document(uri.path()) {
         Some(doc) if method == Method::GET => Ok(response::ok(&doc)),

@@ -19,6 +19,7 @@
 //!   patch types; [`scale`]: the scale subresource.
 //! - [`response`]: JSON answers and `Status` objects, and the negotiation
 //!   that turns them into protobuf; [`protobuf`]: protobuf bodies.
+//! - [`openapi`]: `/openapi/v2` and `/openapi/v3`, from Kubernetes' own spec.
 //! - [`kubeconfig`]: the kubeconfig that points clients here.
 //! - [`metrics`]: `GET /metrics`, the watchers of each watch cache.
 //!
@@ -31,6 +32,7 @@ pub mod inflight;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod objects;
+pub mod openapi;
 pub mod params;
 pub mod patch;
 pub mod path;

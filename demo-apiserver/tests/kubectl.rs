@@ -1,9 +1,8 @@
 //! The real kubectl (`/usr/bin/kubectl`, 1.32) against the demo API, with a
 //! kubeconfig written by `write_kubeconfig`.
 //!
-//! Without OpenAPI documents kubectl cannot validate manifests on the client
-//! side, so `create -f` and `apply -f` run with `--validate=false`, as they
-//! must against any server that serves no OpenAPI.
+//! `create -f` and `apply -f` validate manifests with the server's OpenAPI
+//! documents (when the build has them, see `build.rs`).
 
 mod support;
 
@@ -123,9 +122,7 @@ async fn kubectl_creates_watches_labels_scales_applies_and_deletes() {
 
     let cm = k.manifest("cm.yaml", CONFIGMAP);
     assert_eq!(
-        k.run(&["create", "-f", &cm, "--validate=false"])
-            .await
-            .trim(),
+        k.run(&["create", "-f", &cm]).await.trim(),
         "configmap/settings created"
     );
     assert!(k.run(&["get", "configmaps"]).await.contains("settings"));
@@ -185,16 +182,12 @@ async fn kubectl_creates_watches_labels_scales_applies_and_deletes() {
     // Deployments: apply, apply a change, scale, describe, delete.
     let deploy = k.manifest("deploy.yaml", DEPLOYMENT);
     assert_eq!(
-        k.run(&["apply", "-f", &deploy, "--validate=false"])
-            .await
-            .trim(),
+        k.run(&["apply", "-f", &deploy]).await.trim(),
         "deployment.apps/web created"
     );
     let changed = k.manifest("deploy2.yaml", &DEPLOYMENT.replace("0.5.0", "1.5.3"));
     assert_eq!(
-        k.run(&["apply", "-f", &changed, "--validate=false"])
-            .await
-            .trim(),
+        k.run(&["apply", "-f", &changed]).await.trim(),
         "deployment.apps/web configured"
     );
     let stored = server.cp.get(DEPLOYMENTS, Some("default"), "web").unwrap();
@@ -288,4 +281,45 @@ async fn kubectl_generators_send_protobuf_and_are_understood() {
         .run(&["get", "secret", "s", "-o", "jsonpath={.data.password}"])
         .await;
     assert_eq!(secret, "aHVudGVyMg==");
+}
+
+/// kubectl validates manifests and explains fields with the OpenAPI
+/// documents the server derives from Kubernetes' own spec.
+#[tokio::test]
+async fn kubectl_validates_and_explains_with_the_servers_openapi() {
+    if watchlife_demo_apiserver::protobuf::pool().is_none() {
+        eprintln!("skipped: this build has no OpenAPI documents (no Kubernetes source tree)");
+        return;
+    }
+    let server = support::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kube").join("config");
+    watchlife_demo_apiserver::write_kubeconfig(&kubeconfig, &server.base).unwrap();
+    let k = Kubectl {
+        kubeconfig,
+        dir: dir.path().to_path_buf(),
+    };
+    let bad = k.manifest(
+        "bad.yaml",
+        &DEPLOYMENT.replace("  replicas: 1\n", "  replicas: 1\n  replicaz: 2\n"),
+    );
+    let out = k.command(&["apply", "-f", &bad]).output().await.unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown field \"replicaz\" in io.k8s.api.apps.v1.DeploymentSpec"),
+        "{stderr}"
+    );
+    assert!(server.cp.get(DEPLOYMENTS, Some("default"), "web").is_err());
+
+    let good = k.manifest("good.yaml", DEPLOYMENT);
+    assert_eq!(
+        k.run(&["apply", "-f", &good]).await.trim(),
+        "deployment.apps/web created"
+    );
+    let explained = k.run(&["explain", "deployment.spec.strategy"]).await;
+    assert!(explained.contains("KIND:       Deployment"), "{explained}");
+    assert!(explained.contains("rollingUpdate"), "{explained}");
+    let explained = k.run(&["explain", "pods.spec.containers.image"]).await;
+    assert!(explained.contains("FIELD: image <string>"), "{explained}");
 }
