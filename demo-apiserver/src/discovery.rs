@@ -49,7 +49,31 @@ fn groups() -> Vec<(&'static str, &'static str)> {
         .map(|r| (r.group, r.version))
         .collect();
     groups.dedup();
+    groups.push(("authorization.k8s.io", "v1"));
     groups
+}
+
+/// `authorization.k8s.io/v1`: the self-subject reviews, created only
+/// (see [`crate::access`]).
+fn authorization_resources() -> Value {
+    let review = |review: crate::access::Review| {
+        json!({
+            "name": review.plural(),
+            "singularName": "",
+            "namespaced": false,
+            "kind": review.kind(),
+            "verbs": ["create"],
+        })
+    };
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": crate::access::GROUP_VERSION,
+        "resources": [
+            review(crate::access::Review::Access),
+            review(crate::access::Review::Rules),
+        ],
+    })
 }
 
 fn group(name: &str, version: &str) -> Value {
@@ -108,6 +132,9 @@ fn categories(rt: ResourceType) -> &'static [&'static str] {
 
 /// `/api/v1` or `/apis/{group}/{version}`, when served.
 pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+    if (group, version) == ("authorization.k8s.io", "v1") {
+        return Some(authorization_resources());
+    }
     let types: Vec<ResourceType> = resource::ALL
         .into_iter()
         .filter(|r| r.group == group && r.version == version)

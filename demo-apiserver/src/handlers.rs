@@ -50,27 +50,42 @@ pub async fn handle(
         return answer.unwrap_or_else(|status| response::status(&status));
     }
     let accept = protobuf::accept(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let answer = match discovery_document(uri.path()) {
-        Some(doc) if method == Method::GET => Ok(response::ok(&doc)),
-        Some(_) => Err(Status::method_not_allowed()),
-        None if method == Method::GET && is_event_list(uri.path()) => {
-            Ok(response::ok(&serde_json::json!({
-                "kind": "EventList",
-                "apiVersion": "v1",
-                "metadata": {"resourceVersion": api.cp.revision().to_string()},
-                "items": [],
-            })))
-        }
-        None => match path::parse(uri.path()) {
-            Some(target) => resource(&api.cp, method, &uri, &headers, body, target).await,
-            None => Err(Status::not_found_url()),
-        },
-    };
+    let answer =
+        match discovery_document(uri.path()) {
+            Some(doc) if method == Method::GET => Ok(response::ok(&doc)),
+            Some(_) => Err(Status::method_not_allowed()),
+            None if method == Method::GET && is_event_list(uri.path()) => {
+                Ok(response::ok(&serde_json::json!({
+                    "kind": "EventList",
+                    "apiVersion": "v1",
+                    "metadata": {"resourceVersion": api.cp.revision().to_string()},
+                    "items": [],
+                })))
+            }
+            None => match path::parse(uri.path()) {
+                Some(target) => resource(&api.cp, method, &uri, &headers, body, target).await,
+                None => match crate::access::Review::of_path(uri.path()) {
+                    Some(review) if method == Method::POST => {
+                        access_review(review, &headers, body).await
+                    }
+                    Some(_) => Err(Status::method_not_allowed()),
+                    None => Err(crate::refusals::of(&api.cp, uri.path())
+                        .unwrap_or_else(Status::not_found_url)),
+                },
+            },
+        };
     let response = answer.unwrap_or_else(|status| response::status(&status));
     match accept {
         Accept::Json => response,
         wanted => response::negotiate(response, wanted).await,
     }
+}
+
+/// A self-subject review, answered (see [`crate::access`]).
+async fn access_review(review: crate::access::Review, headers: &HeaderMap, body: Body) -> Answer {
+    let body = read_object(headers, body).await?;
+    let answered = crate::access::answer(review, &body)?;
+    Ok(response::json(StatusCode::CREATED, answered.to_string()))
 }
 
 /// Events are not served as a resource, but their list answers empty so

@@ -14,6 +14,8 @@
 //! - [`handlers`]: the verbs on resources; [`path`]: resource URLs;
 //!   [`params`]: query parameters.
 //! - [`discovery`]: `/version`, `/api`, `/apis` and the group versions.
+//! - [`access`]: the self-subject reviews (`kubectl auth can-i`), all
+//!   allowed; [`refusals`]: what the demo has no kubelet or metrics for.
 //! - [`watch`]: watch streams, bookmarks and how a watch ends.
 //! - [`objects`]: request bodies and the per-type strategies; [`patch`]: the
 //!   patch types; [`scale`]: the scale subresource.
@@ -25,6 +27,7 @@
 //!
 //! See `README.md` beside this crate for what is served and what is not.
 
+pub mod access;
 pub mod discovery;
 pub mod door;
 pub mod handlers;
@@ -37,6 +40,7 @@ pub mod params;
 pub mod patch;
 pub mod path;
 pub mod protobuf;
+pub mod refusals;
 pub mod response;
 pub mod scale;
 pub mod watch;

@@ -323,3 +323,54 @@ async fn kubectl_validates_and_explains_with_the_servers_openapi() {
     let explained = k.run(&["explain", "pods.spec.containers.image"]).await;
     assert!(explained.contains("FIELD: image <string>"), "{explained}");
 }
+
+/// `kubectl auth can-i` is answered yes (the demo has no RBAC), and what the
+/// demo has no container runtime for is refused in words that say so.
+#[tokio::test]
+async fn kubectl_auth_can_i_says_yes_and_logs_exec_are_refused_clearly() {
+    let server = support::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kube").join("config");
+    watchlife_demo_apiserver::write_kubeconfig(&kubeconfig, &server.base).unwrap();
+    let k = Kubectl {
+        kubeconfig,
+        dir: dir.path().to_path_buf(),
+    };
+    assert_eq!(
+        k.run(&["auth", "can-i", "create", "pods"]).await.trim(),
+        "yes"
+    );
+    assert_eq!(
+        k.run(&[
+            "auth",
+            "can-i",
+            "delete",
+            "deployments.apps",
+            "-n",
+            "kube-system"
+        ])
+        .await
+        .trim(),
+        "yes"
+    );
+    let list = k.run(&["auth", "can-i", "--list"]).await;
+    assert!(list.contains("*.*"), "{list}");
+
+    k.run(&["run", "p", "--image=nginx"]).await;
+    for args in [
+        &["logs", "p"][..],
+        &["exec", "p", "--", "ls"],
+        &["attach", "p"],
+    ] {
+        let out = k.command(args).output().await.unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("Error from server (BadRequest)")
+                && stderr.contains("the demo control plane has no container runtime"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = k.command(&["logs", "nope"]).output().await.unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NotFound"));
+}
