@@ -352,7 +352,9 @@ impl Watchers {
                         while let Some(delivery) = rx.recv().await {
                             if recording.load(Ordering::Relaxed) {
                                 let at = now_micros();
-                                latency.record(at.saturating_sub(delivery.event.committed_at));
+                                latency.record(at.saturating_sub(
+                                    delivery.event.times.map_or(at, |t| t.committed_at),
+                                ));
                             }
                             sent += match encoding {
                                 Encoding::Shared => delivery.event.line().len(),

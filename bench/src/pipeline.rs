@@ -215,6 +215,7 @@ fn reflector_event(line: Line, at: u64) -> (WatchEvent, Arc<Value>) {
         initial: false,
         coalesced: false,
         handled: Default::default(),
+        server: None,
     };
     (event, object)
 }

@@ -270,6 +270,7 @@ fn listed_event(object: Arc<Value>, at: u64) -> (WatchEvent, Arc<Value>) {
         initial: true,
         coalesced: false,
         handled: Default::default(),
+        server: None,
     };
     (event, object)
 }

@@ -332,6 +332,7 @@ mod tests {
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            server: None,
         })
     }
 

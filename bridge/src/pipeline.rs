@@ -224,10 +224,29 @@ impl Pipeline {
             && !event.initial
             && !event.handled.resync
         {
-            for (stage, mark) in server.stages_of(&event.resource_version).await {
+            let client = crate::reflector::requests::client_name(&event.target.resource);
+            let stages = match server.stream_path(&client, &event.resource_version) {
+                Some((stages, path)) => {
+                    event.server = Some(Box::new(path));
+                    stages
+                }
+                None => server.stages_of(&event.resource_version).await,
+            };
+            for (stage, mark) in stages {
                 event.stages.entry(stage).or_insert(mark);
             }
         }
+    }
+
+    /// Who answered the last LIST or WATCH of the Reflector of `target`,
+    /// where the source tells.
+    pub fn server_answer(
+        &self,
+        target: &str,
+        list: bool,
+    ) -> Option<watchlife_protocol::ServerAnswer> {
+        let client = crate::reflector::requests::client_name(target);
+        self.server.as_ref()?.answer(&client, list)
     }
 
     fn lock(&self) -> MutexGuard<'_, Informer> {
@@ -281,6 +300,7 @@ mod tests {
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            server: None,
         };
         pipeline.deliver(event, Arc::new(object));
         let frame: ServerFrame = serde_json::from_str(&live.recv().await.unwrap().text).unwrap();

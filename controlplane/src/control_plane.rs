@@ -1,17 +1,32 @@
-//! The control plane: a store and one watch cache per resource type, behind
-//! one lock, with the object rules of the apiserver (names, namespaces, uids,
+//! The control plane: a store and one Cacher per resource type, behind one
+//! lock, with the object rules of the apiserver (names, namespaces, uids,
 //! resourceVersions, optimistic concurrency).
+//!
+//! A write only commits to the store. How the change reaches watchers
+//! depends on how the control plane runs:
+//! - **staged** ([`ControlPlane::staged`]): each server-side stage of each
+//!   type (the Cacher's Reflector, the dispatcher) is a task of its own that
+//!   the host runs ([`stages`]), so the queues between them fill and drain
+//!   as an apiserver's do;
+//! - **inline** ([`ControlPlane::new`]): every stage runs, in order, within
+//!   the write's call, and the dispatcher never blocks (a full buffer closes
+//!   its watcher at once). Tests of the object rules use it: they read what a
+//!   write did without a runtime.
 
 mod deletion;
 mod quota;
 mod requests;
-mod stages;
+pub mod stages;
+mod streams;
 mod watchers;
 
 pub use deletion::{DEFAULT_GRACE_PERIOD_SECONDS, Deletion};
 pub use requests::{COMPACTION_INTERVAL_MICROS, WATCH_CACHE_MAX_CAPACITY};
+pub use streams::{ListAnswer, ServedFrom, StreamRecord, WatchAnswer};
 pub use watchers::{SLOW_WATCHER_BUFFER, SLOW_WATCHER_NAME};
 
+use crate::cacher::watcher::WatchOptions;
+use crate::cacher::{Cacher, Progress};
 use crate::clock::Clock;
 use crate::ledger::StageLedger;
 use crate::limits::{Limits, show_bytes};
@@ -19,20 +34,16 @@ use crate::object;
 use crate::resource::{self, ResourceType};
 use crate::store::{Revision, Store, StoreError, StoreEvent, StoreQuota};
 use crate::validation;
-use crate::watch_cache::{Delivery, WatchCache, WatchError, WindowBounds};
+use crate::watch_cache::{Delivery, WatchError, WindowBounds};
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
+use watchlife_protocol::Micros;
 
 /// Events each watch cache keeps at least: the apiserver's default watch cache
 /// size (`--default-watch-cache-size=100`), the lower bound of its window
 /// (which grows up to [`WATCH_CACHE_MAX_CAPACITY`] under bursts).
 pub const WATCH_CACHE_CAPACITY: usize = 100;
-
-/// Live events a watcher may have waiting before it is closed as too slow.
-/// The apiserver sizes a cacheWatcher's channel in the tens to hundreds; 100
-/// absorbs a burst of a scale-up while keeping a stuck watcher's cost small.
-pub const WATCHER_BUFFER: usize = 100;
 
 /// Why a request to the control plane failed; each maps to a Kubernetes Status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -66,12 +77,18 @@ pub enum ApiError {
 
 struct State {
     store: Store,
-    caches: Vec<WatchCache>,
+    cachers: Vec<Cacher>,
+    /// Whether every stage runs within the write's call (see the module doc).
+    inline: bool,
+    /// What each named watch stream was sent and when (see [`streams`]).
+    streams: streams::Streams,
     next_uid: u64,
     /// Stage times of recent changes, by revision.
     ledger: StageLedger,
     /// Announces each new revision to whoever waits for changes.
     revisions: tokio::sync::watch::Sender<Revision>,
+    /// Counts the events dispatched, for whoever waits for deliveries.
+    dispatches: tokio::sync::watch::Sender<u64>,
     /// Receivers of watchers made slow on purpose: kept, never read.
     stalled: Vec<mpsc::Receiver<Delivery>>,
     /// When the next periodic compaction is due.
@@ -84,6 +101,8 @@ struct State {
 #[derive(Clone)]
 pub struct ControlPlane {
     state: Arc<Mutex<State>>,
+    /// Wakes the stage tasks of a staged control plane, one set per type.
+    wakers: Arc<Vec<stages::Wakers>>,
     clock: Clock,
     limits: Limits,
 }
@@ -98,6 +117,23 @@ impl ControlPlane {
     /// [`ControlPlane::new`] within other limits (a benchmark's
     /// [`Limits::UNBOUNDED`]).
     pub fn with_limits(clock: Clock, limits: Limits) -> Self {
+        ControlPlane::build(
+            clock,
+            limits,
+            true,
+            crate::cacher::watcher::DEMO_BOOKMARK_FREQUENCY,
+        )
+    }
+
+    /// A control plane whose server-side stages run as tasks of their own,
+    /// which the caller must start with [`ControlPlane::stage_tasks`]: until
+    /// then, writes commit and no watcher hears of them. Bookmarks come every
+    /// `bookmark_frequency` (see [`crate::cacher::watcher`]).
+    pub fn staged(clock: Clock, limits: Limits, bookmark_frequency: Micros) -> Self {
+        ControlPlane::build(clock, limits, false, bookmark_frequency)
+    }
+
+    fn build(clock: Clock, limits: Limits, inline: bool, bookmark_frequency: Micros) -> Self {
         let store = Store::with_quota(
             clock.clone(),
             StoreQuota {
@@ -107,15 +143,21 @@ impl ControlPlane {
                 max_history_bytes: limits.history_quota_bytes,
             },
         );
-        let caches = resource::ALL
+        let bounds = WindowBounds {
+            min: WATCH_CACHE_CAPACITY,
+            max: WATCH_CACHE_MAX_CAPACITY,
+            max_bytes: limits.watch_cache_bytes,
+        };
+        let cachers = resource::ALL
             .into_iter()
             .map(|r| {
-                let bounds = WindowBounds {
-                    min: WATCH_CACHE_CAPACITY,
-                    max: WATCH_CACHE_MAX_CAPACITY,
-                    max_bytes: limits.watch_cache_bytes,
-                };
-                WatchCache::with_window(r, bounds, [], store.revision(), clock.clone())
+                Cacher::new(
+                    r,
+                    bounds,
+                    store.revision(),
+                    bookmark_frequency,
+                    clock.clone(),
+                )
             })
             .collect();
         let compactor = requests::Compactor {
@@ -125,17 +167,29 @@ impl ControlPlane {
         let cp = ControlPlane {
             state: Arc::new(Mutex::new(State {
                 revisions: tokio::sync::watch::Sender::new(store.revision()),
+                dispatches: tokio::sync::watch::Sender::new(0),
                 store,
-                caches,
+                cachers,
+                inline,
+                streams: streams::Streams::default(),
                 next_uid: 1,
                 ledger: StageLedger::default(),
                 stalled: Vec::new(),
                 compactor,
                 usage: quota::Usage::default(),
             })),
+            wakers: Arc::new(
+                resource::ALL
+                    .iter()
+                    .map(|_| stages::Wakers::default())
+                    .collect(),
+            ),
             clock,
             limits,
         };
+        // Every Cacher lists the (empty) store before the first write, as an
+        // apiserver's Cachers are ready before it serves.
+        cp.lock().pump_all();
         cp.create(
             resource::NAMESPACES,
             serde_json::json!({"metadata": {"name": "default"}}),
@@ -294,18 +348,14 @@ impl ControlPlane {
         (state.store.list(&prefix).collect(), state.store.revision())
     }
 
-    /// Watches a type through its watch cache (see [`WatchCache::watch`]).
+    /// Watches a type through its Cacher (see [`Cacher::watch`]).
     pub fn watch(
         &self,
         rt: ResourceType,
         from: Option<Revision>,
         namespace: Option<String>,
     ) -> Result<mpsc::Receiver<Delivery>, ApiError> {
-        let mut state = self.lock();
-        state
-            .cache_mut(rt)
-            .watch(from, namespace, WATCHER_BUFFER)
-            .map_err(|e: WatchError| ApiError::Gone(e.to_string()))
+        self.watch_named("", rt, from, namespace)
     }
 
     /// [`ControlPlane::watch`] for a named watcher (`scheduler`, `bridge`): the
@@ -317,11 +367,22 @@ impl ControlPlane {
         from: Option<Revision>,
         namespace: Option<String>,
     ) -> Result<mpsc::Receiver<Delivery>, ApiError> {
-        let mut state = self.lock();
-        state
-            .cache_mut(rt)
-            .watch_named(name, from, namespace, WATCHER_BUFFER)
-            .map(|(_, rx)| rx)
+        let mut options = WatchOptions::named(name, from);
+        options.filter = crate::watch_cache::WatchFilter::namespace(namespace);
+        self.watch_opts(rt, options).map(|(_, rx)| rx)
+    }
+
+    /// Starts a watch with every option a client may give (see
+    /// [`WatchOptions`]). A revision older than the cache's window fails
+    /// with [`ApiError::Gone`], worded as the apiserver words it.
+    pub fn watch_opts(
+        &self,
+        rt: ResourceType,
+        options: WatchOptions,
+    ) -> Result<(crate::cacher::watcher::WatcherId, mpsc::Receiver<Delivery>), ApiError> {
+        self.lock()
+            .cacher_mut(rt)
+            .watch(options)
             .map_err(|e: WatchError| ApiError::Gone(e.to_string()))
     }
 
@@ -340,8 +401,8 @@ impl ControlPlane {
 
     /// Closes every watch of every type.
     pub fn drop_watchers(&self) {
-        for cache in &mut self.lock().caches {
-            cache.drop_watchers();
+        for cacher in &mut self.lock().cachers {
+            cacher.drop_watchers();
         }
     }
 
@@ -353,27 +414,54 @@ impl ControlPlane {
 }
 
 impl State {
-    /// Feeds a committed change to the caches: the one of its type takes the
-    /// event, the others only learn the new revision.
+    /// A committed change: counted for the quotas and announced to whoever
+    /// waits for new revisions (the Cachers' Reflectors among them). Inline,
+    /// every stage then runs at once.
     fn publish(&mut self, rt: ResourceType, event: StoreEvent) -> Arc<Value> {
         self.usage.record(rt, &event);
-        for cache in &mut self.caches {
-            if cache.resource() == rt {
-                let dispatched = cache.apply(&event);
-                self.ledger.record(rt, &dispatched);
-            } else {
-                cache.advance(event.revision);
-            }
-        }
         self.revisions.send_replace(event.revision);
+        if self.inline {
+            self.pump_all();
+        }
         event.object
     }
 
-    fn cache_mut(&mut self, rt: ResourceType) -> &mut WatchCache {
-        self.caches
+    /// Runs every stage of every type until none can move: the inline
+    /// schedule. The dispatcher's budget is never waited for here: a watcher
+    /// that cannot take an event is closed once the budget is spent, and
+    /// inline no time passes.
+    pub(crate) fn pump_all(&mut self) {
+        for at in 0..self.cachers.len() {
+            loop {
+                let reflected = self.cachers[at].reflect(&self.store);
+                let mut dispatched = false;
+                loop {
+                    let (progress, event) = self.cachers[at].dispatch();
+                    if let Some(event) = event {
+                        self.ledger.record(self.cachers[at].resource(), &event);
+                        self.dispatches.send_modify(|n| *n += 1);
+                    }
+                    match progress {
+                        Progress::Moved => dispatched = true,
+                        Progress::Blocked { .. } => {
+                            self.cachers[at].close_blocked();
+                            dispatched = true;
+                        }
+                        Progress::Idle { .. } => break,
+                    }
+                }
+                if reflected != Progress::Moved && !dispatched {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn cacher_mut(&mut self, rt: ResourceType) -> &mut Cacher {
+        self.cachers
             .iter_mut()
             .find(|c| c.resource() == rt)
-            .expect("a cache exists for every served type")
+            .expect("a Cacher exists for every served type")
     }
 }
 

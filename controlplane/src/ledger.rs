@@ -1,14 +1,17 @@
-//! The stage ledger: when each recent change passed each server-side stage.
+//! The stage ledger: when each recent change passed each server-side stage
+//! before any watcher (commit, the Cacher's Reflector, the watch cache,
+//! dispatch).
 //!
 //! A client that sees an event over HTTP (the bridge list-watching the demo
 //! API, `kubectl get -w`) gets the object but not the times the control plane
 //! measured. The ledger keeps them by revision, so the client can match an
-//! event by its `resourceVersion` and show commit, watch cache and dispatch as
-//! measured rather than guessed.
+//! event by its `resourceVersion` and show those stages as measured rather
+//! than guessed. What happened on one watch stream (its buffer, its writer)
+//! is kept per stream ([`crate::control_plane::StreamRecord`]).
 
 use crate::resource::ResourceType;
 use crate::store::Revision;
-use crate::watch_cache::Dispatched;
+use crate::watch_cache::{CachedEvent, ChangeTimes};
 use std::collections::VecDeque;
 use watchlife_protocol::{EventType, Micros};
 
@@ -25,22 +28,17 @@ pub struct StageRecord {
     pub event_type: EventType,
     /// Store key of the object.
     pub key: String,
-    /// When the store committed the change.
-    pub committed_at: Micros,
-    /// When the watch cache took it.
-    pub cached_at: Micros,
-    /// When the cache put it in the buffers of the watchers attached then (a
-    /// watcher that starts later from an older revision gets its own time).
+    /// Commit, the Cacher's Reflector, the watch cache and `incoming`.
+    pub times: ChangeTimes,
+    /// When the dispatcher took it from `incoming`.
     pub dispatched_at: Micros,
-    /// How many watchers took it.
-    pub delivered: usize,
 }
 
 /// A bounded record of recent changes, oldest dropped first.
 ///
-/// Revisions are recorded in increasing order (the control plane records each
-/// change under its lock, right after committing it), so a lookup is a binary
-/// search.
+/// Each type's dispatcher records its events in revision order, but two
+/// types' dispatchers interleave, so a record may arrive after a newer
+/// one: it is inserted in place.
 #[derive(Debug)]
 pub struct StageLedger {
     records: VecDeque<StageRecord>,
@@ -62,22 +60,39 @@ impl StageLedger {
         }
     }
 
-    /// Notes one dispatched change.
-    pub fn record(&mut self, resource: ResourceType, dispatched: &Dispatched) {
-        let event = &dispatched.event;
-        if self.records.len() == self.capacity {
-            self.records.pop_front();
-        }
-        self.records.push_back(StageRecord {
+    /// Notes one dispatched change; events that are no change (synthetic,
+    /// bookmarks) are not recorded.
+    pub fn record(&mut self, resource: ResourceType, event: &CachedEvent) {
+        let (Some(times), Some(dispatched_at)) = (event.times, event.dispatched_at()) else {
+            return;
+        };
+        let record = StageRecord {
             revision: event.revision,
             resource,
             event_type: event.event_type,
             key: event.key.clone(),
-            committed_at: event.committed_at,
-            cached_at: event.cached_at,
-            dispatched_at: dispatched.dispatched_at,
-            delivered: dispatched.delivered,
-        });
+            times,
+            dispatched_at,
+        };
+        let at = self
+            .records
+            .partition_point(|r| r.revision < record.revision);
+        if self
+            .records
+            .get(at)
+            .is_some_and(|r| r.revision == record.revision)
+        {
+            return;
+        }
+        if self.records.len() == self.capacity {
+            if at == 0 {
+                return;
+            }
+            self.records.pop_front();
+            self.records.insert(at - 1, record);
+        } else {
+            self.records.insert(at, record);
+        }
     }
 
     /// The stage times of the change at `revision`, while it is remembered.
@@ -107,15 +122,25 @@ mod tests {
         let mut store = Store::new(clock.clone());
         let mut cache = WatchCache::new(PODS, 10, [], store.revision(), clock);
         let mut ledger = StageLedger::with_capacity(2);
+        let mut events = Vec::new();
         for name in ["a", "b", "c"] {
             let change = store.create(name, json!({})).unwrap();
-            ledger.record(PODS, &cache.apply(&change));
+            let event = cache.process(&change, 7, 1);
+            event.mark_dispatched(8);
+            events.push(event);
         }
+        // Recorded out of order, as two dispatchers may.
+        ledger.record(PODS, &events[1]);
+        ledger.record(PODS, &events[0]);
+        ledger.record(PODS, &events[2]);
         assert_eq!(ledger.oldest(), Some(3));
         assert!(ledger.get(2).is_none(), "dropped: over capacity");
         let c = ledger.get(4).unwrap();
         assert_eq!((c.key.as_str(), c.event_type), ("c", EventType::Added));
-        assert_eq!((c.committed_at, c.cached_at, c.dispatched_at), (7, 7, 7));
+        assert_eq!(
+            (c.times.committed_at, c.times.cached_at, c.dispatched_at),
+            (7, 7, 8)
+        );
         assert!(ledger.get(5).is_none());
     }
 }

@@ -2,9 +2,12 @@
 //!
 //! # Layout
 //! - [`store`]: an MVCC store modelled on etcd (one revision counter, history, compaction).
-//! - [`watch_cache`]: the apiserver's Cacher (a ring of recent events, a snapshot, many watchers);
+//! - [`cacher`]: the apiserver's Cacher of one type as stages with queues
+//!   (its Reflector on the store's watch, `incoming`, the dispatcher, each
+//!   watcher's buffer); [`watch_cache`], its window and snapshot;
 //!   [`watch_cache_report`], its state as viewers see it.
-//! - [`control_plane`]: both behind one lock, with the apiserver's object rules.
+//! - [`control_plane`]: the store and the Cachers behind one lock, with the
+//!   apiserver's object rules; its stages run inline or as tasks.
 //! - [`controllers`]: informers, workqueues and the demo's controllers (deployment,
 //!   replicaset, scheduler, kubelet, garbage collector), run by [`controllers::Demo`].
 //! - [`list`]: where a LIST is served from and how it is paged; [`selector`]:
@@ -13,7 +16,8 @@
 //!   memory stays within a budget whatever clients ask; [`validation`]: label,
 //!   annotation and replica rules, as the apiserver checks them.
 //! - [`story`]: the scripted workload that keeps the demo alive.
-//! - [`ledger`]: when each recent change was committed, cached and dispatched.
+//! - [`ledger`]: when each recent change was committed, reflected, cached and
+//!   dispatched.
 //! - [`actions`]: what a user does with kubectl (scale, label, set image, delete a pod);
 //!   [`demo_action`], the viewers' demo actions carried out through them.
 //! - [`resource`], [`object`], [`clock`], [`time`]: the served types and small helpers.
@@ -22,6 +26,7 @@
 //! runs behind the bridge's HTTP adapter and inside a browser page.
 
 pub mod actions;
+pub mod cacher;
 pub mod clock;
 pub mod control_plane;
 pub mod controllers;
@@ -40,8 +45,9 @@ pub mod validation;
 pub mod watch_cache;
 pub mod watch_cache_report;
 
+pub use cacher::watcher::WatchOptions;
 pub use clock::Clock;
 pub use control_plane::{ApiError, ControlPlane};
 pub use resource::ResourceType;
 pub use store::Revision;
-pub use watch_cache::{CachedEvent, Delivery, WatchFilter};
+pub use watch_cache::{CachedEvent, Delivery, Origin, WatchFilter};

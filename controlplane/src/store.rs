@@ -331,6 +331,31 @@ impl Store {
             .collect())
     }
 
+    /// The first change after `after` under `prefix`: what etcd's watch on
+    /// that prefix sends next to a watcher that has seen `after`. `Ok(None)`
+    /// when there is none yet.
+    ///
+    /// Fails with [`StoreError::Compacted`] when that change may have been
+    /// compacted away, as etcd ends such a watch, so a watcher never skips a
+    /// change silently.
+    pub fn next_change_after(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> Result<Option<&StoreEvent>, StoreError> {
+        if after < self.compacted {
+            return Err(StoreError::Compacted {
+                requested: after,
+                compacted: self.compacted,
+            });
+        }
+        let start = self.history.partition_point(|e| e.revision <= after);
+        Ok(self
+            .history
+            .range(start..)
+            .find(|e| e.key.starts_with(prefix)))
+    }
+
     /// Drops every change at or below `revision` from the history (capped at the
     /// current revision). Current values are kept.
     pub fn compact(&mut self, revision: Revision) {

@@ -1,11 +1,11 @@
-//! The watch cache, modelled on the apiserver's Cacher.
+//! The watch cache of one resource type, modelled on the apiserver's
+//! `watchCache`: a sliding window (a ring) of recent events and a snapshot of
+//! the current objects that serves lists.
 //!
-//! One cache per resource type holds one watch on the store, a sliding window
-//! (a ring) of recent events, and a snapshot of the current objects that serves
-//! lists. Many watchers are fed from it: the store sees one watch however many
-//! clients watch. Each watcher has a bounded buffer; a watcher whose buffer is
-//! full is closed rather than allowed to hold up the others, and its client
-//! re-watches from the last resourceVersion it saw.
+//! It is one stage of the Cacher ([`crate::cacher`]): the Cacher's Reflector
+//! feeds it from the store's watch ([`WatchCache::process`]), and what it
+//! holds is what a new watch replays ([`WatchCache::since`]). Handing events
+//! to watchers is the dispatcher's job, not the cache's.
 //!
 //! The window grows and shrinks as the Cacher's does: when it is full and its
 //! oldest event is younger than [`EVENT_FRESH_MICROS`], events are falling out
@@ -17,9 +17,9 @@
 //! [`crate::object::weight`]): large objects written fast leave it sooner.
 //!
 //! Each event is serialized at most once, on first use, for every watcher it is
-//! sent to ([`CachedEvent::line`]). So is the ADDED event of each current
-//! object that a watch from "now" starts with: it is made once and shared by
-//! every such watch, which then costs a pointer per object.
+//! sent to ([`CachedEvent::line`]). So is the synthetic ADDED event of each
+//! current object that a watch from "any" starts with: it is made once and
+//! shared by every such watch, which then costs a pointer per object.
 
 use crate::clock::Clock;
 use crate::resource::ResourceType;
@@ -29,7 +29,6 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, OnceLock};
-use tokio::sync::mpsc;
 use watchlife_protocol::{EventType, Micros};
 
 /// How young the oldest event of a full window may be before the window
@@ -60,6 +59,21 @@ impl WindowBounds {
     }
 }
 
+/// When a change passed the server's stages before any watcher: measured,
+/// each stamped by the stage itself as it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeTimes {
+    /// When the store committed it.
+    pub committed_at: Micros,
+    /// When the Cacher's Reflector read it from the store's watch.
+    pub reflected_at: Micros,
+    /// When it entered the watch cache's window (and, right after, the
+    /// `incoming` queue).
+    pub cached_at: Micros,
+    /// Events in `incoming` once it was queued, itself included.
+    pub incoming_depth: u32,
+}
+
 /// An event as the cache holds it, shared by every watcher it is sent to.
 #[derive(Debug)]
 pub struct CachedEvent {
@@ -74,21 +88,17 @@ pub struct CachedEvent {
     /// The object before the change, when it existed; lets a watcher with a
     /// selector see an object leave its selection as DELETED.
     pub prev: Option<Arc<Value>>,
-    /// When the store committed the change; for the ADDED event of a current
-    /// object that starts a watch from "now", when the cache first made it.
-    pub committed_at: Micros,
-    /// When the change entered the cache (for such an ADDED event, as
-    /// `committed_at`).
-    pub cached_at: Micros,
+    /// The stage times of the change; `None` for a synthetic ADDED event
+    /// made for a watch from "any": it is no change, and nothing about it was
+    /// committed or cached at a time worth showing.
+    pub times: Option<ChangeTimes>,
+    /// When the dispatcher took it from `incoming`, once it has.
+    dispatched_at: OnceLock<Micros>,
     line: OnceLock<Bytes>,
 }
 
 impl CachedEvent {
     /// An event; its wire form is made on first use of [`CachedEvent::line`].
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one per field, named at every call"
-    )]
     pub fn new(
         event_type: EventType,
         key: String,
@@ -96,8 +106,7 @@ impl CachedEvent {
         object: Arc<Value>,
         size: usize,
         prev: Option<Arc<Value>>,
-        committed_at: Micros,
-        cached_at: Micros,
+        times: Option<ChangeTimes>,
     ) -> Self {
         CachedEvent {
             event_type,
@@ -106,10 +115,40 @@ impl CachedEvent {
             object,
             size,
             prev,
-            committed_at,
-            cached_at,
+            times,
+            dispatched_at: OnceLock::new(),
             line: OnceLock::new(),
         }
+    }
+
+    /// A BOOKMARK at `revision`: an object of the watched kind that carries
+    /// only its resourceVersion, as the apiserver sends it.
+    pub fn bookmark(rt: ResourceType, revision: Revision) -> Self {
+        let object = serde_json::json!({
+            "kind": rt.kind,
+            "apiVersion": rt.api_version(),
+            "metadata": {"resourceVersion": revision.to_string()},
+        });
+        CachedEvent::new(
+            EventType::Bookmark,
+            String::new(),
+            revision,
+            Arc::new(object),
+            0,
+            None,
+            None,
+        )
+    }
+
+    /// When the dispatcher took the event from `incoming`; `None` before it
+    /// has, and for events that never pass it (synthetic, bookmarks).
+    pub fn dispatched_at(&self) -> Option<Micros> {
+        self.dispatched_at.get().copied()
+    }
+
+    /// Stamps the dispatch; only the first stamp counts.
+    pub(crate) fn mark_dispatched(&self, at: Micros) {
+        let _ = self.dispatched_at.set(at);
     }
 
     /// The event as one line of a Kubernetes watch stream,
@@ -130,26 +169,51 @@ impl CachedEvent {
 
     /// The same change seen as another type by a watcher with a selector.
     fn retyped(&self, event_type: EventType, object: Arc<Value>) -> Self {
-        CachedEvent::new(
+        let retyped = CachedEvent::new(
             event_type,
             self.key.clone(),
             self.revision,
             object,
             self.size,
             self.prev.clone(),
-            self.committed_at,
-            self.cached_at,
-        )
+            self.times,
+        );
+        if let Some(at) = self.dispatched_at() {
+            retyped.mark_dispatched(at);
+        }
+        retyped
     }
 }
 
-/// One event handed to one watcher.
+/// How a watcher came to be sent an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Dispatched live, from `incoming`, as the change happened.
+    Live,
+    /// Replayed from the window to a watch that started from an older
+    /// resourceVersion.
+    Replayed,
+    /// A synthetic ADDED event for a current object, sent to a watch from
+    /// "any" (resourceVersion 0 or none).
+    Synthetic,
+    /// A BOOKMARK.
+    Bookmark,
+}
+
+/// One event handed to one watcher: put in its buffer, waiting for its
+/// writer.
 #[derive(Debug, Clone)]
 pub struct Delivery {
     pub event: Arc<CachedEvent>,
-    /// When the cache put it in this watcher's buffer.
-    pub dispatched_at: Micros,
+    pub origin: Origin,
+    /// When it was put in this watcher's buffer.
+    pub buffered_at: Micros,
+    /// Events in the buffer once it was put there, itself included.
+    pub buffer_depth: u32,
 }
+
+/// What a new watch starts with: each event and how it comes to be sent.
+pub type Backlog = Vec<(Arc<CachedEvent>, Origin)>;
 
 /// Why a watch could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -195,7 +259,7 @@ impl WatchFilter {
     /// selection is ADDED, one that takes it out is DELETED (carrying its
     /// previous state at the event's revision), and an object outside the
     /// selection before and after is not sent.
-    fn view(&self, event: &Arc<CachedEvent>) -> Option<Arc<CachedEvent>> {
+    pub(crate) fn view(&self, event: &Arc<CachedEvent>) -> Option<Arc<CachedEvent>> {
         let now = self.matches(&event.object);
         match event.event_type {
             EventType::Modified => {
@@ -222,72 +286,11 @@ impl WatchFilter {
     }
 }
 
-/// Identifies one watcher of one cache, for as long as the process runs.
-pub type WatcherId = u64;
-
-/// Closed watchers a cache remembers, so a viewer that looks a little later
-/// still sees which watcher fell behind.
-pub const CLOSED_WATCHERS_KEPT: usize = 16;
-
-struct Watcher {
-    id: WatcherId,
-    /// Who watches (`scheduler`, `kubelet/node-a`, `bridge`); empty when the
-    /// client gave no name.
-    name: String,
-    tx: mpsc::Sender<Delivery>,
-    filter: WatchFilter,
-    /// Events at or below this revision are not sent (a watch from a
-    /// revision the cache has not reached yet waits for it).
-    after: Revision,
-}
-
-/// One attached watcher, as the UI draws its lane.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatcherInfo {
-    pub id: WatcherId,
-    pub name: String,
-    /// Events waiting in its buffer: sent by the cache, not yet read.
-    pub buffered: usize,
-    /// Events its buffer holds before the cache closes it.
-    pub capacity: usize,
-}
-
-/// A watcher the cache closed because its buffer was full.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClosedWatcher {
-    pub id: WatcherId,
-    pub name: String,
-    /// The revision of the event it could not take.
-    pub revision: Revision,
-    pub closed_at: Micros,
-}
-
-/// The watchers of one cache: its fan-out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatchersInfo {
-    pub resource: ResourceType,
-    pub watchers: Vec<WatcherInfo>,
-    /// Watchers closed for being too slow since the cache started.
-    pub closed_slow: u64,
-    /// The last [`CLOSED_WATCHERS_KEPT`] of them, oldest first.
-    pub recently_closed: Vec<ClosedWatcher>,
-}
-
-/// What [`WatchCache::apply`] did with one change.
-#[derive(Debug, Clone)]
-pub struct Dispatched {
-    pub event: Arc<CachedEvent>,
-    /// When the event was put in the watchers' buffers (one time for all).
-    pub dispatched_at: Micros,
-    /// Watchers that took it.
-    pub delivered: usize,
-}
-
 /// A current object as the cache holds it.
 struct Current {
     object: Arc<Value>,
     size: usize,
-    /// Its ADDED event for watches from "now", made on first use.
+    /// Its synthetic ADDED event for watches from "any", made on first use.
     added: OnceLock<Arc<CachedEvent>>,
 }
 
@@ -300,9 +303,10 @@ impl Current {
         }
     }
 
-    /// The object's ADDED event, shared by every watch from "now" until the
-    /// object changes; `fallback` is its revision when the object names none.
-    fn added(&self, key: &str, fallback: Revision, now: Micros) -> Arc<CachedEvent> {
+    /// The object's synthetic ADDED event, shared by every watch from "any"
+    /// until the object changes; `fallback` is its revision when the object
+    /// names none.
+    fn added(&self, key: &str, fallback: Revision) -> Arc<CachedEvent> {
         self.added
             .get_or_init(|| {
                 let revision = crate::object::resource_version(&self.object)
@@ -315,15 +319,14 @@ impl Current {
                     self.object.clone(),
                     self.size,
                     None,
-                    now,
-                    now,
+                    None,
                 ))
             })
             .clone()
     }
 }
 
-/// The Cacher of one resource type.
+/// The watch cache of one resource type.
 pub struct WatchCache {
     resource: ResourceType,
     ring: VecDeque<Arc<CachedEvent>>,
@@ -336,10 +339,6 @@ pub struct WatchCache {
     /// Latest store revision the cache has seen.
     revision: Revision,
     objects: BTreeMap<String, Current>,
-    watchers: Vec<Watcher>,
-    next_watcher_id: WatcherId,
-    closed_slow: u64,
-    recently_closed: VecDeque<ClosedWatcher>,
     clock: Clock,
 }
 
@@ -377,7 +376,7 @@ impl WatchCache {
             max: bounds.max.max(min),
             max_bytes: bounds.max_bytes,
         };
-        WatchCache {
+        let mut cache = WatchCache {
             resource,
             ring: VecDeque::with_capacity(min),
             ring_bytes: 0,
@@ -385,19 +384,11 @@ impl WatchCache {
             bounds,
             window_start: revision,
             revision,
-            objects: objects
-                .into_iter()
-                .map(|(key, object)| {
-                    let size = crate::object::weight(&object);
-                    (key, Current::new(object, size))
-                })
-                .collect(),
-            watchers: Vec::new(),
-            next_watcher_id: 1,
-            closed_slow: 0,
-            recently_closed: VecDeque::new(),
+            objects: BTreeMap::new(),
             clock,
-        }
+        };
+        cache.replace(objects, revision);
+        cache
     }
 
     pub fn resource(&self) -> ResourceType {
@@ -430,36 +421,42 @@ impl WatchCache {
         self.ring.is_empty()
     }
 
-    /// Watchers currently attached.
-    pub fn watcher_count(&self) -> usize {
-        self.watchers.len()
+    /// Current objects held.
+    pub fn object_count(&self) -> usize {
+        self.objects.len()
     }
 
-    /// The attached watchers and the ones recently closed for being slow.
-    /// A watcher whose client has gone away is no longer listed.
-    pub fn watchers_info(&self) -> WatchersInfo {
-        WatchersInfo {
-            resource: self.resource,
-            watchers: self
-                .watchers
-                .iter()
-                .filter(|w| !w.tx.is_closed())
-                .map(|w| WatcherInfo {
-                    id: w.id,
-                    name: w.name.clone(),
-                    buffered: w.tx.max_capacity() - w.tx.capacity(),
-                    capacity: w.tx.max_capacity(),
-                })
-                .collect(),
-            closed_slow: self.closed_slow,
-            recently_closed: self.recently_closed.iter().cloned().collect(),
-        }
+    /// Replaces the snapshot with a LIST's result at `revision`, as the
+    /// apiserver's `watchCache.Replace`: the window restarts empty at that
+    /// revision, so a watch from before it is too old.
+    pub fn replace(
+        &mut self,
+        objects: impl IntoIterator<Item = (String, Arc<Value>)>,
+        revision: Revision,
+    ) {
+        self.objects = objects
+            .into_iter()
+            .map(|(key, object)| {
+                let size = crate::object::weight(&object);
+                (key, Current::new(object, size))
+            })
+            .collect();
+        self.ring.clear();
+        self.ring_bytes = 0;
+        self.window_start = revision;
+        self.revision = revision;
     }
 
-    /// Takes one change from the store's watch: updates the snapshot, appends to
-    /// the ring (resizing it, or evicting the oldest when full) and dispatches
-    /// to every watcher.
-    pub fn apply(&mut self, change: &StoreEvent) -> Dispatched {
+    /// Takes one change from the store's watch: updates the snapshot and
+    /// appends to the ring (resizing it, or evicting the oldest when full).
+    /// `reflected_at` is when the Cacher's Reflector read it; `incoming_depth`
+    /// what `incoming` will hold once the event is queued there.
+    pub fn process(
+        &mut self,
+        change: &StoreEvent,
+        reflected_at: Micros,
+        incoming_depth: u32,
+    ) -> Arc<CachedEvent> {
         self.revision = self.revision.max(change.revision);
         let event_type = match change.change {
             Change::Put { created: true } => EventType::Added,
@@ -477,7 +474,7 @@ impl WatchCache {
                 );
             }
         };
-        let now = self.clock.now();
+        let now = self.clock.now().max(reflected_at);
         let event = Arc::new(CachedEvent::new(
             event_type,
             change.key.clone(),
@@ -485,8 +482,12 @@ impl WatchCache {
             change.object.clone(),
             change.size,
             change.prev.clone(),
-            change.committed_at,
-            now,
+            Some(ChangeTimes {
+                committed_at: change.committed_at,
+                reflected_at,
+                cached_at: now,
+                incoming_depth,
+            }),
         ));
         self.resize(now);
         while self.ring.len() >= self.capacity
@@ -497,11 +498,12 @@ impl WatchCache {
         }
         self.ring_bytes = self.ring_bytes.saturating_add(event.size);
         self.ring.push_back(event.clone());
-        self.dispatch(event)
+        event
     }
 
-    /// Notes that the store moved on without touching this type, so a later
-    /// watch from that revision is served from the window.
+    /// Notes that the store moved on without touching this type (what etcd's
+    /// progress notification tells the Cacher), so a later watch from that
+    /// revision is served from the window.
     pub fn advance(&mut self, revision: Revision) {
         self.revision = self.revision.max(revision);
     }
@@ -528,95 +530,44 @@ impl WatchCache {
         self.ring_bytes
     }
 
-    /// Starts a watch.
+    /// What a new watch from `from` starts with, as the apiserver's
+    /// `GetAllEventsSinceThreadUnsafe`, and the revision after which it is
+    /// sent live events.
     ///
-    /// `from` is the resourceVersion to watch after. `None` (or 0) means "any":
-    /// the watcher first gets an ADDED event for every current object, then the
-    /// live stream. A revision older than the window fails with
-    /// [`WatchError::TooOld`]. `buffer` bounds the watcher's queue of live events.
-    pub fn watch(
-        &mut self,
+    /// `None` (or 0) means "any": a synthetic ADDED event for every current
+    /// object in `filter`, then the events after the cache's revision. A
+    /// revision older than the window fails with [`WatchError::TooOld`]; a
+    /// newer one is waited for (nothing replayed).
+    pub fn since(
+        &self,
         from: Option<Revision>,
-        namespace: Option<String>,
-        buffer: usize,
-    ) -> Result<mpsc::Receiver<Delivery>, WatchError> {
-        self.watch_named("", from, namespace, buffer)
-            .map(|(_, rx)| rx)
-    }
-
-    /// [`WatchCache::watch`] for a named watcher; also returns its id, the one
-    /// [`WatchCache::watchers_info`] lists it under.
-    pub fn watch_named(
-        &mut self,
-        name: &str,
-        from: Option<Revision>,
-        namespace: Option<String>,
-        buffer: usize,
-    ) -> Result<(WatcherId, mpsc::Receiver<Delivery>), WatchError> {
-        self.watch_filtered(name, from, WatchFilter::namespace(namespace), buffer)
-    }
-
-    /// [`WatchCache::watch_named`] with a selection: the watcher is sent only
-    /// the events of objects in `filter`, retyped as the filter sees them (see
-    /// [`WatchFilter`]). A revision newer than the cache's is waited for: the
-    /// watcher gets the events after it, none before.
-    pub fn watch_filtered(
-        &mut self,
-        name: &str,
-        from: Option<Revision>,
-        filter: WatchFilter,
-        buffer: usize,
-    ) -> Result<(WatcherId, mpsc::Receiver<Delivery>), WatchError> {
-        let (backlog, after): (Vec<Arc<CachedEvent>>, Revision) = match from.filter(|&r| r > 0) {
-            None => {
-                let now = self.clock.now();
-                (
-                    self.objects
-                        .iter()
-                        .filter(|(_, current)| filter.matches(&current.object))
-                        .map(|(key, current)| current.added(key, self.revision, now))
-                        .collect(),
-                    self.revision,
-                )
-            }
-            Some(from) if from < self.window_start => {
-                return Err(WatchError::TooOld {
-                    requested: from,
-                    oldest: self.window_start,
-                });
-            }
-            Some(from) => (
-                self.ring
+        filter: &WatchFilter,
+    ) -> Result<(Backlog, Revision), WatchError> {
+        match from.filter(|&r| r > 0) {
+            None => Ok((
+                self.objects
+                    .iter()
+                    .filter(|(_, current)| filter.matches(&current.object))
+                    .map(|(key, current)| (current.added(key, self.revision), Origin::Synthetic))
+                    .collect(),
+                self.revision,
+            )),
+            Some(from) if from < self.window_start => Err(WatchError::TooOld {
+                requested: from,
+                oldest: self.window_start,
+            }),
+            Some(from) => {
+                let replayed: Vec<_> = self
+                    .ring
                     .iter()
                     .filter(|e| e.revision > from)
                     .filter_map(|e| filter.view(e))
-                    .collect(),
-                from,
-            ),
-        };
-        let (tx, rx) = mpsc::channel(backlog.len() + buffer.max(1));
-        let now = self.clock.now();
-        for event in backlog {
-            let _ = tx.try_send(Delivery {
-                event,
-                dispatched_at: now,
-            });
+                    .map(|e| (e, Origin::Replayed))
+                    .collect();
+                let after = replayed.last().map_or(from, |(e, _)| e.revision.max(from));
+                Ok((replayed, after))
+            }
         }
-        let id = self.next_watcher_id;
-        self.next_watcher_id += 1;
-        self.watchers.push(Watcher {
-            id,
-            name: name.to_string(),
-            tx,
-            filter,
-            after,
-        });
-        Ok((id, rx))
-    }
-
-    /// Closes every watch; clients re-watch from their last resourceVersion.
-    pub fn drop_watchers(&mut self) {
-        self.watchers.clear();
     }
 
     /// Resizes a full window before an event is added (see the module doc).
@@ -624,7 +575,7 @@ impl WatchCache {
         if self.ring.len() < self.capacity {
             return;
         }
-        let age = |e: &Arc<CachedEvent>| now.saturating_sub(e.cached_at);
+        let age = |e: &Arc<CachedEvent>| now.saturating_sub(e.times.map_or(now, |t| t.cached_at));
         if self
             .ring
             .front()
@@ -649,56 +600,6 @@ impl WatchCache {
             self.window_start = self.window_start.max(evicted.revision);
         }
     }
-
-    fn dispatch(&mut self, event: Arc<CachedEvent>) -> Dispatched {
-        let now = self.clock.now();
-        let mut delivered = 0;
-        let mut slow = Vec::new();
-        // A watcher that cannot take the event is closed, never waited for.
-        self.watchers.retain(|w| {
-            let view = if event.revision <= w.after {
-                None
-            } else {
-                w.filter.view(&event)
-            };
-            let Some(view) = view else {
-                return !w.tx.is_closed();
-            };
-            let delivery = Delivery {
-                event: view,
-                dispatched_at: now,
-            };
-            match w.tx.try_send(delivery) {
-                Ok(()) => {
-                    delivered += 1;
-                    true
-                }
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    slow.push(ClosedWatcher {
-                        id: w.id,
-                        name: w.name.clone(),
-                        revision: event.revision,
-                        closed_at: now,
-                    });
-                    false
-                }
-                // The client stopped watching: nothing to report.
-                Err(mpsc::error::TrySendError::Closed(_)) => false,
-            }
-        });
-        for closed in slow {
-            self.closed_slow += 1;
-            if self.recently_closed.len() == CLOSED_WATCHERS_KEPT {
-                self.recently_closed.pop_front();
-            }
-            self.recently_closed.push_back(closed);
-        }
-        Dispatched {
-            event,
-            dispatched_at: now,
-            delivered,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -719,82 +620,84 @@ mod tests {
         json!({"metadata": {"namespace": ns, "name": name}})
     }
 
-    #[test]
-    fn watch_from_revision_replays_the_window_then_streams() {
-        let (mut store, mut cache) = setup(10);
-        cache.apply(&store.create("a", pod("default", "a")).unwrap());
-        let after_a = store.revision();
-        cache.apply(&store.update("a", pod("default", "a"), None).unwrap());
-        let mut rx = cache.watch(Some(after_a), None, 4).unwrap();
-        cache.apply(&store.delete("a", None).unwrap());
-        let types: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|d| (d.event.event_type, d.event.revision))
-            .collect();
-        assert_eq!(
-            types,
-            vec![(EventType::Modified, 3), (EventType::Deleted, 4)]
-        );
+    fn add(cache: &mut WatchCache, change: StoreEvent) -> Arc<CachedEvent> {
+        cache.process(&change, 0, 1)
+    }
+
+    fn replay(
+        cache: &WatchCache,
+        from: Option<Revision>,
+        filter: &WatchFilter,
+    ) -> Vec<(EventType, Revision, Origin)> {
+        let (events, _) = cache.since(from, filter).unwrap();
+        events
+            .into_iter()
+            .map(|(e, o)| (e.event_type, e.revision, o))
+            .collect()
     }
 
     #[test]
-    fn watch_from_zero_starts_with_synthetic_added_events() {
+    fn a_watch_from_a_revision_replays_the_window_after_it() {
         let (mut store, mut cache) = setup(10);
-        cache.apply(&store.create("a", pod("default", "a")).unwrap());
-        cache.apply(&store.update("a", pod("default", "a"), None).unwrap());
-        let mut rx = cache.watch(None, None, 4).unwrap();
-        let first = rx.try_recv().unwrap();
-        assert_eq!(first.event.event_type, EventType::Added);
-        assert_eq!(first.event.revision, 3);
-        assert!(rx.try_recv().is_err());
+        add(&mut cache, store.create("a", pod("default", "a")).unwrap());
+        let after_a = store.revision();
+        add(
+            &mut cache,
+            store.update("a", pod("default", "a"), None).unwrap(),
+        );
+        add(&mut cache, store.delete("a", None).unwrap());
+        assert_eq!(
+            replay(&cache, Some(after_a), &WatchFilter::default()),
+            vec![
+                (EventType::Modified, 3, Origin::Replayed),
+                (EventType::Deleted, 4, Origin::Replayed)
+            ]
+        );
+        let (_, after) = cache.since(Some(after_a), &WatchFilter::default()).unwrap();
+        assert_eq!(after, 4, "live events start after the last replayed");
+    }
+
+    #[test]
+    fn a_watch_from_any_starts_with_synthetic_added_events_without_times() {
+        let (mut store, mut cache) = setup(10);
+        add(&mut cache, store.create("a", pod("default", "a")).unwrap());
+        add(
+            &mut cache,
+            store.update("a", pod("default", "a"), None).unwrap(),
+        );
+        let (events, after) = cache.since(None, &WatchFilter::default()).unwrap();
+        assert_eq!(events.len(), 1);
+        let (event, origin) = &events[0];
+        assert_eq!(
+            (event.event_type, event.revision, *origin),
+            (EventType::Added, 3, Origin::Synthetic)
+        );
+        assert!(event.times.is_none(), "no invented commit time");
+        assert_eq!(after, 3);
     }
 
     #[test]
     fn revision_older_than_the_window_is_too_old() {
         let (mut store, mut cache) = setup(2);
         for name in ["a", "b", "c"] {
-            cache.apply(&store.create(name, pod("default", name)).unwrap());
+            add(
+                &mut cache,
+                store.create(name, pod("default", name)).unwrap(),
+            );
         }
+        let all = WatchFilter::default();
         assert_eq!(
-            cache.watch(Some(1), None, 1).unwrap_err(),
+            cache.since(Some(1), &all).unwrap_err(),
             WatchError::TooOld {
                 requested: 1,
                 oldest: 2
             }
         );
         assert_eq!(
-            cache.watch(Some(1), None, 1).unwrap_err().to_string(),
+            cache.since(Some(1), &all).unwrap_err().to_string(),
             "too old resource version: 1 (2)"
         );
-        assert!(cache.watch(Some(2), None, 1).is_ok());
-    }
-
-    #[test]
-    fn a_full_watcher_is_closed_and_the_others_keep_receiving() {
-        let (mut store, mut cache) = setup(10);
-        let mut slow = cache.watch(Some(1), None, 1).unwrap();
-        let mut fast = cache.watch(Some(1), None, 10).unwrap();
-        for name in ["a", "b", "c"] {
-            cache.apply(&store.create(name, pod("default", name)).unwrap());
-            fast.try_recv().unwrap();
-        }
-        assert_eq!(cache.watcher_count(), 1);
-        assert!(slow.try_recv().is_ok());
-        assert!(matches!(
-            slow.try_recv(),
-            Err(mpsc::error::TryRecvError::Disconnected)
-        ));
-    }
-
-    #[test]
-    fn namespace_filter_applies_to_backlog_and_stream() {
-        let (mut store, mut cache) = setup(10);
-        let mut rx = cache.watch(Some(1), Some("prod".into()), 10).unwrap();
-        cache.apply(&store.create("a", pod("default", "a")).unwrap());
-        cache.apply(&store.create("b", pod("prod", "b")).unwrap());
-        let got: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|d| d.event.key.clone())
-            .collect();
-        assert_eq!(got, vec!["b".to_string()]);
+        assert!(cache.since(Some(2), &all).is_ok());
     }
 
     #[test]
@@ -804,15 +707,21 @@ mod tests {
             labels: LabelSelector::parse("app=web").unwrap(),
             ..WatchFilter::default()
         };
-        let (_, mut rx) = cache.watch_filtered("", Some(1), filter, 10).unwrap();
         let labelled = |app: &str| json!({"metadata": {"namespace": "d", "name": "a", "labels": {"app": app}}});
-        cache.apply(&store.create("a", labelled("db")).unwrap());
-        cache.apply(&store.update("a", labelled("web"), None).unwrap());
-        cache.apply(&store.update("a", labelled("web"), None).unwrap());
-        cache.apply(&store.update("a", labelled("db"), None).unwrap());
-        let seen: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|d| {
-                let e = &d.event;
+        add(&mut cache, store.create("a", labelled("db")).unwrap());
+        add(
+            &mut cache,
+            store.update("a", labelled("web"), None).unwrap(),
+        );
+        add(
+            &mut cache,
+            store.update("a", labelled("web"), None).unwrap(),
+        );
+        add(&mut cache, store.update("a", labelled("db"), None).unwrap());
+        let (events, _) = cache.since(Some(1), &filter).unwrap();
+        let seen: Vec<_> = events
+            .iter()
+            .map(|(e, _)| {
                 (
                     e.event_type,
                     e.revision,
@@ -847,64 +756,74 @@ mod tests {
         let mut cache = WatchCache::with_window(PODS, bounds, [], store.revision(), clock);
         for i in 0..20 {
             let name = format!("p{i}");
-            cache.apply(&store.create(&name, pod("d", &name)).unwrap());
+            add(&mut cache, store.create(&name, pod("d", &name)).unwrap());
         }
         // A burst (every event fresh): 4 -> 8 -> 16, then capped.
         assert_eq!((cache.capacity(), cache.len()), (16, 16));
         assert_eq!(cache.window_start(), 5);
         now.store(EVENT_FRESH_MICROS * 2, std::sync::atomic::Ordering::Relaxed);
-        cache.apply(&store.create("late", pod("d", "late")).unwrap());
+        add(&mut cache, store.create("late", pod("d", "late")).unwrap());
         // Idle: even the newest quarter was stale, so the window halved.
         assert_eq!((cache.capacity(), cache.len()), (8, 8));
         assert!(matches!(
-            cache.watch(Some(5), None, 1),
+            cache.since(Some(5), &WatchFilter::default()),
             Err(WatchError::TooOld { .. })
         ));
     }
 
     #[test]
-    fn compaction_trims_the_window() {
+    fn compaction_trims_the_window_and_a_list_restarts_it() {
         let (mut store, mut cache) = setup(10);
         for name in ["a", "b", "c"] {
-            cache.apply(&store.create(name, pod("default", name)).unwrap());
+            add(
+                &mut cache,
+                store.create(name, pod("default", name)).unwrap(),
+            );
         }
         cache.compact(3);
         assert_eq!(cache.len(), 1);
+        let all = WatchFilter::default();
+        assert!(cache.since(Some(2), &all).is_err());
+        assert!(cache.since(Some(3), &all).is_ok());
+        cache.replace([("x".to_string(), Arc::new(pod("default", "x")))], 9);
         assert_eq!(
-            cache.watch(Some(2), None, 1).unwrap_err(),
-            WatchError::TooOld {
-                requested: 2,
-                oldest: 3
-            }
+            (cache.len(), cache.revision(), cache.object_count()),
+            (0, 9, 1)
         );
-        assert!(cache.watch(Some(3), None, 1).is_ok());
+        assert!(cache.since(Some(4), &all).is_err());
     }
 
     #[test]
-    fn a_future_revision_is_waited_for() {
+    fn each_change_carries_its_stage_times() {
         let (mut store, mut cache) = setup(10);
-        let mut rx = cache.watch(Some(3), None, 10).unwrap();
-        for name in ["a", "b", "c"] {
-            cache.apply(&store.create(name, pod("default", name)).unwrap());
-        }
-        let revisions: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|d| d.event.revision)
-            .collect();
-        assert_eq!(revisions, vec![4]);
+        let change = store.create("a", pod("default", "a")).unwrap();
+        let event = cache.process(&change, 5, 3);
+        let times = event.times.unwrap();
+        assert_eq!(
+            (times.committed_at, times.reflected_at, times.incoming_depth),
+            (0, 5, 3)
+        );
+        assert!(times.cached_at >= times.reflected_at);
+        assert_eq!(event.dispatched_at(), None);
+        event.mark_dispatched(9);
+        event.mark_dispatched(10);
+        assert_eq!(event.dispatched_at(), Some(9), "the first stamp counts");
     }
 
     #[test]
     fn an_event_is_serialized_once_as_a_watch_line() {
         let (mut store, mut cache) = setup(10);
-        let mut rx1 = cache.watch(Some(1), None, 10).unwrap();
-        let mut rx2 = cache.watch(Some(1), None, 10).unwrap();
-        cache.apply(&store.create("a", pod("default", "a")).unwrap());
-        let (a, b) = (rx1.try_recv().unwrap(), rx2.try_recv().unwrap());
-        let line = a.event.line();
-        assert_eq!(line.as_ptr(), b.event.line().as_ptr());
+        let event = add(&mut cache, store.create("a", pod("default", "a")).unwrap());
+        let line = event.line();
+        assert_eq!(line.as_ptr(), event.line().as_ptr());
         let parsed: serde_json::Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(parsed["type"], "ADDED");
         assert_eq!(parsed["object"]["metadata"]["resourceVersion"], "2");
         assert!(line.ends_with(b"\n"));
+        let bookmark: serde_json::Value =
+            serde_json::from_slice(&CachedEvent::bookmark(PODS, 7).line()).unwrap();
+        assert_eq!(bookmark["type"], "BOOKMARK");
+        assert_eq!(bookmark["object"]["metadata"]["resourceVersion"], "7");
+        assert_eq!(bookmark["object"]["kind"], "Pod");
     }
 }

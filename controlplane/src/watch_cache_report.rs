@@ -6,12 +6,12 @@
 //!
 //! A report has a fixed largest size, however many clients watch: each cache
 //! lists at most [`MAX_REPORTED_WATCHERS`] watchers and counts the others,
-//! and remembers at most [`crate::watch_cache::CLOSED_WATCHERS_KEPT`] closed
+//! and remembers at most [`crate::cacher::CLOSED_WATCHERS_KEPT`] closed
 //! ones. (Watcher names are the server's own: `http` for every client of the
 //! demo API.)
 
 use crate::ControlPlane;
-use crate::watch_cache::{WatcherInfo, WatchersInfo};
+use crate::cacher::{WatcherInfo, WatchersInfo};
 use watchlife_protocol::{CacheState, ClosedWatcherState, WatchCacheReport, WatcherState};
 
 /// Watchers listed per cache. The page draws eight lanes and counts the

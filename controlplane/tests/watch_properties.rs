@@ -1,4 +1,4 @@
-//! Properties of the store and the watch cache under interleaved writers and
+//! Properties of the store and the Cacher under interleaved writers and
 //! watchers: revisions strictly increase, and every watcher sees every change
 //! after its starting revision exactly once, in order (or, if the cache closed
 //! it for being slow, a gap-free prefix of them).
@@ -8,9 +8,11 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::mpsc::{self, error::TryRecvError};
+use watchlife_controlplane::WatchOptions;
+use watchlife_controlplane::cacher::{Cacher, Progress};
 use watchlife_controlplane::resource::PODS;
 use watchlife_controlplane::store::{Change, Store};
-use watchlife_controlplane::watch_cache::{WatchCache, WatchError};
+use watchlife_controlplane::watch_cache::{WatchError, WindowBounds};
 use watchlife_controlplane::{Clock, ControlPlane, Delivery, Revision};
 use watchlife_protocol::EventType;
 
@@ -84,7 +86,26 @@ proptest! {
     fn every_watcher_sees_every_later_change_once_and_in_order(ops in prop::collection::vec(op(), 1..120)) {
         let clock = Clock::new(|| 0);
         let mut store = Store::new(clock.clone());
-        let mut cache = WatchCache::new(PODS, WINDOW, [], store.revision(), clock);
+        let mut cacher = Cacher::new(PODS, WindowBounds::fixed(WINDOW), store.revision(), 5_000_000, clock);
+        // Every stage in turn, the dispatcher never waiting (no time passes).
+        let pump = |cacher: &mut Cacher, store: &Store| loop {
+            let reflected = cacher.reflect(store);
+            let mut moved = reflected == Progress::Moved;
+            loop {
+                match cacher.dispatch().0 {
+                    Progress::Moved => moved = true,
+                    Progress::Blocked { .. } => {
+                        cacher.close_blocked();
+                        moved = true;
+                    }
+                    Progress::Idle { .. } => break,
+                }
+            }
+            if !moved {
+                break;
+            }
+        };
+        pump(&mut cacher, &store);
         let mut log: Vec<Seen> = Vec::new();
         let mut watchers: Vec<Watcher> = Vec::new();
         for op in ops {
@@ -104,16 +125,18 @@ proptest! {
                     let from = back.map(|b| store.revision().saturating_sub(b).max(1));
                     let initial: Vec<Seen> = match from {
                         Some(_) => Vec::new(),
-                        None => cache.list().0.iter().map(|o| {
+                        None => cacher.cache().list().0.iter().map(|o| {
                             let rv = o["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
                             let name = o["metadata"]["name"].as_str().unwrap();
                             (EventType::Added, format!("/registry/pods/default/{name}"), rv)
                         }).collect(),
                     };
-                    match cache.watch(from, None, buffer) {
-                        Ok(rx) => watchers.push(Watcher {
+                    let options = WatchOptions { buffer: Some(buffer), ..WatchOptions::named("", from) };
+                    let cache_revision = cacher.cache().revision();
+                    match cacher.watch(options) {
+                        Ok((_, rx)) => watchers.push(Watcher {
                             rx,
-                            after: from.unwrap_or(cache.revision()),
+                            after: from.unwrap_or(cache_revision),
                             initial,
                             seen: Vec::new(),
                         }),
@@ -143,7 +166,7 @@ proptest! {
                     prop_assert_eq!(change.revision, last.2 + 1, "each change takes the next revision");
                 }
                 log.push((event_type, change.key.clone(), change.revision));
-                cache.apply(&change);
+                pump(&mut cacher, &store);
             }
         }
         for mut w in watchers {

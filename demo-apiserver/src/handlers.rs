@@ -7,7 +7,7 @@
 use crate::patch::{self, PatchType};
 use crate::path::{self, Subresource, Target};
 use crate::protobuf::{self, Accept};
-use crate::{discovery, objects, params, response, scale, watch};
+use crate::{discovery, lists, objects, params, response, scale, watch};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
@@ -125,8 +125,8 @@ async fn resource(
         return Err(Status::method_not_allowed());
     }
     match (method, named) {
-        (Method::GET, false) => collection(cp, &target, &pairs),
-        (Method::GET, true) => get(cp, &target, &pairs),
+        (Method::GET, false) => collection(cp, &target, &pairs, watch::client(headers)).await,
+        (Method::GET, true) => get(cp, &target, &pairs, watch::client(headers)),
         (Method::POST, false) if target.namespace.is_some() || !target.rt.namespaced => {
             let body = read_object(headers, body).await?;
             create(cp, &target, &body)
@@ -230,7 +230,12 @@ fn namespace(target: &Target) -> Option<&str> {
     target.namespace.as_deref().filter(|_| target.rt.namespaced)
 }
 
-fn collection(cp: &ControlPlane, target: &Target, pairs: &[(String, String)]) -> Answer {
+async fn collection(
+    cp: &ControlPlane,
+    target: &Target,
+    pairs: &[(String, String)],
+    client: Option<&str>,
+) -> Answer {
     let params = params::collection(pairs, target.rt, target.watch_prefix)?;
     if params::send_initial_events(pairs) {
         return Err(Status::new(
@@ -245,13 +250,18 @@ fn collection(cp: &ControlPlane, target: &Target, pairs: &[(String, String)]) ->
             labels: params.list.labels.clone(),
             fields: params.list.fields.clone(),
         };
-        return Ok(watch::respond(cp, target.rt, filter, &params));
+        return Ok(watch::respond(cp, target.rt, filter, &params, client));
     }
-    let list = cp.list_with(target.rt, namespace(target), &params.list)?;
+    let list = lists::answer(cp, target.rt, namespace(target), &params.list, client).await?;
     Ok(response::list(target.rt, &list))
 }
 
-fn get(cp: &ControlPlane, target: &Target, pairs: &[(String, String)]) -> Answer {
+fn get(
+    cp: &ControlPlane,
+    target: &Target,
+    pairs: &[(String, String)],
+    client: Option<&str>,
+) -> Answer {
     let name = target.name.as_deref().unwrap_or_default();
     let params = params::collection(pairs, target.rt, target.watch_prefix)?;
     if params.watch && target.subresource.is_none() {
@@ -268,7 +278,7 @@ fn get(cp: &ControlPlane, target: &Target, pairs: &[(String, String)]) -> Answer
             labels: params.list.labels.clone(),
             fields,
         };
-        return Ok(watch::respond(cp, target.rt, filter, &params));
+        return Ok(watch::respond(cp, target.rt, filter, &params, client));
     }
     let obj = cp.get(target.rt, namespace(target), name)?;
     Ok(match target.subresource {

@@ -16,13 +16,15 @@
 //! - [`discovery`]: `/version`, `/api`, `/apis` and the group versions.
 //! - [`access`]: the self-subject reviews (`kubectl auth can-i`), all
 //!   allowed; [`refusals`]: what the demo has no kubelet or metrics for.
-//! - [`watch`]: watch streams, bookmarks and how a watch ends.
+//! - [`watch`]: watch streams (each one's writer) and how a watch ends;
+//!   [`lists`]: LISTs that wait for the watch cache, and who answered.
 //! - [`objects`]: request bodies and the per-type strategies; [`patch`]: the
 //!   patch types; [`scale`]: the scale subresource.
 //! - [`response`]: JSON answers and `Status` objects, and the negotiation
 //!   that turns them into protobuf; [`protobuf`]: protobuf bodies.
 //! - [`openapi`]: `/openapi/v2` and `/openapi/v3`, from Kubernetes' own spec.
 //! - [`kubeconfig`]: the kubeconfig that points clients here.
+//! - [`stages`]: the control plane's server-side stages as tokio tasks.
 //! - [`metrics`]: `GET /metrics`, the watchers of each watch cache.
 //!
 //! See `README.md` beside this crate for what is served and what is not.
@@ -33,6 +35,7 @@ pub mod door;
 pub mod handlers;
 pub mod inflight;
 pub mod kubeconfig;
+pub mod lists;
 pub mod metrics;
 pub mod objects;
 pub mod openapi;
@@ -43,6 +46,7 @@ pub mod protobuf;
 pub mod refusals;
 pub mod response;
 pub mod scale;
+pub mod stages;
 pub mod watch;
 
 pub use door::{Door, DoorError};

@@ -1,11 +1,21 @@
-//! Watch streams: chunked JSON, one event per line.
+//! Watch streams: chunked JSON, one event per line, each written by its own
+//! writer, the last stage of the demo's server side.
 //!
 //! Each line is `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":{..}}`.
-//! The ADDED, MODIFIED and DELETED lines are the watch cache's own
-//! serialization of each event ([`watchlife_controlplane::CachedEvent::line`]),
-//! made once and sent to every watcher.
+//! The lines are the Cacher's own serialization of each event
+//! ([`watchlife_controlplane::CachedEvent::line`]), made once and written to
+//! every watcher. The writer takes what the dispatcher put in its watcher's
+//! buffer and writes it; bookmarks come through the buffer too, sent by the
+//! dispatcher on the apiserver's schedule (see
+//! `watchlife_controlplane::cacher::watcher`).
 //!
-//! How a watch ends, as with the apiserver's watch cache:
+//! A client may name its requests with the [`CLIENT_HEADER`] header: its
+//! watcher is listed under that name, and every event written to it is
+//! noted with the time it was written
+//! ([`ControlPlane::note_written`]), so the client learns when *its* stream
+//! carried each event.
+//!
+//! How a watch ends, as with the apiserver's Cacher:
 //! - From a resourceVersion older than the cache's window (or compacted): the
 //!   answer is `200 OK` and the stream's only line is an ERROR event carrying
 //!   a `410 Expired` Status ("too old resource version"). The apiserver never
@@ -13,36 +23,45 @@
 //!   errors travel inside the stream.
 //! - At `timeoutSeconds` (or [`crate::params::DEFAULT_WATCH_TIMEOUT`]): the
 //!   stream simply ends.
-//! - When the cache closes the watcher because it is too slow, or drops every
-//!   watcher: the stream simply ends, and the client re-watches from the last
+//! - When the dispatcher closes the watcher because its buffer stayed full
+//!   past the budget, or when every watcher is dropped: the stream ends after
+//!   what the buffer held, and the client re-watches from the last
 //!   resourceVersion it saw.
 
 use crate::params::CollectionParams;
 use crate::response;
 use axum::body::Body;
+use axum::http::HeaderMap;
 use axum::response::Response;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use serde_json::json;
 use std::convert::Infallible;
-use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::TryRecvError;
 use tokio::time::Instant;
+use watchlife_controlplane::control_plane::WatchAnswer;
 use watchlife_controlplane::status::Status;
-use watchlife_controlplane::store::Revision;
-use watchlife_controlplane::{ApiError, ControlPlane, Delivery, ResourceType, WatchFilter};
+use watchlife_controlplane::{
+    ApiError, ControlPlane, Delivery, ResourceType, WatchFilter, WatchOptions,
+};
+use watchlife_protocol::Micros;
 
-/// How often a watch that allows bookmarks gets one. The apiserver sends
-/// them about once a minute; the demo sends one every few seconds so that a
-/// viewer sees them without waiting.
-pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(5);
-
-/// How long before a watch's timeout its last bookmark is sent, as the
-/// apiserver does, so the client resumes from the newest resourceVersion.
-pub const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// The name under which HTTP watchers are listed by the watch cache.
+/// The name under which an unnamed HTTP watcher is listed by the Cacher.
 pub const WATCHER_NAME: &str = "http";
+
+/// The request header by which a client names its LISTs and WATCHes
+/// (printable ASCII, at most
+/// [`watchlife_controlplane::control_plane::streams::MAX_STREAM_NAME`]
+/// bytes; anything else is ignored).
+pub const CLIENT_HEADER: &str = "x-watchlife-client";
+
+/// The client's name, from [`CLIENT_HEADER`].
+pub fn client(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(CLIENT_HEADER)?
+        .to_str()
+        .ok()
+        .filter(|name| !name.is_empty() && name.len() <= 128)
+}
 
 /// Starts a watch of `rt` and answers with its stream.
 pub fn respond(
@@ -50,6 +69,7 @@ pub fn respond(
     rt: ResourceType,
     filter: WatchFilter,
     params: &CollectionParams,
+    client: Option<&str>,
 ) -> Response {
     if params.list.resource_version_match.is_some() {
         return response::status(&Status::new(
@@ -58,34 +78,55 @@ pub fn respond(
             "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch",
         ));
     }
-    let from = match params.list.resource_version.as_deref() {
-        None | Some("") => None,
-        Some(rv) => match watchlife_controlplane::list::parse_revision(rv) {
+    let asked = params.list.resource_version.clone().unwrap_or_default();
+    let from = match asked.as_str() {
+        "" => None,
+        rv => match watchlife_controlplane::list::parse_revision(rv) {
             Ok(rv) => Some(rv),
             Err(e) => return response::status(&Status::from(e)),
         },
     };
-    match cp.watch_with(WATCHER_NAME, rt, from, filter) {
-        Ok(rx) => {
-            let now = Instant::now();
-            // The timeout is bounded (see `params`); a clock near its end
-            // must not make the addition panic either.
-            let deadline = now
-                .checked_add(params.timeout)
-                .unwrap_or_else(|| now + crate::params::DEFAULT_WATCH_TIMEOUT);
-            let state = Watch {
+    let now = Instant::now();
+    // The timeout is bounded (see `params`); a clock near its end must not
+    // make the addition panic either.
+    let deadline = now
+        .checked_add(params.timeout)
+        .unwrap_or_else(|| now + crate::params::DEFAULT_WATCH_TIMEOUT);
+    let options = WatchOptions {
+        name: client.unwrap_or(WATCHER_NAME).to_string(),
+        from,
+        filter,
+        bookmarks: params.allow_bookmarks,
+        deadline: Some(
+            cp.now()
+                .saturating_add(params.timeout.as_micros().min(Micros::MAX as u128) as Micros),
+        ),
+        buffer: None,
+    };
+    match cp.watch_opts(rt, options) {
+        Ok((_, rx)) => {
+            if let Some(client) = client {
+                let backlog = rx.len() as u32;
+                let synthetic = from.is_none_or(|rv| rv == 0);
+                cp.note_watch(
+                    client,
+                    WatchAnswer {
+                        asked,
+                        replayed: if synthetic { 0 } else { backlog },
+                        synthetic: if synthetic { backlog } else { 0 },
+                        at: cp.now(),
+                    },
+                );
+            }
+            let writer = Writer {
                 cp: cp.clone(),
-                rt,
+                client: client.map(String::from),
                 rx,
                 deadline,
-                bookmarks: params.allow_bookmarks,
-                next_bookmark: first_bookmark(now, deadline),
-                last_rv: from.unwrap_or(0),
-                done: false,
             };
             response::stream(Body::from_stream(futures_util::stream::unfold(
-                state,
-                Watch::next,
+                writer,
+                Writer::next,
             )))
         }
         Err(ApiError::Gone(message)) => {
@@ -104,93 +145,25 @@ pub fn error_line(status: &Status) -> Bytes {
     ))
 }
 
-fn first_bookmark(now: Instant, deadline: Instant) -> Instant {
-    let before_timeout = deadline
-        .checked_sub(BOOKMARK_BEFORE_TIMEOUT)
-        .filter(|&t| t > now)
-        .unwrap_or(now + (deadline - now) / 2);
-    (now + BOOKMARK_INTERVAL).min(before_timeout)
-}
-
-struct Watch {
+/// The writer of one watch stream.
+struct Writer {
     cp: ControlPlane,
-    rt: ResourceType,
+    client: Option<String>,
     rx: mpsc::Receiver<Delivery>,
     deadline: Instant,
-    bookmarks: bool,
-    next_bookmark: Instant,
-    /// The newest resourceVersion this client has been told of.
-    last_rv: Revision,
-    done: bool,
 }
 
-impl Watch {
-    /// The next chunk of the stream, or `None` when it ends. Never an empty
-    /// chunk.
+impl Writer {
+    /// The next event's line, or `None` when the stream ends.
     async fn next(mut self) -> Option<(Result<Bytes, Infallible>, Self)> {
-        loop {
-            if self.done {
-                return None;
-            }
-            let chunk = tokio::select! {
-                biased;
-                delivery = self.rx.recv() => {
-                    let delivery = delivery?;
-                    self.last_rv = self.last_rv.max(delivery.event.revision);
-                    delivery.event.line()
-                }
-                _ = tokio::time::sleep_until(self.next_bookmark), if self.bookmarks => {
-                    self.bookmark()
-                }
-                _ = tokio::time::sleep_until(self.deadline) => return None,
-            };
-            if !chunk.is_empty() {
-                return Some((Ok(chunk), self));
-            }
-        }
-    }
-
-    /// The events already waiting, then a BOOKMARK at the newest revision
-    /// the cache has dispatched (see
-    /// [`ControlPlane::watch_cache_revision`]): every event at or below it is
-    /// in this watcher's buffer, so once the buffer is drained the bookmark
-    /// cannot claim an event the client has not been sent.
-    fn bookmark(&mut self) -> Bytes {
-        let revision = self.cp.watch_cache_revision(self.rt);
-        let mut chunk = BytesMut::new();
-        loop {
-            match self.rx.try_recv() {
-                Ok(delivery) => {
-                    self.last_rv = self.last_rv.max(delivery.event.revision);
-                    chunk.extend_from_slice(&delivery.event.line());
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    // Closed by the cache: no bookmark may follow a gap.
-                    self.done = true;
-                    return chunk.freeze();
-                }
-            }
-        }
-        if revision >= self.last_rv {
-            self.last_rv = revision;
-            let line = json!({
-                "type": "BOOKMARK",
-                "object": {
-                    "kind": self.rt.kind,
-                    "apiVersion": self.rt.api_version(),
-                    "metadata": {"resourceVersion": revision.to_string()},
-                },
-            });
-            chunk.extend_from_slice(format!("{line}\n").as_bytes());
-        }
-        let now = Instant::now();
-        let before_timeout = self.deadline.checked_sub(BOOKMARK_BEFORE_TIMEOUT);
-        self.next_bookmark = match before_timeout {
-            Some(t) if t > now => (now + BOOKMARK_INTERVAL).min(t),
-            // The last one before the timeout has been sent.
-            _ => self.deadline + BOOKMARK_INTERVAL,
+        let delivery = tokio::select! {
+            biased;
+            delivery = self.rx.recv() => delivery?,
+            _ = tokio::time::sleep_until(self.deadline) => return None,
         };
-        chunk.freeze()
+        if let Some(client) = &self.client {
+            self.cp.note_written(client, &delivery, self.cp.now());
+        }
+        Some((Ok(delivery.event.line()), self))
     }
 }

@@ -460,7 +460,7 @@ async fn a_watch_ends_at_its_timeout_after_a_last_bookmark() {
     let rv = server.cp.revision();
     let mut w = c
         .stream(&format!(
-            "{CMS}?watch=1&allowWatchBookmarks=true&timeoutSeconds=2&resourceVersion={rv}"
+            "{CMS}?watch=1&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion={rv}"
         ))
         .await;
     let mut events = Vec::new();
@@ -468,7 +468,8 @@ async fn a_watch_ends_at_its_timeout_after_a_last_bookmark() {
         events.push(e);
     }
     // With a timeout shorter than the bookmark period, the only event is the
-    // bookmark sent just before the timeout.
+    // bookmark due 2 s before the timeout, as the apiserver sends it (a watch
+    // of 2 s or less gets none).
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["type"], "BOOKMARK");
     assert_eq!(

@@ -5,7 +5,7 @@
 
 mod support;
 
-use watchlife_demo_apiserver::watch::BOOKMARK_INTERVAL;
+use watchlife_controlplane::cacher::watcher::DEMO_BOOKMARK_FREQUENCY;
 use watchlife_testkit::client::Client;
 use watchlife_testkit::suite::{Cluster, Compact};
 
@@ -24,7 +24,7 @@ async fn demo() -> (support::Server, Cluster) {
         namespace: "default".into(),
         // One bookmark period and a margin; the watch ends at this timeout
         // only if no bookmark came.
-        bookmark_within_seconds: BOOKMARK_INTERVAL.as_secs() * 3,
+        bookmark_within_seconds: DEMO_BOOKMARK_FREQUENCY / 1_000_000 * 3,
     };
     (server, cluster)
 }

@@ -375,6 +375,7 @@ mod tests {
                 initial: false,
                 coalesced,
                 handled: Default::default(),
+                server: None,
             }),
         }
     }

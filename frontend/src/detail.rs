@@ -138,6 +138,7 @@ mod tests {
             initial: false,
             coalesced: false,
             handled,
+            server: None,
         }
     }
 

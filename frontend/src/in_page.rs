@@ -1,14 +1,18 @@
 //! The demo control plane compiled into the page (feature `in-page`, built by
-//! `make embed` as `demo.html`): no bridge and no network. The store, its
-//! watch caches, the controllers and the story run here; so do a Reflector
-//! per resource (the informer crate's state machine, as on the bridge) and
-//! the informer's stages, each stage a task of its own that runs one item
-//! per turn of the page's event loop. The demo actions run against this
-//! control plane.
+//! `make embed` as `demo.html`): no bridge and no network. The store, the
+//! Cachers' stages (each Cacher's Reflector and dispatcher), the controllers
+//! and the story run here; so do a Reflector per resource (the informer
+//! crate's state machine, as on the bridge) and the informer's stages. Every
+//! stage is a task of its own that runs one item per turn of the page's
+//! event loop, so queues form here as on a server. The page's Reflectors
+//! LIST and WATCH with the apiserver's parameters (`rv="0"` is answered by
+//! the watch cache), and the demo actions run against this control plane.
 //!
 //! Every stage time comes from the browser's clock: the control plane's
 //! commit, cache and dispatch times, and the Reflector's and the informer's,
 //! so the numbers are this browser's own measurements, and the page says so.
+//! That clock is coarse (browsers round `performance.now()`); the page
+//! measures its tick at start and shows a shorter interval as under it.
 
 use crate::model::{Link, Model};
 use futures::StreamExt;
@@ -20,12 +24,16 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
+use watchlife_controlplane::cacher::watcher::DEMO_BOOKMARK_FREQUENCY;
+use watchlife_controlplane::control_plane::stages::Sleeper;
 use watchlife_controlplane::controllers::Demo;
 use watchlife_controlplane::demo_action;
+use watchlife_controlplane::limits::Limits;
+use watchlife_controlplane::list::{ListOptions, ListPlan};
 use watchlife_controlplane::resource::{CONFIGMAPS, DEPLOYMENTS, PODS, REPLICASETS, ResourceType};
 use watchlife_controlplane::watch_cache::Delivery;
 use watchlife_controlplane::watch_cache_report::report;
-use watchlife_controlplane::{Clock, ControlPlane};
+use watchlife_controlplane::{Clock, ControlPlane, Origin, WatchOptions};
 use watchlife_informer::Informer;
 use watchlife_informer::informer::Options;
 use watchlife_informer::reflector::{
@@ -33,8 +41,8 @@ use watchlife_informer::reflector::{
 };
 use watchlife_protocol::{
     ActionResult, ClientMessage, ErrorFrame, EventType, FrameBody, Hello, Micros, ObjectRef,
-    PROTOCOL_VERSION, ReflectorUpdate, ServerFrame, Snapshot, Source, Stage, StageMark, StageTimes,
-    WatchEvent,
+    PROTOCOL_VERSION, ReflectorState, ReflectorUpdate, ServerAnswer, ServerFrame, ServerPath,
+    Snapshot, Source, Stage, StageMark, StageTimes, WatchEvent,
 };
 
 /// What the page's Reflectors watch: what the story and its controllers change.
@@ -55,7 +63,12 @@ const WATCHER_NAME: &str = "this page";
 /// informer, all feeding `model`.
 pub fn start(model: Model) {
     let clock = Clock::new(browser_micros);
-    let cp = ControlPlane::new(clock.clone());
+    crate::stats::set_clock_tick(measure_clock_tick());
+    let cp = ControlPlane::staged(clock.clone(), Limits::DEMO, DEMO_BOOKMARK_FREQUENCY);
+    for rt in watchlife_controlplane::resource::ALL {
+        spawn_local(cp.reflector_task(rt, PageSleeper));
+        spawn_local(cp.dispatcher_task(rt, PageSleeper));
+    }
     let page = Page {
         model,
         clock,
@@ -96,9 +109,38 @@ fn browser_micros() -> Micros {
     (ms * 1000.0) as Micros
 }
 
-/// Runs the controllers and the story, as the bridge's demo source does.
+/// The smallest step of the browser's clock, in µs: the least two
+/// different readings of `performance.now()` differ by.
+fn measure_clock_tick() -> Micros {
+    let mut tick = Micros::MAX;
+    let mut last = browser_micros();
+    for _ in 0..10_000 {
+        let now = browser_micros();
+        if now > last {
+            tick = tick.min(now - last);
+            if tick <= 1 {
+                break;
+            }
+        }
+        last = now;
+    }
+    if tick == Micros::MAX { 1000 } else { tick }
+}
+
+/// The page's timer, for the Cachers' stages.
+#[derive(Clone, Copy)]
+struct PageSleeper;
+
+impl Sleeper for PageSleeper {
+    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> {
+        gloo_timers::future::sleep(duration)
+    }
+}
+
+/// Runs the controllers and the story, as the bridge's demo source does:
+/// again whenever a dispatcher delivered something.
 async fn drive(mut demo: Demo, clock: Clock) {
-    let mut revisions = demo.control_plane().revisions();
+    let mut revisions = demo.control_plane().dispatches();
     loop {
         let wait = demo.step(clock.now());
         let sleep = gloo_timers::future::sleep(wait.max(Duration::from_millis(1)));
@@ -274,21 +316,98 @@ impl Page {
         loop {
             self.apply(&stages, step.effects, &mut pages);
             step = match step.request {
-                Request::List { .. } => {
+                Request::List {
+                    resource_version,
+                    limit,
+                    ..
+                } => {
                     next_turn().await;
-                    let (objects, revision) = self.cp.list(rt, None);
-                    let count = objects.len() as u64;
-                    pages = objects;
-                    reflector.list_page(count, &revision.to_string(), None, self.clock.now())
+                    let opts = ListOptions {
+                        resource_version: Some(resource_version.clone()),
+                        limit: Some(limit),
+                        ..ListOptions::default()
+                    };
+                    let served_by_cache = matches!(
+                        watchlife_controlplane::list::plan(&opts),
+                        Ok(ListPlan::Cache { .. })
+                    );
+                    match self.cp.list_with(rt, None, &opts) {
+                        Ok(list) => {
+                            let count = list.items.len() as u64;
+                            let revision = list.resource_version;
+                            let answer = if served_by_cache {
+                                ServerAnswer::ListFromWatchCache {
+                                    asked: resource_version,
+                                    revision,
+                                    items: count,
+                                    waited_micros: 0,
+                                }
+                            } else {
+                                ServerAnswer::ListFromEtcd {
+                                    asked: resource_version,
+                                    revision,
+                                    items: count,
+                                }
+                            };
+                            self.answered(&stages, answer);
+                            pages = list.items;
+                            reflector.list_page(
+                                count,
+                                &revision.to_string(),
+                                list.continue_token.as_deref(),
+                                self.clock.now(),
+                            )
+                        }
+                        Err(e) => {
+                            reflector.list_failed(Failure::Other(e.to_string()), self.clock.now())
+                        }
+                    }
                 }
                 Request::Watch {
-                    resource_version, ..
+                    resource_version,
+                    timeout_seconds,
                 } => {
                     let from = resource_version.parse().unwrap_or(0);
-                    match self.cp.watch_named(WATCHER_NAME, rt, Some(from), None) {
-                        Ok(mut deliveries) => {
-                            while let Some(delivery) = deliveries.recv().await {
+                    let options = WatchOptions {
+                        bookmarks: true,
+                        deadline: Some(self.clock.now() + timeout_seconds * 1_000_000),
+                        ..WatchOptions::named(WATCHER_NAME, Some(from))
+                    };
+                    match self.cp.watch_opts(rt, options) {
+                        Ok((_, mut deliveries)) => {
+                            let events = deliveries.len() as u32;
+                            let answer = if from == 0 {
+                                ServerAnswer::WatchSynthetic {
+                                    asked: resource_version.clone(),
+                                    events,
+                                }
+                            } else {
+                                ServerAnswer::WatchReplayed {
+                                    asked: resource_version.clone(),
+                                    events,
+                                }
+                            };
+                            self.answered(&stages, answer);
+                            let deadline =
+                                gloo_timers::future::sleep(Duration::from_secs(timeout_seconds));
+                            let mut deadline = futures::FutureExt::fuse(deadline);
+                            loop {
+                                let next = futures::FutureExt::fuse(deliveries.recv());
+                                futures::pin_mut!(next);
+                                let delivery = futures::select! {
+                                    d = next => d,
+                                    _ = deadline => None,
+                                };
+                                let Some(delivery) = delivery else { break };
                                 let rv = delivery.event.revision.to_string();
+                                if delivery.origin == Origin::Bookmark {
+                                    reflector.watch_event(&rv, true);
+                                    let state = ReflectorState::Bookmark {
+                                        resource_version: rv,
+                                    };
+                                    self.note(&stages, state);
+                                    continue;
+                                }
                                 reflector.watch_event(&rv, false);
                                 self.deliver(&stages, delivery);
                             }
@@ -338,16 +457,69 @@ impl Page {
         stages.fifo.wake();
     }
 
-    /// One watch event from the watch cache, into the informer's FIFO.
+    /// Who answered a request, onto the Reflector's node.
+    fn answered(&self, stages: &Stages, answer: ServerAnswer) {
+        self.note(stages, ReflectorState::Answered { answer });
+    }
+
+    /// A Reflector state of `stages`' resource, in order with its events.
+    fn note(&self, stages: &Stages, state: ReflectorState) {
+        stages
+            .informer
+            .borrow_mut()
+            .enqueue_note(FrameBody::Reflector(ReflectorUpdate {
+                resource: stages.rt.qualified_name(),
+                state,
+            }));
+        stages.fifo.wake();
+    }
+
+    /// One watch event from the Cacher, into the informer's FIFO: this
+    /// watch's reader is its stream's writer, so the event is written now.
     fn deliver(&self, stages: &Stages, delivery: Delivery) {
         let cached = &delivery.event;
         let now = self.clock.now();
         let mut event = watch_event(stages.rt, cached.event_type, &cached.object, now);
-        event.stages.extend([
-            (Stage::Etcd, StageMark::at(cached.committed_at)),
-            (Stage::WatchCache, StageMark::at(cached.cached_at)),
-            (Stage::WatchStream, StageMark::at(delivery.dispatched_at)),
-        ]);
+        let origin = match delivery.origin {
+            Origin::Replayed => watchlife_protocol::Origin::Replayed,
+            Origin::Synthetic => watchlife_protocol::Origin::Synthetic,
+            _ => watchlife_protocol::Origin::Live,
+        };
+        if let Some(t) = cached.times {
+            event.stages.extend([
+                (Stage::Etcd, StageMark::at(t.committed_at)),
+                (
+                    Stage::WatchCache,
+                    StageMark {
+                        at: t.cached_at,
+                        depth: Some(t.incoming_depth),
+                    },
+                ),
+            ]);
+        }
+        event.stages.insert(
+            Stage::WatchStream,
+            StageMark {
+                at: now,
+                depth: Some(delivery.buffer_depth),
+            },
+        );
+        event.server = Some(Box::new(ServerPath {
+            origin,
+            reflected: cached.times.map(|t| t.reflected_at),
+            dispatched: cached
+                .dispatched_at()
+                .filter(|_| origin == watchlife_protocol::Origin::Live)
+                .map(|at| StageMark {
+                    at,
+                    depth: cached.times.map(|t| t.incoming_depth),
+                }),
+            buffered: StageMark {
+                at: delivery.buffered_at,
+                depth: Some(delivery.buffer_depth),
+            },
+            written: now,
+        }));
         stages
             .informer
             .borrow_mut()
@@ -410,5 +582,6 @@ fn watch_event(rt: ResourceType, event_type: EventType, object: &Value, now: Mic
         initial: false,
         coalesced: false,
         handled: Default::default(),
+        server: None,
     }
 }

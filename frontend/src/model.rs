@@ -95,6 +95,8 @@ pub struct Model {
     pub dropped: RwSignal<u64>,
     /// Latest state of each resource's Reflector.
     pub reflectors: RwSignal<BTreeMap<String, ReflectorState>>,
+    /// Who answered each Reflector's last request, where the server tells.
+    pub answers: RwSignal<BTreeMap<String, watchlife_protocol::ServerAnswer>>,
     /// Current objects with their recent versions.
     pub objects: RwSignal<BTreeMap<ObjectKey, ObjectHistory>>,
     /// Notified when which objects there are changes (one added, deleted or
@@ -155,6 +157,7 @@ impl Model {
             events: RwSignal::new(VecDeque::new()),
             dropped: RwSignal::new(0),
             reflectors: RwSignal::new(BTreeMap::new()),
+            answers: RwSignal::new(BTreeMap::new()),
             objects: RwSignal::new(BTreeMap::new()),
             roster: Trigger::new(),
             settled: Trigger::new(),
@@ -269,6 +272,7 @@ impl Model {
         self.events.set(VecDeque::new());
         self.dropped.set(0);
         self.reflectors.set(BTreeMap::new());
+        self.answers.set(BTreeMap::new());
         self.objects.set(BTreeMap::new());
         self.roster.notify();
         self.stats.set(PipelineStats::default());
@@ -336,8 +340,15 @@ impl Model {
                 {
                     self.tell(text, crate::narration::reflector_alarming(&update.state));
                 }
-                self.reflectors
-                    .update(|r| drop(r.insert(update.resource, update.state)));
+                match update.state {
+                    // An answer stays beside the states that follow it.
+                    ReflectorState::Answered { answer } => self
+                        .answers
+                        .update(|a| drop(a.insert(update.resource, answer))),
+                    state => self
+                        .reflectors
+                        .update(|r| drop(r.insert(update.resource, state))),
+                }
             }
             FrameBody::Snapshot(snapshot) => {
                 self.replace_objects(snapshot);

@@ -3,7 +3,7 @@
 
 use crate::model::Model;
 use leptos::prelude::*;
-use watchlife_protocol::{EventType, ReflectorState, Source, Stage, WatchEvent};
+use watchlife_protocol::{EventType, ReflectorState, ServerAnswer, Source, Stage, WatchEvent};
 
 /// Whether `source` is a real cluster, whose etcd mark is the moment etcd's
 /// watch notification reached watchlife, not the commit: watchlife watches
@@ -161,9 +161,56 @@ pub fn request(state: &ReflectorState) -> Option<String> {
     })
 }
 
+/// Who answered a request, in full: the talk's three recap slides, live.
+pub fn answer(answer: &ServerAnswer) -> String {
+    match answer {
+        ServerAnswer::ListFromWatchCache {
+            asked,
+            revision,
+            items,
+            waited_micros: 0,
+        } => format!(
+            "LIST rv=\"{asked}\" answered by the watch cache at its revision {revision} ({items} objects), without reading etcd"
+        ),
+        ServerAnswer::ListFromWatchCache {
+            asked,
+            revision,
+            items,
+            waited_micros,
+        } => format!(
+            "LIST rv=\"{asked}\" answered by the watch cache once it caught up ({} waiting), at {revision} ({items} objects)",
+            crate::stats::format_micros(*waited_micros as i64)
+        ),
+        ServerAnswer::ListFromEtcd {
+            asked,
+            revision,
+            items,
+        } => format!(
+            "LIST rv=\"{asked}\" answered by a consistent read from etcd at {revision} ({items} objects)"
+        ),
+        ServerAnswer::WatchReplayed { asked, events } => format!(
+            "WATCH rv=\"{asked}\" answered by the watch cache: {events} events replayed from its window, then live"
+        ),
+        ServerAnswer::WatchSynthetic { asked, events } => format!(
+            "WATCH rv=\"{asked}\" answered by the watch cache with {events} synthetic ADDED events, one per object: not changes, so no commit time"
+        ),
+    }
+}
+
+/// Who answered, in the few words that fit on the Reflector's node.
+pub fn answer_short(answer: &ServerAnswer) -> String {
+    match answer {
+        ServerAnswer::ListFromWatchCache { revision, .. } => format!("← cache @{revision}"),
+        ServerAnswer::ListFromEtcd { revision, .. } => format!("← etcd @{revision}"),
+        ServerAnswer::WatchReplayed { events, .. } => format!("← {events} replayed"),
+        ServerAnswer::WatchSynthetic { events, .. } => format!("← {events} synthetic"),
+    }
+}
+
 /// The Reflector's state in the words drawn on its node.
 pub fn reflector_state(state: &ReflectorState) -> String {
     match state {
+        ReflectorState::Answered { answer: a } => answer(a),
         ReflectorState::ListProgress { bytes } => {
             format!("LIST… {:.1} MB received", *bytes as f64 / 1e6)
         }
@@ -192,6 +239,7 @@ pub fn reflector_state(state: &ReflectorState) -> String {
 /// resource's name (the full words are its tooltip and its label).
 pub fn reflector_state_short(state: &ReflectorState) -> String {
     match state {
+        ReflectorState::Answered { answer } => answer_short(answer),
         ReflectorState::ListStarted { .. } | ReflectorState::WatchStarted { .. } => {
             request(state).unwrap_or_default()
         }

@@ -426,6 +426,7 @@ mod tests {
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            server: None,
         };
         let pod = event(EventType::Modified, "web-1");
         assert!(passes("", "", "", "web", &pod));

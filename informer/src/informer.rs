@@ -449,6 +449,7 @@ impl Informer {
             initial: kind == Kind::Delete,
             coalesced: false,
             handled: Default::default(),
+            server: None,
         };
         stamp(&mut event, Stage::Fifo, now, None);
         event

@@ -88,6 +88,10 @@ pub struct WatchEvent {
     /// made before it existed.
     #[serde(default, skip_serializing_if = "Handled::is_empty")]
     pub handled: Handled,
+    /// The server-side hops of the event, where the server reports them
+    /// (the demo's apiserver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<Box<crate::ServerPath>>,
 }
 
 /// The informer's side of one event, as client-go's sharedIndexInformer
@@ -193,6 +197,8 @@ struct WireEvent {
     coalesced: bool,
     #[serde(default)]
     handled: Handled,
+    #[serde(default)]
+    server: Option<Box<crate::ServerPath>>,
 }
 
 impl From<WireEvent> for WatchEvent {
@@ -211,6 +217,7 @@ impl From<WireEvent> for WatchEvent {
             initial: w.initial,
             coalesced: w.coalesced,
             handled: w.handled,
+            server: w.server,
         }
     }
 }

@@ -220,6 +220,7 @@ mod tests {
                 initial: false,
                 coalesced: false,
                 handled: Default::default(),
+                server: None,
             }),
         };
         let json = round_trip(&frame);

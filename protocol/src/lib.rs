@@ -6,7 +6,8 @@
 //! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times.
 //! - [`reflector`]: the Reflector's own life (LIST, WATCH, BOOKMARK, 410, RELIST, backoff).
 //! - [`recording`]: a frame stream saved as JSON Lines, to replay with no bridge.
-//! - [`stage`]: the stages of an event's life, from etcd to reconcile.
+//! - [`stage`]: the stages of an event's life, from etcd to reconcile;
+//!   [`server_path`]: the demo apiserver's hops of one event, and its answers.
 //! - [`watch_cache`]: the demo's watch caches — their rings and their fan-out.
 //!
 //! Every type here is plain data with serde derives: no IO, so the crate builds for
@@ -18,6 +19,7 @@ pub mod event;
 pub mod frame;
 pub mod recording;
 pub mod reflector;
+pub mod server_path;
 pub mod stage;
 pub mod watch_cache;
 
@@ -31,6 +33,7 @@ pub use recording::{
     LineProblem, RECORDING_FORMAT, RecordedFrame, Recording, RecordingHeader, parse_recording,
 };
 pub use reflector::{ReflectorState, ReflectorUpdate};
+pub use server_path::{Origin, ServerAnswer, ServerPath};
 pub use stage::{Stage, StageMark, StageTimes};
 pub use watch_cache::{CacheState, ClosedWatcherState, WatchCacheReport, WatcherState};
 

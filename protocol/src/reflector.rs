@@ -55,4 +55,7 @@ pub enum ReflectorState {
     Relist { reason: String },
     /// A request failed; the next try waits `delay_ms`.
     Backoff { delay_ms: u64, error: String },
+    /// Who answered the last LIST or WATCH, where the server tells (the
+    /// demo's apiserver does; a real cluster's does not).
+    Answered { answer: crate::ServerAnswer },
 }

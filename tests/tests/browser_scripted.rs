@@ -77,6 +77,7 @@ fn event(
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            server: None,
         }),
     }
 }

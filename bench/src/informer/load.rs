@@ -160,6 +160,7 @@ fn event(i: usize, stamp: u64) -> (WatchEvent, Arc<serde_json::Value>) {
         initial: false,
         coalesced: false,
         handled: Default::default(),
+        server: None,
     };
     (event, Arc::new(object))
 }

@@ -11,7 +11,7 @@
 //! makes, on any cluster.
 
 mod error;
-mod requests;
+pub mod requests;
 
 use crate::hub::Hub;
 use crate::pipeline::Pipeline;
@@ -40,6 +40,25 @@ pub trait ServerStages: Send + Sync {
     /// Stage marks of the change at `resource_version`, if known. May wait
     /// a little for a source whose report of the change is on its way.
     fn stages_of<'a>(&'a self, resource_version: &'a str) -> BoxFuture<'a, StageTimes>;
+
+    /// The stage marks and every server-side hop of the event at
+    /// `resource_version` as the watch stream of `client` carried it
+    /// ([`requests::client_name`]), where the server records each stream
+    /// (the demo does). A replayed event gets its own stream's times, a
+    /// synthetic ADDED no commit time.
+    fn stream_path(
+        &self,
+        _client: &str,
+        _resource_version: &str,
+    ) -> Option<(StageTimes, watchlife_protocol::ServerPath)> {
+        None
+    }
+
+    /// Who answered the last LIST (`list`) or WATCH of `client`, where the
+    /// server tells.
+    fn answer(&self, _client: &str, _list: bool) -> Option<watchlife_protocol::ServerAnswer> {
+        None
+    }
 }
 
 /// The Reflector of one [`Target`].
@@ -75,6 +94,7 @@ impl Reflector {
                     let now = self.clock.now();
                     match page {
                         Ok(page) => {
+                            self.report_answer(true);
                             let count = page.items.len() as u64;
                             pages.extend(page.items);
                             machine.list_page(
@@ -217,6 +237,7 @@ impl Reflector {
                 return machine.watch_failed(e.failure(), self.clock.now());
             }
         };
+        self.report_answer(false);
         let _open = OpenWatch::new(&self.hub);
         let mut stream = std::pin::pin!(stream);
         loop {
@@ -272,6 +293,14 @@ impl Reflector {
         }
     }
 
+    /// Reports who answered the LIST (`list`) or WATCH just made, where the
+    /// source tells.
+    fn report_answer(&self, list: bool) {
+        if let Some(answer) = self.pipeline.server_answer(&self.target.name, list) {
+            self.report(ReflectorState::Answered { answer });
+        }
+    }
+
     fn report(&self, state: ReflectorState) {
         match &state {
             ReflectorState::Relist { .. } => self.hub.metrics().relisted(),
@@ -323,6 +352,7 @@ impl Reflector {
             initial,
             coalesced: false,
             handled: Default::default(),
+            server: None,
         }
     }
 

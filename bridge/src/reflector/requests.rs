@@ -5,6 +5,24 @@ use crate::target::Target;
 use kube::core::params::WatchParams;
 use kube::core::{DynamicObject, Request, Resource};
 
+/// The header that names a client's requests to the demo's apiserver
+/// (`watchlife_demo_apiserver::watch::CLIENT_HEADER`); any other server
+/// ignores it.
+pub const CLIENT_HEADER: &str = "x-watchlife-client";
+
+/// The name under which the Reflector of `target` makes its requests.
+pub fn client_name(target: &str) -> String {
+    format!("watchlife/{target}")
+}
+
+/// Names `request` as the Reflector of `target`'s.
+fn named(mut request: http::Request<Vec<u8>>, target: &Target) -> http::Request<Vec<u8>> {
+    if let Ok(value) = http::HeaderValue::from_str(&client_name(&target.name)) {
+        request.headers_mut().insert(CLIENT_HEADER, value);
+    }
+    request
+}
+
 /// The collection URL of `target` (`/api/v1/namespaces/ns/pods`, `/apis/apps/v1/deployments`).
 fn collection(target: &Target) -> Request {
     Request::new(DynamicObject::url_path(
@@ -51,6 +69,7 @@ pub fn list(
     };
     http::Request::get(uri)
         .body(Vec::new())
+        .map(|r| named(r, target))
         .map_err(kube::core::request::Error::BuildRequest)
 }
 
@@ -67,7 +86,9 @@ pub fn watch(
         bookmarks: true,
         ..WatchParams::default()
     };
-    collection(target).watch(&params, from)
+    collection(target)
+        .watch(&params, from)
+        .map(|r| named(r, target))
 }
 
 #[cfg(test)]

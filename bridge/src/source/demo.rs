@@ -9,9 +9,12 @@ use futures_util::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use watchlife_controlplane::cacher::watcher::DEMO_BOOKMARK_FREQUENCY;
+use watchlife_controlplane::control_plane::{ServedFrom, StreamRecord};
 use watchlife_controlplane::controllers::Demo;
+use watchlife_controlplane::limits::Limits;
 use watchlife_controlplane::{Clock, ControlPlane};
-use watchlife_protocol::{Source, Stage, StageMark, StageTimes};
+use watchlife_protocol::{Origin, ServerAnswer, ServerPath, Source, Stage, StageMark, StageTimes};
 
 /// What the bridge watches on the demo when `--resources` is not given: the
 /// objects the story and its controllers change.
@@ -44,8 +47,8 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
         Some(token) => watchlife_demo_apiserver::door::server_url(&base, token),
         None => base.clone(),
     };
-    let clock = Clock::system();
-    let cp = ControlPlane::new(clock.clone());
+    let cp = watchlife_demo_apiserver::stages::start(Limits::DEMO, DEMO_BOOKMARK_FREQUENCY);
+    let clock = cp.clock().clone();
     let options = watchlife_demo_apiserver::ServeOptions {
         token: token.clone(),
         ..watchlife_demo_apiserver::ServeOptions::default()
@@ -126,10 +129,11 @@ fn kubeconfig_path(port: u16) -> PathBuf {
         .join(format!("{port}-{KUBECONFIG_NAME}"))
 }
 
-/// Runs the controllers and the story, stepping again at once when another
-/// writer (kubectl, a demo action) changed something.
+/// Runs the controllers and the story, stepping again at once when the
+/// control plane dispatched something (a change by kubectl or a demo action
+/// reached the controllers' watches).
 async fn drive(mut demo: Demo, clock: Clock) {
-    let mut revisions = demo.control_plane().revisions();
+    let mut revisions = demo.control_plane().dispatches();
     loop {
         let wait = demo.step(clock.now());
         if wait.is_zero() {
@@ -150,8 +154,34 @@ async fn drive(mut demo: Demo, clock: Clock) {
 /// real controller's informer would do.
 const SETTLE: Duration = Duration::from_millis(5);
 
-/// The demo's server-side stages, exact, from the control plane's ledger.
+/// The demo's server-side stages, exact, from the control plane's ledger
+/// and its record of each named stream.
 struct LedgerStages(ControlPlane);
+
+impl LedgerStages {
+    /// The stage marks of a change before any watcher (commit, cache), from
+    /// the ledger.
+    fn change_stages(&self, revision: u64) -> Option<(StageTimes, Option<u64>, StageMark)> {
+        let record = self.0.stage_times(revision)?;
+        let t = record.times;
+        let cached = StageMark {
+            at: t.cached_at,
+            depth: Some(t.incoming_depth),
+        };
+        let stages = StageTimes::from([
+            (Stage::Etcd, StageMark::at(t.committed_at)),
+            (Stage::WatchCache, cached),
+        ]);
+        Some((
+            stages,
+            Some(t.reflected_at),
+            StageMark {
+                at: record.dispatched_at,
+                depth: Some(t.incoming_depth),
+            },
+        ))
+    }
+}
 
 impl ServerStages for LedgerStages {
     /// The ledger records a change before any watcher can receive it: no wait.
@@ -159,15 +189,94 @@ impl ServerStages for LedgerStages {
         let stages = resource_version
             .parse()
             .ok()
-            .and_then(|rv| self.0.stage_times(rv))
-            .map(|record| {
-                StageTimes::from([
-                    (Stage::Etcd, StageMark::at(record.committed_at)),
-                    (Stage::WatchCache, StageMark::at(record.cached_at)),
-                    (Stage::WatchStream, StageMark::at(record.dispatched_at)),
-                ])
-            })
+            .and_then(|rv| self.change_stages(rv))
+            .map(|(stages, _, _)| stages)
             .unwrap_or_default();
         Box::pin(std::future::ready(stages))
+    }
+
+    fn stream_path(
+        &self,
+        client: &str,
+        resource_version: &str,
+    ) -> Option<(StageTimes, ServerPath)> {
+        let revision = resource_version.parse().ok()?;
+        let StreamRecord {
+            origin,
+            buffered_at,
+            buffer_depth,
+            written_at,
+            ..
+        } = self.0.stream_times(client, revision)?;
+        let origin = match origin {
+            watchlife_controlplane::Origin::Live => Origin::Live,
+            watchlife_controlplane::Origin::Replayed => Origin::Replayed,
+            watchlife_controlplane::Origin::Synthetic => Origin::Synthetic,
+            watchlife_controlplane::Origin::Bookmark => return None,
+        };
+        let buffered = StageMark {
+            at: buffered_at,
+            depth: Some(buffer_depth),
+        };
+        let written = StageMark {
+            at: written_at,
+            depth: Some(buffer_depth),
+        };
+        // A synthetic ADDED is no change: nothing was committed or cached
+        // for it, and the ledger's record of the object's last change is not
+        // its own.
+        let change = (origin != Origin::Synthetic)
+            .then(|| self.change_stages(revision))
+            .flatten();
+        let (mut stages, reflected, dispatched) = match change {
+            Some((stages, reflected, dispatched)) => (stages, reflected, Some(dispatched)),
+            None => (StageTimes::new(), None, None),
+        };
+        stages.insert(Stage::WatchStream, written);
+        Some((
+            stages,
+            ServerPath {
+                origin,
+                reflected,
+                // A replayed event was dispatched to others, not to this stream.
+                dispatched: dispatched.filter(|_| origin == Origin::Live),
+                buffered,
+                written: written_at,
+            },
+        ))
+    }
+
+    fn answer(&self, client: &str, list: bool) -> Option<ServerAnswer> {
+        if list {
+            let answer = self.0.last_list(client)?;
+            Some(match answer.served {
+                ServedFrom::WatchCache { revision, waited } => ServerAnswer::ListFromWatchCache {
+                    asked: answer.asked,
+                    revision,
+                    items: answer.items,
+                    waited_micros: waited,
+                },
+                ServedFrom::Store { revision } => ServerAnswer::ListFromEtcd {
+                    asked: answer.asked,
+                    revision,
+                    items: answer.items,
+                },
+            })
+        } else {
+            let answer = self.0.last_watch(client)?;
+            Some(
+                if answer.synthetic > 0 || answer.asked.is_empty() || answer.asked == "0" {
+                    ServerAnswer::WatchSynthetic {
+                        asked: answer.asked,
+                        events: answer.synthetic,
+                    }
+                } else {
+                    ServerAnswer::WatchReplayed {
+                        asked: answer.asked,
+                        events: answer.replayed,
+                    }
+                },
+            )
+        }
     }
 }

@@ -1,12 +1,13 @@
 //! The apiserver's read paths and housekeeping: LIST with its parameters,
 //! WATCH with a selection, the watch cache's window, and periodic compaction.
 
-use super::{ApiError, ControlPlane, State, WATCHER_BUFFER};
+use super::{ApiError, ControlPlane, State};
+use crate::cacher::watcher::WatchOptions;
 use crate::list::{self, ListOptions, ListPlan, ObjectList};
 use crate::object;
 use crate::resource::ResourceType;
 use crate::store::{Revision, StoreError};
-use crate::watch_cache::{Delivery, WatchError, WatchFilter};
+use crate::watch_cache::{Delivery, WatchFilter};
 use tokio::sync::mpsc;
 use watchlife_protocol::Micros;
 
@@ -37,8 +38,8 @@ impl State {
     pub(super) fn compact_all(&mut self, revision: Revision) {
         self.store.compact(revision);
         let compacted = self.store.compacted();
-        for cache in &mut self.caches {
-            cache.compact(compacted);
+        for cacher in &mut self.cachers {
+            cacher.cache_mut().compact(compacted);
         }
     }
 }
@@ -85,7 +86,7 @@ impl ControlPlane {
         let too_large = |requested| ApiError::TooLargeResourceVersion { requested, current };
         match plan {
             ListPlan::Cache { min_revision } => {
-                let cache = state.cache_mut(rt);
+                let cache = state.cacher_mut(rt).cache();
                 if min_revision > cache.revision() {
                     return Err(too_large(min_revision));
                 }
@@ -145,10 +146,8 @@ impl ControlPlane {
         }
     }
 
-    /// Watches a type through its watch cache with a selection (see
-    /// [`crate::watch_cache::WatchCache::watch_filtered`]), as a watcher named
-    /// `name`. A revision older than the cache's window fails with
-    /// [`ApiError::Gone`], worded as the apiserver words it.
+    /// Watches a type through its Cacher with a selection, as a watcher
+    /// named `name` (see [`ControlPlane::watch_opts`]).
     pub fn watch_with(
         &self,
         name: &str,
@@ -156,25 +155,21 @@ impl ControlPlane {
         from: Option<Revision>,
         filter: WatchFilter,
     ) -> Result<mpsc::Receiver<Delivery>, ApiError> {
-        self.lock()
-            .cache_mut(rt)
-            .watch_filtered(name, from, filter, WATCHER_BUFFER)
-            .map(|(_, rx)| rx)
-            .map_err(|e: WatchError| ApiError::Gone(e.to_string()))
+        let mut options = WatchOptions::named(name, from);
+        options.filter = filter;
+        self.watch_opts(rt, options).map(|(_, rx)| rx)
     }
 
-    /// The latest revision the watch cache of `rt` has seen. Every event of
-    /// that type at or below it has already been put in its watchers' buffers,
-    /// so it is what a BOOKMARK may report once a watcher's buffer is drained.
+    /// The latest revision the watch cache of `rt` has seen.
     pub fn watch_cache_revision(&self, rt: ResourceType) -> Revision {
-        self.lock().cache_mut(rt).revision()
+        self.lock().cacher_mut(rt).cache().revision()
     }
 
     /// The watch cache window of `rt`: (events held, capacity, the revision
     /// after which it holds every change).
     pub fn watch_cache_window(&self, rt: ResourceType) -> (usize, usize, Revision) {
         let mut state = self.lock();
-        let cache = state.cache_mut(rt);
+        let cache = state.cacher_mut(rt).cache();
         (cache.len(), cache.capacity(), cache.window_start())
     }
 }

@@ -1,8 +1,9 @@
 //! The fan-out of each watch cache, and a watcher that falls behind on purpose.
 
 use super::{ApiError, ControlPlane};
+use crate::cacher::WatchersInfo;
+use crate::cacher::watcher::{WatchOptions, WatcherId};
 use crate::resource::ResourceType;
-use crate::watch_cache::{WatcherId, WatchersInfo};
 
 /// Name under which the slow watcher is listed.
 pub const SLOW_WATCHER_NAME: &str = "slow-watcher";
@@ -17,7 +18,7 @@ impl ControlPlane {
     /// watches, how full each buffer is, and which were closed for being slow.
     pub fn watchers(&self) -> Vec<WatchersInfo> {
         self.lock()
-            .caches
+            .cachers
             .iter()
             .map(|c| c.watchers_info())
             .collect()
@@ -25,16 +26,21 @@ impl ControlPlane {
 
     /// Starts a watcher of `rt` that never reads (listed as
     /// [`SLOW_WATCHER_NAME`]). Once [`SLOW_WATCHER_BUFFER`] events of that type
-    /// are waiting in its buffer, the next one closes it, as the cache closes
-    /// any watcher that cannot keep up, and the others go on receiving.
+    /// are waiting in its buffer, the next one blocks the dispatcher for at
+    /// most its time budget, then closes it, as the apiserver closes any
+    /// watcher that cannot keep up; the others go on receiving.
     pub fn start_slow_watcher(&self, rt: ResourceType) -> Result<WatcherId, ApiError> {
         let mut state = self.lock();
         // Receivers of slow watchers the cache has closed are of no more use.
         state.stalled.retain(|rx| !rx.is_closed());
-        let cache = state.cache_mut(rt);
-        let from = cache.revision();
-        let (id, rx) = cache
-            .watch_named(SLOW_WATCHER_NAME, Some(from), None, SLOW_WATCHER_BUFFER)
+        let cacher = state.cacher_mut(rt);
+        let from = cacher.cache().revision();
+        let options = WatchOptions {
+            buffer: Some(SLOW_WATCHER_BUFFER),
+            ..WatchOptions::named(SLOW_WATCHER_NAME, Some(from))
+        };
+        let (id, rx) = cacher
+            .watch(options)
             .map_err(|e| ApiError::Gone(e.to_string()))?;
         state.stalled.push(rx);
         Ok(id)

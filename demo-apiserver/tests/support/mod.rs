@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use watchlife_controlplane::{Clock, ControlPlane};
+use watchlife_controlplane::ControlPlane;
 use watchlife_demo_apiserver::ServeOptions;
 
 /// A running demo API, stopped on drop.
@@ -24,14 +24,18 @@ impl Drop for Server {
     }
 }
 
-/// Starts the API over a fresh control plane on 127.0.0.1 and a free port.
+/// Starts the API over a fresh control plane, its stages running as tasks
+/// as in `watchlife --demo`, on 127.0.0.1 and a free port.
 pub async fn start() -> Server {
     start_with(ServeOptions::default()).await
 }
 
 /// [`start`] with other options (a token).
 pub async fn start_with(options: ServeOptions) -> Server {
-    let cp = ControlPlane::new(Clock::system());
+    let cp = watchlife_demo_apiserver::stages::start(
+        watchlife_controlplane::limits::Limits::DEMO,
+        watchlife_controlplane::cacher::watcher::DEMO_BOOKMARK_FREQUENCY,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

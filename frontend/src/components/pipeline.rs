@@ -302,12 +302,18 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
 /// request as asked while one is out.
 fn reflector_lines(model: Model) -> Vec<NodeLine> {
     let all = model.reflectors.get();
+    let answers = model.answers.get();
     let more = all.len().saturating_sub(REFLECTOR_LINES);
     all.into_iter()
         .take(REFLECTOR_LINES)
         .enumerate()
         .map(|(i, (resource, state))| {
             let mut words = reflector_state_short(&state);
+            let answer = answers.get(&resource);
+            if let Some(answer) = answer {
+                words.push(' ');
+                words.push_str(&crate::narration::answer_short(answer));
+            }
             if i + 1 == REFLECTOR_LINES && more > 0 {
                 words.push_str(&format!(" +{more}"));
             }
@@ -319,7 +325,14 @@ fn reflector_lines(model: Model) -> Vec<NodeLine> {
                 },
                 // `deployments.apps` reads as `deployments` on the node.
                 lead: resource.split('.').next().unwrap_or(&resource).to_string(),
-                title: format!("{resource}: {}", reflector_state(&state)),
+                title: match answer {
+                    Some(answer) => format!(
+                        "{resource}: {}\n{}",
+                        reflector_state(&state),
+                        crate::narration::answer(answer)
+                    ),
+                    None => format!("{resource}: {}", reflector_state(&state)),
+                },
                 key: resource,
                 words,
             }

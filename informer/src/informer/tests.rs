@@ -38,6 +38,7 @@ fn pod(name: &str, rv: u64, node: Option<&str>) -> (WatchEvent, Arc<Value>) {
         initial: false,
         coalesced: false,
         handled: Default::default(),
+        server: None,
     };
     (event, Arc::new(object))
 }

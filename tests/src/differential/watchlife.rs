@@ -190,7 +190,7 @@ fn reflector(state: &ReflectorState, list_out: bool) -> Option<Step> {
             message,
         } => Step::Note(format!("410 Gone at rv={resource_version}: {message}")),
         ReflectorState::Relist { reason } => Step::Note(format!("relist: {reason}")),
-        ReflectorState::ListProgress { .. } => return None,
+        ReflectorState::ListProgress { .. } | ReflectorState::Answered { .. } => return None,
     })
 }
 

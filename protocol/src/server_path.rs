@@ -1,0 +1,67 @@
+//! The server side of one event as the demo's apiserver measured it, hop by
+//! hop, and how it answered a Reflector's requests. A real cluster's
+//! apiserver does not report these: its events carry none, and the page
+//! says so.
+
+use crate::{Micros, StageMark};
+use serde::{Deserialize, Serialize};
+
+/// How a watch stream came to carry an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Dispatched live as the change happened.
+    Live,
+    /// Replayed from the watch cache's window to a watch that started from
+    /// an older resourceVersion: its commit and cache times are the change's
+    /// own, its buffer and stream times this stream's.
+    Replayed,
+    /// A synthetic ADDED event for a current object, sent to a watch from
+    /// resourceVersion 0: no change happened, so it has no commit time.
+    Synthetic,
+}
+
+/// Every server-side hop of one event, each stamped when it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerPath {
+    pub origin: Origin,
+    /// Read by the apiserver Cacher's Reflector from etcd's watch (live and
+    /// replayed events only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflected: Option<Micros>,
+    /// Taken from the Cacher's `incoming` queue by its dispatcher; `depth`
+    /// is what `incoming` held when the event entered it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatched: Option<StageMark>,
+    /// Put in this watch's buffer; `depth` is what the buffer held then.
+    pub buffered: StageMark,
+    /// Written on this watch's stream.
+    pub written: Micros,
+}
+
+/// Who answered a Reflector's request, as the demo's apiserver reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum ServerAnswer {
+    /// A LIST served by the watch cache at its revision (`rv="0"`, or a
+    /// revision the cache had reached, after `waited_micros` waiting for
+    /// it).
+    ListFromWatchCache {
+        asked: String,
+        revision: u64,
+        items: u64,
+        waited_micros: Micros,
+    },
+    /// A LIST served by a consistent read from etcd (`rv=""`, a limit with a
+    /// revision other than 0, a continue token).
+    ListFromEtcd {
+        asked: String,
+        revision: u64,
+        items: u64,
+    },
+    /// A WATCH that started by replaying `events` from the window.
+    WatchReplayed { asked: String, events: u32 },
+    /// A WATCH from 0 that started with `events` synthetic ADDED events, one
+    /// per current object.
+    WatchSynthetic { asked: String, events: u32 },
+}
