@@ -8,7 +8,7 @@ WATCHLIFE := $(TARGET_DIR)/release/watchlife
 ARGS ?=
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: install run build frontend setup test test-setup lint bench embed scenarios clean
+.PHONY: install run build frontend setup test test-setup lint bench embed scenarios clean image deploy-token
 
 ## run: build everything and start watchlife on 127.0.0.1:8080 (the embedded demo)
 run: build
@@ -19,9 +19,38 @@ build: frontend
 	$(CARGO) build --release -p watchlife
 
 ## frontend: the browser app, built by Trunk into dist/
-frontend: setup
+# Trunk runs only when something the page is built from changed since its last
+# build (the stamp below), and writes into a staging folder; only the files
+# whose bytes changed are copied to dist/. The binary embeds dist/, so a tree
+# that did not change costs no Trunk run and no rebuild of the binary: `make
+# run` then serves in a few seconds. The live page compiles the frontend crate
+# and the protocol crate only (the in-page demo's crates are `make embed`'s).
+FRONTEND_INPUTS := $(shell find frontend protocol -type f -not -name '*~' 2>/dev/null) \
+	static/index.html static/style.css static/favicon.svg Cargo.toml Cargo.lock Trunk.toml
+# The stamp and Trunk's staging folder are this checkout's own, even when
+# several checkouts share one target directory.
+FRONTEND_WORK := $(TARGET_DIR)/frontend/$(subst /,_,$(CURDIR))
+FRONTEND_STAMP := $(FRONTEND_WORK)/built.stamp
+frontend: setup $(FRONTEND_STAMP)
+
+$(FRONTEND_STAMP): $(FRONTEND_INPUTS) scripts/sync-dist.sh dist/index.html | setup
 	@echo "[build] the browser app (trunk build --release; about 2 minutes the first time, seconds after)"
-	trunk build --release
+	trunk build --release --dist $(FRONTEND_WORK)/dist
+	scripts/sync-dist.sh $(FRONTEND_WORK)/dist dist
+	@touch $@
+
+# A dist/ without the app (a fresh clone, `make clean`) is out of date.
+dist/index.html: ;
+
+## image: the OCI image, a static binary on an empty base (buildah, no daemon); prints its tag
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n1)
+IMAGE ?= localhost/watchlife:$(VERSION)
+image: frontend deploy-token
+	@IMAGE=$(IMAGE) TARGET_DIR=$(TARGET_DIR) scripts/build-image.sh
+
+## deploy-token: deploy/token.env, the viewers' token of `kubectl apply -k deploy/` (once)
+deploy-token:
+	@scripts/deploy-token.sh
 
 setup:
 	@scripts/setup-build.sh
@@ -30,8 +59,8 @@ test-setup: setup
 	@scripts/setup-test.sh
 
 ## test: formatting, lints and every test (unit, integration, browser)
-test: test-setup build embed lint
-	WATCHLIFE_BIN=$(WATCHLIFE) $(CARGO) test --workspace
+test: test-setup build embed lint image
+	WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace
 
 ## bench: measure watchlife beside its references and write BENCHMARKS.md (about 12 minutes)
 # Up to 20,000 open files for the viewers, or as many as the hard limit allows.

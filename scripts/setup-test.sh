@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond the build tools, once per machine:
-# Debian's chromium and chromium-driver for the browser tests, Python's
-# prometheus_client (from PyPI) to parse /metrics, and a real etcd and
-# kube-apiserver for the cluster tests. Skipped when they are present.
-# Needs root (or sudo) to install; elsewhere it says what to install and stops.
+# Debian's chromium and chromium-driver for the browser tests, buildah and
+# musl-tools for the image, Python's prometheus_client (from PyPI) to parse
+# /metrics, and a real etcd and kube-apiserver for the cluster tests. Skipped
+# when they are present. Needs root (or sudo) to install; elsewhere it says
+# what to install and stops.
 set -euo pipefail
 
 say() { echo "[setup] $*"; }
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
+# The image test: buildah builds the image (`make image`), musl-gcc compiles
+# ring's C parts for the static binary.
+command -v buildah >/dev/null || missing+=(buildah)
+command -v musl-gcc >/dev/null || missing+=(musl-tools)
 
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         if command -v sudo >/dev/null; then SUDO=sudo; else
-            say "the browser tests need Debian packages: ${missing[*]}; install them as root (apt-get install ${missing[*]})" >&2
+            say "the browser and image tests need Debian packages: ${missing[*]}; install them as root (apt-get install ${missing[*]})" >&2
             exit 1
         fi
     else
