@@ -64,17 +64,19 @@ resource!(PODS, "pods", "Pod", "", "v1", true);
 resource!(CONFIGMAPS, "configmaps", "ConfigMap", "", "v1", true);
 resource!(SECRETS, "secrets", "Secret", "", "v1", true);
 resource!(SERVICES, "services", "Service", "", "v1", true);
+resource!(EVENTS, "events", "Event", "", "v1", true);
 resource!(DEPLOYMENTS, "deployments", "Deployment", "apps", "v1", true);
 resource!(REPLICASETS, "replicasets", "ReplicaSet", "apps", "v1", true);
 
 /// Every resource type served, core group first.
-pub const ALL: [ResourceType; 8] = [
+pub const ALL: [ResourceType; 9] = [
     NAMESPACES,
     NODES,
     PODS,
     CONFIGMAPS,
     SECRETS,
     SERVICES,
+    EVENTS,
     DEPLOYMENTS,
     REPLICASETS,
 ];

@@ -370,17 +370,31 @@ pub enum FieldSelectorError {
 
 /// Fields a resource can be selected on: `metadata.name` and
 /// `metadata.namespace` for every type, plus `spec.nodeName` and
-/// `status.phase` for pods (what the scheduler and kubelet select on).
+/// `status.phase` for pods (what the scheduler and kubelet select on), and
+/// the `involvedObject` fields, `reason` and `type` for events (what
+/// `kubectl describe` selects an object's events by).
 pub fn supported_fields(rt: ResourceType) -> &'static [&'static str] {
-    if rt.plural == "pods" {
-        &[
+    match rt.plural {
+        "pods" => &[
             "metadata.name",
             "metadata.namespace",
             "spec.nodeName",
             "status.phase",
-        ]
-    } else {
-        &["metadata.name", "metadata.namespace"]
+        ],
+        "events" => &[
+            "metadata.name",
+            "metadata.namespace",
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "type",
+        ],
+        _ => &["metadata.name", "metadata.namespace"],
     }
 }
 

@@ -113,6 +113,7 @@ fn short_names(rt: ResourceType) -> &'static [&'static str] {
         "nodes" => &["no"],
         "deployments" => &["deploy"],
         "replicasets" => &["rs"],
+        "events" => &["ev"],
         _ => &[],
     }
 }

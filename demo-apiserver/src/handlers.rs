@@ -54,14 +54,6 @@ pub async fn handle(
         match discovery_document(uri.path()) {
             Some(doc) if method == Method::GET => Ok(response::ok(&doc)),
             Some(_) => Err(Status::method_not_allowed()),
-            None if method == Method::GET && is_event_list(uri.path()) => {
-                Ok(response::ok(&serde_json::json!({
-                    "kind": "EventList",
-                    "apiVersion": "v1",
-                    "metadata": {"resourceVersion": api.cp.revision().to_string()},
-                    "items": [],
-                })))
-            }
             None => match path::parse(uri.path()) {
                 Some(target) => resource(&api.cp, method, &uri, &headers, body, target).await,
                 None => match crate::access::Review::of_path(uri.path()) {
@@ -86,16 +78,6 @@ async fn access_review(review: crate::access::Review, headers: &HeaderMap, body:
     let body = read_object(headers, body).await?;
     let answered = crate::access::answer(review, &body)?;
     Ok(response::json(StatusCode::CREATED, answered.to_string()))
-}
-
-/// Events are not served as a resource, but their list answers empty so
-/// that `kubectl describe`, which always lists an object's events, works.
-fn is_event_list(path: &str) -> bool {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    matches!(
-        segments.as_slice(),
-        ["api", "v1", "events"] | ["api", "v1", "namespaces", _, "events"]
-    )
 }
 
 fn discovery_document(path: &str) -> Option<Value> {

@@ -6,6 +6,7 @@
 //! replicas from the old ones to it, never more than `maxSurge` above the
 //! desired count, never more than `maxUnavailable` below it.
 
+use super::events::{EventType, Recorder};
 use super::informer::{Informer, Notification, key_of, split_key};
 use super::owner::{controller_of, controller_reference, uid};
 use super::{Activity, names, update_if_changed};
@@ -36,6 +37,7 @@ pub struct DeploymentController {
     deployments: Informer,
     replicasets: Informer,
     queue: Workqueue,
+    events: Recorder,
 }
 
 impl Default for DeploymentController {
@@ -50,6 +52,7 @@ impl DeploymentController {
             deployments: Informer::new(DEPLOYMENTS, NAME),
             replicasets: Informer::new(REPLICASETS, NAME),
             queue: super::workqueue(),
+            events: Recorder::new(NAME, None),
         }
     }
 
@@ -73,7 +76,7 @@ impl DeploymentController {
                 break;
             };
             activity.synced += 1;
-            match self.sync(cp, &key) {
+            match self.sync(cp, &key, now) {
                 Ok(()) => self.queue.forget(&key),
                 Err(_) => {
                     self.queue.add_rate_limited(&key, now);
@@ -102,7 +105,7 @@ impl DeploymentController {
         }
     }
 
-    fn sync(&mut self, cp: &ControlPlane, key: &str) -> Result<(), ApiError> {
+    fn sync(&mut self, cp: &ControlPlane, key: &str, now: Micros) -> Result<(), ApiError> {
         let Some(deployment) = self.deployments.get(key).cloned() else {
             // Deleted: its ReplicaSets are the garbage collector's.
             return Ok(());
@@ -123,19 +126,47 @@ impl DeploymentController {
         });
         let plan = Rollout::new(&deployment);
         match new.first() {
-            None => self.create_replicaset(cp, &deployment, &hash, &old, &plan)?,
-            Some(new) => self.roll(cp, new, &old, &plan)?,
+            None => self.create_replicaset(cp, &deployment, &hash, &old, &plan, now)?,
+            Some(new) => self.roll(cp, &deployment, new, &old, &plan, now)?,
         }
-        self.update_status(cp, key, &deployment, new.first(), &old)
+        self.update_status(cp, key, &deployment, new.first(), &old, &plan, now)
+    }
+
+    /// Scales one ReplicaSet and records it on the Deployment, as the
+    /// deployment controller's `ScalingReplicaSet` events say.
+    fn scale(
+        &mut self,
+        cp: &ControlPlane,
+        deployment: &Value,
+        rs: &Value,
+        replicas: u64,
+        now: Micros,
+    ) -> Result<(), ApiError> {
+        let before = self::replicas(rs);
+        scale(cp, rs, replicas)?;
+        let direction = if replicas > before { "up" } else { "down" };
+        let _ = self.events.record(
+            cp,
+            now,
+            (DEPLOYMENTS, deployment),
+            EventType::Normal,
+            "ScalingReplicaSet",
+            format!(
+                "Scaled {direction} replica set {} to {replicas}",
+                object::name(rs)
+            ),
+        );
+        Ok(())
     }
 
     fn create_replicaset(
-        &self,
+        &mut self,
         cp: &ControlPlane,
         deployment: &Value,
         hash: &str,
         old: &[Arc<Value>],
         plan: &Rollout,
+        now: Micros,
     ) -> Result<(), ApiError> {
         let mut template = deployment["spec"]["template"].clone();
         template["metadata"]["labels"][TEMPLATE_HASH_LABEL] = json!(hash);
@@ -146,6 +177,8 @@ impl DeploymentController {
         let rs = json!({
             "metadata": {
                 "name": format!("{}-{hash}", object::name(deployment)),
+                // What the apiserver gives a new ReplicaSet.
+                "generation": 1,
                 "namespace": object::namespace(deployment),
                 "labels": template["metadata"]["labels"],
                 "annotations": {REVISION_ANNOTATION: revision.to_string()},
@@ -157,17 +190,32 @@ impl DeploymentController {
                 "template": template,
             },
         });
-        cp.create(REPLICASETS, rs).map(drop)
+        let replicas = rs["spec"]["replicas"].as_u64().unwrap_or(0);
+        let created = cp.create(REPLICASETS, rs)?;
+        let _ = self.events.record(
+            cp,
+            now,
+            (DEPLOYMENTS, deployment),
+            EventType::Normal,
+            "ScalingReplicaSet",
+            format!(
+                "Scaled up replica set {} to {replicas}",
+                object::name(&created)
+            ),
+        );
+        Ok(())
     }
 
     /// One move of the rolling update: grow the new ReplicaSet, or else
     /// shrink the old ones, within the surge and availability bounds.
     fn roll(
-        &self,
+        &mut self,
         cp: &ControlPlane,
+        deployment: &Value,
         new: &Value,
         old: &[Arc<Value>],
         plan: &Rollout,
+        now: Micros,
     ) -> Result<(), ApiError> {
         let new_replicas = replicas(new);
         let old_total: u64 = old.iter().map(|rs| replicas(rs)).sum();
@@ -177,7 +225,7 @@ impl DeploymentController {
             new_replicas + plan.scale_up(new_replicas, old_total)
         };
         if target != new_replicas {
-            return scale(cp, new, target);
+            return self.scale(cp, deployment, new, target, now);
         }
         // Scale the old ReplicaSets down only as far as availability allows.
         let all_pods = (new_replicas + old_total) as i64;
@@ -207,12 +255,17 @@ impl DeploymentController {
         }
         for (rs, planned) in old.iter().zip(planned) {
             if planned != replicas(rs) {
-                scale(cp, rs, planned)?;
+                self.scale(cp, deployment, rs, planned, now)?;
             }
         }
         Ok(())
     }
 
+    /// The Deployment's status as the deployment controller writes it: the
+    /// replica counts, `observedGeneration`, and the `Available` and
+    /// `Progressing` conditions (a condition's times change only when its
+    /// status or reason does, so an unchanged status writes nothing).
+    #[allow(clippy::too_many_arguments)]
     fn update_status(
         &self,
         cp: &ControlPlane,
@@ -220,6 +273,8 @@ impl DeploymentController {
         deployment: &Value,
         new: Option<&Arc<Value>>,
         old: &[Arc<Value>],
+        plan: &Rollout,
+        now: Micros,
     ) -> Result<(), ApiError> {
         let all = new.into_iter().chain(old);
         let sum = |field: &str| -> u64 {
@@ -229,13 +284,80 @@ impl DeploymentController {
         };
         let desired = Rollout::new(deployment).desired;
         let available = sum("availableReplicas");
-        let status = json!({
-            "replicas": sum("replicas"),
-            "updatedReplicas": new.map_or(0, |rs| rs["status"]["replicas"].as_u64().unwrap_or(0)),
+        let updated = new.map_or(0, |rs| rs["status"]["replicas"].as_u64().unwrap_or(0));
+        let total = sum("replicas");
+        let at = crate::time::rfc3339(now);
+        let new_name = new
+            .map(|rs| object::name(rs).to_string())
+            .unwrap_or_default();
+        let minimum = desired.saturating_sub(plan.max_unavailable);
+        let available_condition = if available >= minimum {
+            (
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.".to_string(),
+            )
+        } else {
+            (
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.".to_string(),
+            )
+        };
+        let complete = updated == desired && total == desired && available == desired;
+        let progressing = if complete {
+            (
+                "True",
+                "NewReplicaSetAvailable",
+                format!("ReplicaSet \"{new_name}\" has successfully progressed."),
+            )
+        } else {
+            (
+                "True",
+                "ReplicaSetUpdated",
+                format!("ReplicaSet \"{new_name}\" is progressing."),
+            )
+        };
+        let previous = deployment["status"]["conditions"].clone();
+        let condition = |kind: &str, (status, reason, message): (&str, &str, String)| {
+            let old = previous
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == kind);
+            let same = old.is_some_and(|c| c["status"] == status && c["reason"] == reason);
+            let kept = |field: &str| match old {
+                Some(c) if same => c[field].clone(),
+                _ => json!(at),
+            };
+            json!({
+                "type": kind,
+                "status": status,
+                "lastUpdateTime": kept("lastUpdateTime"),
+                "lastTransitionTime": kept("lastTransitionTime"),
+                "reason": reason,
+                "message": message,
+            })
+        };
+        let mut status = json!({
+            "replicas": total,
+            "updatedReplicas": updated,
             "readyReplicas": sum("readyReplicas"),
             "availableReplicas": available,
-            "unavailableReplicas": desired.saturating_sub(available),
+            "conditions": [
+                condition("Available", available_condition),
+                condition("Progressing", progressing),
+            ],
         });
+        // The generation the apiserver gave the spec this sync read (one
+        // created inside the demo, not through the API, has none).
+        if let Some(generation) = deployment["metadata"]["generation"].as_u64() {
+            status["observedGeneration"] = json!(generation);
+        }
+        let unavailable = desired.saturating_sub(available);
+        if unavailable > 0 {
+            status["unavailableReplicas"] = json!(unavailable);
+        }
         let (ns, name) = split_key(key);
         update_if_changed(cp, DEPLOYMENTS, ns, name, |d| d["status"] = status).map(drop)
     }

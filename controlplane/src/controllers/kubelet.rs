@@ -6,6 +6,7 @@
 //! `deletionTimestamp` is stopped and then deleted for good, which is the
 //! DELETED event every watcher sees.
 
+use super::events::{EventType, Recorder};
 use super::informer::{Informer, split_key};
 use super::{Activity, update_if_changed};
 use crate::control_plane::{ApiError, ControlPlane};
@@ -49,6 +50,7 @@ pub struct Kubelet {
     work: HashMap<String, Work>,
     registered: bool,
     started: u64,
+    events: Recorder,
 }
 
 impl Kubelet {
@@ -62,6 +64,7 @@ impl Kubelet {
             work: HashMap::new(),
             registered: false,
             started: 0,
+            events: Recorder::new("kubelet", Some(node)),
         }
     }
 
@@ -141,6 +144,20 @@ impl Kubelet {
         let work = match (self.work.get(key), wanted) {
             (Some(w @ Work::Starting(_)), Work::Starting(_))
             | (Some(w @ Work::Stopping(_)), Work::Stopping(_)) => *w,
+            (_, Work::Stopping(_)) => {
+                // The kubelet starts stopping the containers at once.
+                for c in containers(&pod) {
+                    let _ = self.events.record(
+                        cp,
+                        now,
+                        (PODS, &pod),
+                        EventType::Normal,
+                        "Killing",
+                        format!("Stopping container {}", c.0),
+                    );
+                }
+                wanted
+            }
             _ => wanted,
         };
         self.work.insert(key.to_string(), work);
@@ -170,6 +187,31 @@ impl Kubelet {
     ) -> Result<(), ApiError> {
         self.started += 1;
         let at = crate::time::rfc3339(now);
+        if let Some(pod) = self
+            .pods
+            .get(&format!("{}/{name}", ns.unwrap_or("")))
+            .cloned()
+        {
+            for (container, image) in containers(&pod) {
+                for (reason, message) in [
+                    (
+                        "Pulled",
+                        format!("Container image \"{image}\" already present on machine"),
+                    ),
+                    ("Created", format!("Created container {container}")),
+                    ("Started", format!("Started container {container}")),
+                ] {
+                    let _ = self.events.record(
+                        cp,
+                        now,
+                        (PODS, &pod),
+                        EventType::Normal,
+                        reason,
+                        message,
+                    );
+                }
+            }
+        }
         let host_ip = format!("10.0.0.{}", 10 + u32::from(self.index));
         let pod_ip = format!("10.244.{}.{}", self.index, 2 + self.started % 250);
         update_if_changed(cp, PODS, ns, name, |pod| {
@@ -209,6 +251,21 @@ impl Kubelet {
         })
         .map(drop)
     }
+}
+
+/// A pod's containers: (name, image).
+fn containers(pod: &Value) -> Vec<(String, String)> {
+    pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap_or("").to_string(),
+                c["image"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
 }
 
 /// The kubelet's selection: `fieldSelector=spec.nodeName=<node>`.

@@ -7,7 +7,8 @@
 //!   workqueue (client-go's), with the demo's retry limit.
 //! - [`deployment`], [`replicaset`], [`scheduler`], [`kubelet`],
 //!   [`garbage_collector`]: the controllers.
-//! - [`owner`], [`names`]: owner references and generated names.
+//! - [`owner`], [`names`]: owner references and generated names;
+//!   [`events`]: the Events the controllers record, as client-go's recorder.
 //! - [`Demo`] (here): all of them and the story, driven by one `step`.
 //!
 //! Every controller is a plain struct with a `step(&mut self, cp, now)` that
@@ -16,6 +17,7 @@
 //! same controllers run in the server's tokio task and on a page's timer.
 
 pub mod deployment;
+pub mod events;
 pub mod garbage_collector;
 pub mod handler;
 pub mod informer;

@@ -5,6 +5,7 @@
 //! the least useful ones when there are too many, and reports how many exist
 //! and are ready in `status`.
 
+use super::events::{EventType, Recorder};
 use super::informer::{Informer, Notification};
 use super::owner::{controller_of, controller_reference, uid};
 use super::{Activity, names, update_if_changed};
@@ -38,6 +39,7 @@ pub struct ReplicaSetController {
     queue: Workqueue,
     /// Counts the pods created, to derive their names.
     created: u64,
+    events: Recorder,
 }
 
 impl Default for ReplicaSetController {
@@ -53,6 +55,7 @@ impl ReplicaSetController {
             pods: Informer::new(PODS, NAME),
             queue: super::workqueue(),
             created: 0,
+            events: Recorder::new(NAME, None),
         }
     }
 
@@ -76,7 +79,7 @@ impl ReplicaSetController {
                 break;
             };
             activity.synced += 1;
-            match self.sync(cp, &key) {
+            match self.sync(cp, &key, now) {
                 Ok(()) => self.queue.forget(&key),
                 Err(_) => {
                     self.queue.add_rate_limited(&key, now);
@@ -103,7 +106,7 @@ impl ReplicaSetController {
         }
     }
 
-    fn sync(&mut self, cp: &ControlPlane, key: &str) -> Result<(), ApiError> {
+    fn sync(&mut self, cp: &ControlPlane, key: &str, now: Micros) -> Result<(), ApiError> {
         let Some(rs) = self.replicasets.get(key).cloned() else {
             // Deleted: its pods are the garbage collector's.
             return Ok(());
@@ -120,7 +123,7 @@ impl ReplicaSetController {
         if !object::is_deleting(&rs) {
             if active.len() < desired {
                 for _ in 0..(desired - active.len()).min(BURST_REPLICAS) {
-                    if let Err(e) = self.create_pod(cp, &rs) {
+                    if let Err(e) = self.create_pod(cp, &rs, now) {
                         result = Err(e);
                         break;
                     }
@@ -133,7 +136,17 @@ impl ReplicaSetController {
                 {
                     let (ns, name) = (object::namespace(pod), object::name(pod));
                     match cp.delete_gracefully(PODS, ns, name, None) {
-                        Ok(_) | Err(ApiError::NotFound { .. }) => {}
+                        Ok(_) => {
+                            let _ = self.events.record(
+                                cp,
+                                now,
+                                (REPLICASETS, &rs),
+                                EventType::Normal,
+                                "SuccessfulDelete",
+                                format!("Deleted pod: {name}"),
+                            );
+                        }
+                        Err(ApiError::NotFound { .. }) => {}
                         Err(e) => result = Err(e),
                     }
                 }
@@ -142,18 +155,21 @@ impl ReplicaSetController {
         // Status reports the pods as this sync found them; the next sync,
         // woken by the pods' own events, reports the change it made.
         let ready = active.iter().filter(|p| is_ready(p)).count();
-        let status = json!({
+        let mut status = json!({
             "replicas": active.len(),
             "fullyLabeledReplicas": active.len(),
             "readyReplicas": ready,
             "availableReplicas": ready,
         });
+        if let Some(generation) = rs["metadata"]["generation"].as_u64() {
+            status["observedGeneration"] = json!(generation);
+        }
         let (ns, name) = (object::namespace(&rs), object::name(&rs));
         update_if_changed(cp, REPLICASETS, ns, name, |rs| rs["status"] = status)?;
         result
     }
 
-    fn create_pod(&mut self, cp: &ControlPlane, rs: &Value) -> Result<(), ApiError> {
+    fn create_pod(&mut self, cp: &ControlPlane, rs: &Value, now: Micros) -> Result<(), ApiError> {
         let template = &rs["spec"]["template"];
         loop {
             self.created += 1;
@@ -176,7 +192,18 @@ impl ReplicaSetController {
             match cp.create(PODS, pod) {
                 // A name already taken (rare): draw the next one.
                 Err(ApiError::AlreadyExists { .. }) => continue,
-                other => return other.map(drop),
+                Ok(_) => {
+                    let _ = self.events.record(
+                        cp,
+                        now,
+                        (REPLICASETS, rs),
+                        EventType::Normal,
+                        "SuccessfulCreate",
+                        format!("Created pod: {name}"),
+                    );
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
             }
         }
     }

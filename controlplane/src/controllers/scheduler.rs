@@ -7,6 +7,7 @@
 //! the binding comes back through the watch as an update that moves the pod
 //! from the queue's handler to the cache's.
 
+use super::events::{EventType, Recorder};
 use super::handler::Filter;
 use super::informer::{Informer, Notification, key_of, split_key};
 use super::replicaset::is_active;
@@ -122,6 +123,7 @@ pub struct Scheduler {
     /// Where the last tie between equally loaded nodes was broken.
     turn: usize,
     split: HandlerSplit,
+    events: Recorder,
 }
 
 impl Default for Scheduler {
@@ -139,7 +141,12 @@ impl Scheduler {
             cache: BTreeMap::new(),
             turn: 0,
             split: HandlerSplit::default(),
+            events: Recorder::new("default-scheduler", None),
         }
+    }
+
+    fn nodes_count(&self) -> usize {
+        self.nodes.list().count()
     }
 
     /// How the filtering handlers have split the pods so far.
@@ -186,7 +193,7 @@ impl Scheduler {
                 break;
             };
             activity.synced += 1;
-            match self.schedule_one(cp, &key) {
+            match self.schedule_one(cp, &key, now) {
                 Ok(true) => self.queue.forget(&key),
                 Ok(false) => self.queue.add_after(&key, now + NO_NODE_RETRY_MICROS, now),
                 Err(_) => {
@@ -224,14 +231,31 @@ impl Scheduler {
     }
 
     /// Binds one queued pod. `Ok(false)` when no node can take it yet.
-    fn schedule_one(&mut self, cp: &ControlPlane, key: &str) -> Result<bool, ApiError> {
-        let Some(pod) = self.pods.get(key) else {
+    fn schedule_one(
+        &mut self,
+        cp: &ControlPlane,
+        key: &str,
+        now: Micros,
+    ) -> Result<bool, ApiError> {
+        let Some(pod) = self.pods.get(key).cloned() else {
             return Ok(true);
         };
-        if is_scheduled(pod) || !is_active(pod) {
+        if is_scheduled(&pod) || !is_active(&pod) {
             return Ok(true);
         }
         let Some(node) = self.pick_node() else {
+            let _ = self.events.record(
+                cp,
+                now,
+                (PODS, &pod),
+                EventType::Warning,
+                "FailedScheduling",
+                format!(
+                    "0/{} nodes are available: {} Too many pods.",
+                    self.nodes_count(),
+                    self.nodes_count()
+                ),
+            );
             return Ok(false);
         };
         let (ns, name) = split_key(key);
@@ -247,7 +271,18 @@ impl Scheduler {
                 None => pod["status"]["conditions"] = json!([scheduled]),
             }
         })?;
-        if bound.is_some() {
+        if let Some(bound) = bound {
+            let _ = self.events.record(
+                cp,
+                now,
+                (PODS, &bound),
+                EventType::Normal,
+                "Scheduled",
+                format!(
+                    "Successfully assigned {}/{name} to {node}",
+                    ns.unwrap_or("default")
+                ),
+            );
             // Assume it: the next pick counts it before the watch confirms it.
             self.cache.insert(key.to_string(), node);
         }

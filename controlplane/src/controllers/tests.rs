@@ -398,3 +398,168 @@ fn scaling_is_bounded_by_the_demos_nodes_and_its_pod_quota() {
         "{refused}"
     );
 }
+
+/// The Events a rollout leaves, by reason, as `kubectl get events` lists
+/// them.
+fn event_reasons(cp: &ControlPlane) -> Vec<(String, String, String)> {
+    cp.list(crate::resource::EVENTS, None)
+        .0
+        .iter()
+        .map(|e| {
+            (
+                e["involvedObject"]["kind"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                e["reason"].as_str().unwrap_or("").to_string(),
+                e["source"]["component"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn controllers_record_the_events_real_ones_record() {
+    let (mut demo, clock) = demo();
+    settle(&mut demo, &clock);
+    let cp = demo.control_plane().clone();
+    cp.create(DEPLOYMENTS, deployment(2)).unwrap();
+    settle(&mut demo, &clock);
+    let events = event_reasons(&cp);
+    for expected in [
+        ("Deployment", "ScalingReplicaSet", "deployment-controller"),
+        ("ReplicaSet", "SuccessfulCreate", "replicaset-controller"),
+        ("Pod", "Scheduled", "default-scheduler"),
+        ("Pod", "Pulled", "kubelet"),
+        ("Pod", "Created", "kubelet"),
+        ("Pod", "Started", "kubelet"),
+    ] {
+        let found = events
+            .iter()
+            .any(|(k, r, c)| (k.as_str(), r.as_str(), c.as_str()) == expected);
+        assert!(found, "{expected:?} missing from {events:?}");
+    }
+    let scheduled = cp
+        .list(crate::resource::EVENTS, None)
+        .0
+        .into_iter()
+        .find(|e| e["reason"] == "Scheduled")
+        .unwrap();
+    let pod = scheduled["involvedObject"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        scheduled["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Successfully assigned {NAMESPACE}/{pod} to node-")),
+        "{scheduled}"
+    );
+    assert_eq!(scheduled["metadata"]["namespace"], NAMESPACE);
+    assert_eq!(scheduled["count"], 1);
+    assert_eq!(scheduled["type"], "Normal");
+
+    // Scaling down kills pods: the kubelet says so.
+    let mut d = (*cp.get(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap()).clone();
+    d["spec"]["replicas"] = json!(1);
+    cp.update(DEPLOYMENTS, d).unwrap();
+    settle(&mut demo, &clock);
+    let events = event_reasons(&cp);
+    for expected in [
+        ("ReplicaSet", "SuccessfulDelete", "replicaset-controller"),
+        ("Pod", "Killing", "kubelet"),
+    ] {
+        let found = events
+            .iter()
+            .any(|(k, r, c)| (k.as_str(), r.as_str(), c.as_str()) == expected);
+        assert!(found, "{expected:?} missing from {events:?}");
+    }
+}
+
+#[test]
+fn events_stay_bounded_however_long_the_story_runs() {
+    let (mut demo, clock) = demo();
+    settle(&mut demo, &clock);
+    let cp = demo.control_plane().clone();
+    cp.create(DEPLOYMENTS, deployment(1)).unwrap();
+    for round in 0..30u64 {
+        let mut d = (*cp.get(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap()).clone();
+        d["spec"]["replicas"] = json!(1 + round % 4);
+        cp.update(DEPLOYMENTS, d).unwrap();
+        settle(&mut demo, &clock);
+    }
+    let count = cp.list(crate::resource::EVENTS, None).0.len();
+    // Six recorders (deployment, replicaset, scheduler, two kubelets; the
+    // garbage collector records none) of at most MAX_EVENTS_PER_RECORDER.
+    assert!(
+        count <= 5 * events::MAX_EVENTS_PER_RECORDER,
+        "{count} events"
+    );
+    assert!(count > events::MAX_EVENTS_PER_RECORDER, "{count} events");
+}
+
+#[test]
+fn deployment_status_has_conditions_and_observed_generation() {
+    let (mut demo, clock) = demo();
+    settle(&mut demo, &clock);
+    let cp = demo.control_plane().clone();
+    // The generation the API layer gives a created object (cp.create does not).
+    let mut created = deployment(3);
+    created["metadata"]["generation"] = json!(1);
+    cp.create(DEPLOYMENTS, created).unwrap();
+    settle(&mut demo, &clock);
+    let d = cp.get(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap();
+    assert_eq!(d["status"]["observedGeneration"], 1);
+    let condition = |d: &Value, kind: &str| {
+        d["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == kind)
+            .cloned()
+            .unwrap()
+    };
+    let available = condition(&d, "Available");
+    assert_eq!(
+        (available["status"].as_str(), available["reason"].as_str()),
+        (Some("True"), Some("MinimumReplicasAvailable"))
+    );
+    let progressing = condition(&d, "Progressing");
+    assert_eq!(progressing["reason"], "NewReplicaSetAvailable");
+    assert!(d["status"].get("unavailableReplicas").is_none());
+    let rs = cp.list(REPLICASETS, None).0[0].clone();
+    assert_eq!(
+        rs["status"]["observedGeneration"],
+        rs["metadata"]["generation"]
+    );
+
+    // A new image: a new generation, observed once the controller synced it.
+    let mut changed = (*d).clone();
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!(SECOND_IMAGE);
+    changed["metadata"]["generation"] = json!(2);
+    cp.update(DEPLOYMENTS, changed).unwrap();
+    let mut saw_progress = false;
+    run_for(&mut demo, &clock, 10_000_000, |cp| {
+        let d = cp.get(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap();
+        saw_progress |= d["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["reason"] == "ReplicaSetUpdated");
+    });
+    assert!(saw_progress);
+    let d = cp.get(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap();
+    assert_eq!(d["metadata"]["generation"], 2);
+    assert_eq!(d["status"]["observedGeneration"], 2);
+    assert_eq!(
+        condition(&d, "Progressing")["reason"],
+        "NewReplicaSetAvailable"
+    );
+    // The condition's times move only when it changes: a settled deployment
+    // is not rewritten.
+    let rv = crate::object::resource_version(&d).unwrap().to_string();
+    settle(&mut demo, &clock);
+    let again = cp.get(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap();
+    assert_eq!(crate::object::resource_version(&again).unwrap(), rv);
+}
