@@ -30,7 +30,7 @@ pub fn report(cp: &ControlPlane) -> WatchCacheReport {
                 let rt = info.resource;
                 let (len, capacity, window_start) = cp.watch_cache_window(rt);
                 let window_end = cp.watch_cache_revision(rt);
-                (len > 0 || !info.watchers.is_empty() || info.closed_slow > 0)
+                (len > 0 || !info.watchers.is_empty() || info.closed_slow > 0 || info.incoming > 0)
                     .then(|| cache_state(info, len, capacity, window_start, window_end))
             })
             .collect(),
@@ -58,9 +58,11 @@ fn cache_state(
                 name: w.name,
                 buffered: saturate(w.buffered),
                 capacity: saturate(w.capacity),
+                blocking: w.blocking,
             })
             .collect(),
         more_watchers,
+        incoming: saturate(info.incoming),
         closed_slow: info.closed_slow,
         recently_closed: info
             .recently_closed

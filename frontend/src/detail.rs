@@ -4,7 +4,8 @@
 //! detail lists them.
 
 use crate::interval::{describe, interval};
-use watchlife_protocol::{Stage, WatchEvent};
+use crate::stats::format_micros;
+use watchlife_protocol::{Origin, Stage, WatchEvent};
 
 /// How the event was delivered, when not as an ordinary watch event.
 pub fn delivery(e: &WatchEvent) -> Option<&'static str> {
@@ -28,6 +29,66 @@ pub fn stage_lines(e: &WatchEvent, etcd_notifies: bool) -> Vec<String> {
             format!("{} {}", w[1].0.label(), describe(w[0].0, us, etcd_notifies))
         })
         .collect()
+}
+
+/// The demo apiserver's hops of the event, each with its wait, where the
+/// server reported them: through etcd's watch to the Cacher's Reflector,
+/// the `incoming` queue, the dispatcher, this watch's buffer, its writer.
+pub fn server_lines(e: &WatchEvent) -> Vec<String> {
+    let Some(path) = e.server.as_deref() else {
+        return Vec::new();
+    };
+    let wait = |from: u64, to: u64| format_micros(to as i64 - from as i64);
+    let mut out = Vec::new();
+    match path.origin {
+        Origin::Synthetic => out.push(
+            "synthetic ADDED: the watch started from RV 0, so the watch cache sent every object as ADDED; no change was committed for it, so it has no etcd or watch cache time".into(),
+        ),
+        Origin::Replayed => out.push(
+            "replayed from the watch cache's window to a watch that started from an older RV: commit and cache times are the change's own, the buffer and stream times this watch's".into(),
+        ),
+        Origin::Live => {}
+    }
+    let committed = e.stages.get(&Stage::Etcd).map(|m| m.at);
+    let cached = e.stages.get(&Stage::WatchCache);
+    if let (Some(c), Some(r)) = (committed, path.reflected) {
+        out.push(format!(
+            "read from etcd's watch by the Cacher's Reflector {} after the commit",
+            wait(c, r)
+        ));
+    }
+    if let Some(cached) = cached {
+        if let Some(depth) = cached.depth {
+            out.push(format!(
+                "queued in the Cacher's incoming queue behind {} other events",
+                depth.saturating_sub(1)
+            ));
+        }
+        if let Some(d) = path.dispatched {
+            out.push(format!(
+                "taken by the dispatcher after {} in incoming",
+                wait(cached.at, d.at)
+            ));
+        }
+    }
+    let buffered_after = path
+        .dispatched
+        .map(|d| {
+            format!(
+                ", {} after the dispatcher took it",
+                wait(d.at, path.buffered.at)
+            )
+        })
+        .unwrap_or_default();
+    out.push(format!(
+        "put in this watch's buffer at depth {}{buffered_after}",
+        path.buffered.depth.unwrap_or(1)
+    ));
+    out.push(format!(
+        "written on this watch's stream after {} in its buffer",
+        wait(path.buffered.at, path.written)
+    ));
+    out
 }
 
 /// Each listener's call: its callback, its buffer's depth, when it took the
@@ -91,6 +152,7 @@ pub fn lines(e: &WatchEvent, etcd_notifies: bool) -> Vec<String> {
     if let Some(old) = &e.handled.old_resource_version {
         out.push(format!("the Indexer held RV {old} before"));
     }
+    out.extend(server_lines(e));
     out.extend(stage_lines(e, etcd_notifies));
     out.extend(call_lines(e));
     out.extend(reconcile_line(e));
@@ -231,5 +293,54 @@ mod tests {
             delivery(&e),
             Some("DeletedFinalStateUnknown (found by relist)")
         );
+    }
+
+    #[test]
+    fn the_server_path_is_told_hop_by_hop_and_a_synthetic_added_has_no_commit() {
+        let mut e = event(
+            &[(Stage::Etcd, 1_000), (Stage::WatchStream, 1_900)],
+            Handled::default(),
+        );
+        e.stages.insert(
+            Stage::WatchCache,
+            StageMark {
+                at: 1_050,
+                depth: Some(3),
+            },
+        );
+        e.server = Some(Box::new(watchlife_protocol::ServerPath {
+            origin: Origin::Live,
+            reflected: Some(1_040),
+            dispatched: Some(StageMark {
+                at: 1_250,
+                depth: Some(3),
+            }),
+            buffered: StageMark {
+                at: 1_260,
+                depth: Some(2),
+            },
+            written: 1_900,
+        }));
+        assert_eq!(
+            server_lines(&e),
+            [
+                "read from etcd's watch by the Cacher's Reflector 40 µs after the commit",
+                "queued in the Cacher's incoming queue behind 2 other events",
+                "taken by the dispatcher after 200 µs in incoming",
+                "put in this watch's buffer at depth 2, 10 µs after the dispatcher took it",
+                "written on this watch's stream after 640 µs in its buffer",
+            ]
+        );
+        let mut synthetic = event(&[(Stage::WatchStream, 1_900)], Handled::default());
+        synthetic.server = Some(Box::new(watchlife_protocol::ServerPath {
+            origin: Origin::Synthetic,
+            reflected: None,
+            dispatched: None,
+            buffered: StageMark::at(1_800),
+            written: 1_900,
+        }));
+        let lines = server_lines(&synthetic);
+        assert!(lines[0].starts_with("synthetic ADDED"));
+        assert!(lines.iter().all(|l| !l.contains("etcd's watch by")));
     }
 }

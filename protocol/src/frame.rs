@@ -297,10 +297,12 @@ mod tests {
                         name: "scheduler".into(),
                         buffered: 2,
                         capacity: 100,
+                        blocking: false,
                     }],
                     more_watchers: 0,
                     closed_slow: 0,
                     recently_closed: vec![],
+                    incoming: 0,
                 }],
             }),
         };

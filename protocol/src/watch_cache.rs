@@ -41,6 +41,10 @@ pub struct CacheState {
     /// The last few of them, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recently_closed: Vec<ClosedWatcherState>,
+    /// Events in the Cacher's `incoming` queue, between the watch cache and
+    /// the dispatcher (it holds 100).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub incoming: u32,
 }
 
 impl CacheState {
@@ -54,6 +58,10 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
 /// One watcher of a cache: a lane of its fan-out.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WatcherState {
@@ -63,8 +71,12 @@ pub struct WatcherState {
     pub name: String,
     /// Events sent by the cache and not yet read by the watcher.
     pub buffered: u32,
-    /// Events its buffer holds; one more and the cache closes the watcher.
+    /// Events its buffer holds. With it full, the dispatcher waits for it at
+    /// most its time budget, then closes it.
     pub capacity: u32,
+    /// Whether the dispatcher is waiting on this watcher's full buffer now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocking: bool,
 }
 
 /// A watcher the cache closed for being too slow.

@@ -163,6 +163,7 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
         name: name.into(),
         buffered,
         capacity: 100,
+        blocking: false,
     };
     bridge.send(&ServerFrame {
         seq: 1,
@@ -186,6 +187,7 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
                         name: "slow-watcher".into(),
                         revision: 702,
                     }],
+                    incoming: 0,
                 },
                 CacheState {
                     resource: "nodes".into(),
@@ -197,6 +199,7 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
                     more_watchers: 0,
                     closed_slow: 0,
                     recently_closed: vec![],
+                    incoming: 0,
                 },
             ],
         }),

@@ -2,7 +2,9 @@
 //! protocol says and carry live events from the embedded demo.
 
 use std::time::Duration;
-use watchlife_protocol::{EventType, FrameBody, ReflectorState, Source, Stage};
+use watchlife_protocol::{
+    EventType, FrameBody, Origin, ReflectorState, ServerAnswer, Source, Stage,
+};
 use watchlife_tests::bridge::Bridge;
 use watchlife_tests::ws::Viewer;
 
@@ -74,6 +76,24 @@ async fn frames_parse_and_carry_live_demo_events() {
             times.windows(2).all(|w| w[0] <= w[1]),
             "stage times in order: {times:?}"
         );
+        // Every server-side hop, as the demo's apiserver stamped it, in path
+        // order: commit, the Cacher's Reflector, the watch cache, dispatch,
+        // this watch's buffer, its stream.
+        let path = event.server.as_deref().expect("the demo reports its hops");
+        assert_eq!(path.origin, Origin::Live, "{event:?}");
+        let hops = [
+            event.stages[&Stage::Etcd].at,
+            path.reflected.expect("reflected"),
+            event.stages[&Stage::WatchCache].at,
+            path.dispatched.expect("dispatched").at,
+            path.buffered.at,
+            path.written,
+        ];
+        assert!(
+            hops.windows(2).all(|w| w[0] <= w[1]),
+            "hops in order: {hops:?}"
+        );
+        assert_eq!(path.written, event.stages[&Stage::WatchStream].at);
         types.insert(event.event_type);
     }
     assert!(types.contains(&EventType::Added));
@@ -96,16 +116,36 @@ async fn reflector_reports_list_then_watch() {
     ))
     .await;
     let mut states = Vec::new();
-    while states.len() < 3 {
+    while states.len() < 5 {
         if let FrameBody::Reflector(r) = resumed.next_frame(WAIT).await.body
             && r.resource == "pods"
         {
             states.push(r.state);
         }
     }
-    assert!(matches!(states[0], ReflectorState::ListStarted { .. }));
-    assert!(matches!(states[1], ReflectorState::ListFinished { .. }));
-    assert!(matches!(states[2], ReflectorState::WatchStarted { .. }));
+    // client-go's first LIST, rv="0", answered by the watch cache at its
+    // revision; then a WATCH from the LIST's revision, answered live with
+    // nothing to replay.
+    assert!(
+        matches!(&states[0], ReflectorState::ListStarted { resource_version, .. } if resource_version == "0")
+    );
+    let ReflectorState::Answered {
+        answer: ServerAnswer::ListFromWatchCache {
+            asked, revision, ..
+        },
+    } = &states[1]
+    else {
+        panic!("the watch cache answers rv=\"0\": {states:?}")
+    };
+    assert_eq!(asked, "0");
+    assert!(
+        matches!(&states[2], ReflectorState::ListFinished { resource_version, .. } if resource_version == &revision.to_string())
+    );
+    assert!(matches!(states[3], ReflectorState::WatchStarted { .. }));
+    assert!(
+        matches!(&states[4], ReflectorState::Answered { answer: ServerAnswer::WatchReplayed { asked, .. } } if asked == &revision.to_string()),
+        "{states:?}"
+    );
 }
 
 #[tokio::test]

@@ -29,11 +29,14 @@ const BUFFER_W: f64 = 64.0;
 /// Height of one lane.
 const LANE_H: f64 = 19.0;
 /// Smallest height of one cache's block (the ring and its captions).
-const BLOCK_MIN_H: f64 = 134.0;
+const BLOCK_MIN_H: f64 = 150.0;
 /// Lanes drawn per cache; more are counted.
 const MAX_LANES: usize = 8;
 
 /// The name a watcher is drawn with.
+/// Events the Cacher's `incoming` queue holds (as the apiserver's).
+const INCOMING_CAPACITY: u32 = 100;
+
 fn watcher_name(name: &str) -> String {
     if name.is_empty() {
         "unnamed watcher".into()
@@ -198,7 +201,7 @@ fn CacheBlock(cache: CacheState, top: f64) -> impl IntoView {
         (cache.len as f64 / cache.capacity as f64).min(1.0)
     };
     let n = cache.watchers.len();
-    let lanes: Vec<(String, f64, u32, u32)> = cache
+    let lanes: Vec<(String, f64, u32, u32, bool)> = cache
         .watchers
         .iter()
         .take(MAX_LANES)
@@ -209,10 +212,12 @@ fn CacheBlock(cache: CacheState, top: f64) -> impl IntoView {
                 lane_y(top, i, n),
                 w.buffered,
                 w.capacity,
+                w.blocking,
             )
         })
         .collect();
     let lane_ys: Vec<f64> = lanes.iter().map(|l| l.1).collect();
+    let incoming = cache.incoming;
     let resource = cache.resource.clone();
     // Copies of the tokens now between the watch cache and the Reflector.
     let copies = move || {
@@ -285,9 +290,13 @@ fn CacheBlock(cache: CacheState, top: f64) -> impl IntoView {
             <text class="ring-window" x=RING_X y=cy + RING_R + 16.0 text-anchor="middle">
                 {format!("RV {} → {}", cache.window_start, cache.window_end)}
             </text>
+            <text class="incoming" class:backed-up={incoming > 0} x=RING_X y=cy + RING_R + 32.0 text-anchor="middle" data-incoming=incoming>
+                {format!("incoming {incoming}/{INCOMING_CAPACITY}")}
+                <title>"Events the watch cache has taken and the dispatcher has not yet handed to the watchers' buffers (the Cacher's incoming queue)"</title>
+            </text>
             {lanes
                 .into_iter()
-                .map(|(name, ly, buffered, capacity)| {
+                .map(|(name, ly, buffered, capacity, blocking)| {
                     let full = if capacity == 0 { 0.0 } else { (buffered as f64 / capacity as f64).min(1.0) };
                     let path = format!(
                         "M{FAN_X},{cy} C{:.1},{cy} {:.1},{ly} {LANE_X},{ly} L{LANE_END},{ly}",
@@ -295,13 +304,17 @@ fn CacheBlock(cache: CacheState, top: f64) -> impl IntoView {
                         LANE_X - 45.0
                     );
                     view! {
-                        <g class="watcher" class:filling={full >= 0.5} data-name=name.clone() data-buffered=buffered>
+                        <g class="watcher" class:filling={full >= 0.5} class:blocking=blocking data-name=name.clone() data-buffered=buffered>
                             <path class="lane-path" d=path/>
                             <text class="watcher-name" x=NAME_X y=ly + 4.0>{name.clone()}</text>
                             <rect class="buffer-bg" x=BUFFER_X y=ly - 4.0 width=BUFFER_W height=8 rx=2/>
                             <rect class="buffer-fill" x=BUFFER_X y=ly - 4.0 width=format!("{:.1}", (full * BUFFER_W).max(if buffered > 0 { 2.0 } else { 0.0 })) height=8 rx=2/>
                             <text class="buffer-count" x=BUFFER_X + BUFFER_W + 6.0 y=ly + 4.0>{format!("{buffered}/{capacity}")}</text>
-                            <title>{format!("{name}: {buffered} of {capacity} events waiting in its buffer; when full, the cache closes the watch")}</title>
+                            <title>{if blocking {
+                                format!("{name}: its buffer is full ({buffered} of {capacity}); the dispatcher is waiting for it, at most its time budget (≤ 100 ms), then closes the watch")
+                            } else {
+                                format!("{name}: {buffered} of {capacity} events waiting in its buffer for its writer; when full, the dispatcher waits at most its time budget, then closes the watch")
+                            }}</title>
                         </g>
                     }
                 })
