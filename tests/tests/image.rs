@@ -27,10 +27,16 @@ use watchlife_tests::ws::Viewer;
 /// How long the binary may take to serve, or a frame to come, on a busy machine.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// The image, or `None` (said on stderr) where buildah is not installed.
+/// The image, or `None` (said on stderr) where buildah is not installed or
+/// the tests do not run as root (mounts and `chroot` need it).
 fn unpacked() -> Option<Rootfs> {
     if !buildah_present() {
         eprintln!("skipped: buildah is not installed (make test-setup installs it)");
+        return None;
+    }
+    let uid = std::process::Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        eprintln!("skipped: the image tests mount and chroot, which needs root");
         return None;
     }
     Some(Rootfs::unpack(&image_name()))
