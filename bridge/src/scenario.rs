@@ -17,8 +17,9 @@ use watchlife_controlplane::{ApiError, ControlPlane};
 const STEP: Duration = Duration::from_millis(2500);
 
 /// Pause between the writes and the compaction: shorter than
-/// [`watchlife_demo_apiserver::watch::BOOKMARK_INTERVAL`] minus [`STEP`], so
-/// the compaction comes before the first bookmark of the watches.
+/// [`watchlife_controlplane::cacher::watcher::DEMO_BOOKMARK_FREQUENCY`] minus
+/// [`STEP`], so the compaction comes before the first bookmark of the
+/// watches.
 const BEFORE_BOOKMARK: Duration = Duration::from_millis(1000);
 
 /// Watchers the many-watchers scenario adds to the pods' watch cache: enough
@@ -41,8 +42,9 @@ pub enum Scenario {
     /// The store compacted and every watch dropped: a Reflector whose
     /// resourceVersion was compacted away gets 410 Gone and lists again.
     CompactionRelist,
-    /// A watcher that never reads fills its buffer and is closed by the watch
-    /// cache, while every other watcher goes on.
+    /// A watcher that never reads fills its buffer: the dispatcher blocks on
+    /// it for its time budget while the events behind wait in `incoming`,
+    /// then closes it, and every other watcher goes on.
     SlowWatcher,
     /// One watch cache serving many watchers, each event serialized once.
     ManyWatchers,
