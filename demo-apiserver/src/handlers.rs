@@ -4,6 +4,7 @@
 //! Every failure is answered with a Kubernetes `Status`; no input makes a
 //! handler panic.
 
+use crate::apply;
 use crate::patch::{self, PatchType};
 use crate::path::{self, Subresource, Target};
 use crate::protobuf::{self, Accept};
@@ -110,21 +111,35 @@ async fn resource(
         (Method::GET, false) => collection(cp, &target, &pairs, watch::client(headers)).await,
         (Method::GET, true) => get(cp, &target, &pairs, watch::client(headers)),
         (Method::POST, false) if target.namespace.is_some() || !target.rt.namespaced => {
+            let manager = field_manager(&pairs, headers)?;
             let body = read_object(headers, body).await?;
-            create(cp, &target, &body)
+            create(cp, &target, &body, &manager)
         }
         (Method::PUT, true) => {
+            let manager = field_manager(&pairs, headers)?;
             let body = read_object(headers, body).await?;
-            update(cp, &target, &body)
+            update(cp, &target, &body, &manager)
         }
         (Method::PATCH, true) => {
-            let kind = PatchType::from_content_type(
-                headers
-                    .get(header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok()),
-            )?;
+            let manager = field_manager(&pairs, headers)?;
+            let content_type = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            if apply::is_apply(content_type) {
+                if params::value(&pairs, "fieldManager").is_none() {
+                    return Err(Status::new(
+                        422,
+                        "Invalid",
+                        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                    ));
+                }
+                let body = read_body(body).await?;
+                let force = params::value(&pairs, "force").is_some_and(|f| f == "true" || f == "1");
+                return server_side_apply(cp, &target, &body, &manager, force);
+            }
+            let kind = PatchType::from_content_type(content_type)?;
             let body = read_body(body).await?;
-            patch(cp, &target, kind, &body)
+            patch(cp, &target, kind, &body, &manager)
         }
         (Method::DELETE, true) if target.subresource.is_none() => {
             let body = read_object(headers, body).await?;
@@ -269,10 +284,68 @@ fn get(
     })
 }
 
-fn create(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
+/// The field manager of a write (see [`apply::manager`]); a `fieldManager`
+/// the apiserver would refuse is a 422.
+fn field_manager(pairs: &[(String, String)], headers: &HeaderMap) -> Result<String, Status> {
+    apply::manager(
+        params::value(pairs, "fieldManager"),
+        headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// The time a manager's entry records.
+fn now(cp: &ControlPlane) -> String {
+    watchlife_controlplane::time::rfc3339(cp.clock().now())
+}
+
+/// `PATCH` with `application/apply-patch+yaml` (see [`apply`]): creates the
+/// object when it does not exist, else merges the applied configuration
+/// with field ownership and conflicts.
+fn server_side_apply(
+    cp: &ControlPlane,
+    target: &Target,
+    body: &[u8],
+    manager: &str,
+    force: bool,
+) -> Answer {
+    let rt = target.rt;
+    if target.subresource.is_some() {
+        return Err(Status::unsupported_media_type(&patch::ACCEPTED));
+    }
+    let name = target.name.as_deref().unwrap_or_default();
+    let applied = apply::parse(body)?;
+    let applied = objects::decode(rt, applied.to_string().as_bytes())?;
+    objects::check_name(&applied, name)?;
+    objects::check_namespace(rt, &applied, namespace(target))?;
+    let at = now(cp);
+    match cp.get(rt, namespace(target), name) {
+        Err(ApiError::NotFound { .. }) => {
+            let mut obj = apply::apply(rt, None, &applied, manager, force, &at)?;
+            object::set_meta(&mut obj, "name", name);
+            objects::prepare_create(rt, &mut obj, namespace(target))?;
+            if let Some(ns) = namespace(target) {
+                cp.get(NAMESPACES, None, ns)?;
+            }
+            let created = cp.create(rt, obj)?;
+            return Ok(response::object(StatusCode::CREATED, &created));
+        }
+        Err(e) => return Err(e.into()),
+        Ok(_) => {}
+    }
+    let updated = guaranteed_update(cp, target, None, |current| {
+        let merged = apply::apply(rt, Some(current), &applied, manager, force, &at)?;
+        Ok((objects::prepare_update(rt, None, current, merged), None))
+    })?;
+    Ok(response::object(StatusCode::OK, &updated))
+}
+
+fn create(cp: &ControlPlane, target: &Target, body: &[u8], manager: &str) -> Answer {
     let rt = target.rt;
     let mut obj = objects::decode(rt, body)?;
     objects::prepare_create(rt, &mut obj, namespace(target))?;
+    apply::track_update(rt, None, &mut obj, manager, &now(cp));
     if let Some(ns) = namespace(target) {
         // The apiserver's NamespaceLifecycle admission: no object in a
         // namespace that does not exist.
@@ -282,7 +355,7 @@ fn create(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
     Ok(response::object(StatusCode::CREATED, &created))
 }
 
-fn update(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
+fn update(cp: &ControlPlane, target: &Target, body: &[u8], manager: &str) -> Answer {
     let rt = target.rt;
     let name = target.name.as_deref().unwrap_or_default();
     let updated = match target.subresource {
@@ -292,7 +365,7 @@ fn update(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
             objects::check_name(&sent, name)?;
             let replicas = scale::replicas(rt, &sent)?;
             let precondition = revision_in(&sent)?;
-            let obj = guaranteed_update(cp, target, |current| {
+            let obj = guaranteed_update(cp, target, Some(manager), |current| {
                 let scaled = scale::apply(current, replicas);
                 Ok((
                     objects::prepare_update(rt, None, current, scaled),
@@ -306,7 +379,8 @@ fn update(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
             objects::check_name(&sent, name)?;
             objects::check_namespace(rt, &sent, namespace(target))?;
             let precondition = revision_in(&sent)?;
-            guaranteed_update(cp, target, |current| {
+            let manager = (sub.is_none()).then_some(manager);
+            guaranteed_update(cp, target, manager, |current| {
                 Ok((
                     objects::prepare_update(rt, sub, current, sent.clone()),
                     precondition,
@@ -317,11 +391,18 @@ fn update(cp: &ControlPlane, target: &Target, body: &[u8]) -> Answer {
     Ok(response::object(StatusCode::OK, &updated))
 }
 
-fn patch(cp: &ControlPlane, target: &Target, kind: PatchType, body: &[u8]) -> Answer {
+fn patch(
+    cp: &ControlPlane,
+    target: &Target,
+    kind: PatchType,
+    body: &[u8],
+    manager: &str,
+) -> Answer {
     let rt = target.rt;
     let name = target.name.as_deref().unwrap_or_default();
     let sub = target.subresource;
-    let updated = guaranteed_update(cp, target, |current| {
+    let tracked = (sub != Some(Subresource::Status)).then_some(manager);
+    let updated = guaranteed_update(cp, target, tracked, |current| {
         let current_rv = revision_in(current)?;
         let view = match sub {
             Some(Subresource::Scale) => scale::of(current),
@@ -374,9 +455,12 @@ fn revision_in(obj: &Value) -> Result<Option<Revision>, Status> {
 /// finds another revision is a 409 Conflict. Without one, the write is made
 /// against the revision just read and, when another writer got in between,
 /// is recomputed from the newer object, up to [`MAX_UPDATE_ATTEMPTS`] times.
+/// With a `manager`, the fields the write changes become that manager's
+/// (see [`apply::track_update`]).
 fn guaranteed_update(
     cp: &ControlPlane,
     target: &Target,
+    manager: Option<&str>,
     change: impl Fn(&Value) -> Result<(Value, Option<Revision>), Status>,
 ) -> Result<Arc<Value>, Status> {
     let rt = target.rt;
@@ -385,6 +469,16 @@ fn guaranteed_update(
     for _ in 0..MAX_UPDATE_ATTEMPTS {
         let current = cp.get(rt, namespace(target), name)?;
         let (mut new, precondition) = change(&current)?;
+        match manager {
+            Some(m) => apply::track_update(rt, Some(&current), &mut new, m, &now(cp)),
+            // A status write or an apply: the managers `change` left.
+            None if new.pointer("/metadata/managedFields").is_none() => {
+                if let Some(fields) = current.pointer("/metadata/managedFields") {
+                    object::metadata_mut(&mut new).insert("managedFields".into(), fields.clone());
+                }
+            }
+            None => {}
+        }
         let expected = match precondition {
             Some(rv) => rv.to_string(),
             None => object::resource_version(&current).unwrap_or("").to_string(),

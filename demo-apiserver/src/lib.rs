@@ -19,7 +19,8 @@
 //! - [`watch`]: watch streams (each one's writer) and how a watch ends;
 //!   [`lists`]: LISTs that wait for the watch cache, and who answered.
 //! - [`objects`]: request bodies and the per-type strategies; [`patch`]: the
-//!   patch types; [`scale`]: the scale subresource.
+//!   patch types; [`apply`]: server-side apply and managed fields;
+//!   [`scale`]: the scale subresource.
 //! - [`response`]: JSON answers and `Status` objects, and the negotiation
 //!   that turns them into protobuf; [`protobuf`]: protobuf bodies.
 //! - [`openapi`]: `/openapi/v2` and `/openapi/v3`, from Kubernetes' own spec.
@@ -30,6 +31,7 @@
 //! See `README.md` beside this crate for what is served and what is not.
 
 pub mod access;
+pub mod apply;
 pub mod discovery;
 pub mod door;
 pub mod handlers;

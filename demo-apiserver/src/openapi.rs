@@ -60,6 +60,46 @@ static V3: LazyLock<BTreeMap<String, String>> = LazyLock::new(|| {
         .collect()
 });
 
+/// Definition names by (group, version, kind).
+static BY_KIND: LazyLock<std::collections::HashMap<(String, String, String), String>> =
+    LazyLock::new(|| {
+        let mut out = std::collections::HashMap::new();
+        for (name, def) in V2
+            .as_ref()
+            .and_then(|v| v["definitions"].as_object())
+            .into_iter()
+            .flatten()
+        {
+            for gvk in def["x-kubernetes-group-version-kind"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let text = |k: &str| gvk[k].as_str().unwrap_or("").to_string();
+                out.insert((text("group"), text("version"), text("kind")), name.clone());
+            }
+        }
+        out
+    });
+
+/// Whether this build has the OpenAPI documents.
+pub fn available() -> bool {
+    V2.is_some()
+}
+
+/// The schema of a kind (`apps/v1`, `Deployment`), when known.
+pub fn definition_of(api_version: &str, kind: &str) -> Option<&'static Value> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let name = BY_KIND.get(&(group.to_string(), version.to_string(), kind.to_string()))?;
+    V2.as_ref()?["definitions"].get(name)
+}
+
+/// The definition a `$ref` (`#/definitions/NAME`) points at.
+pub fn definition(reference: &str) -> Option<&'static Value> {
+    let name = reference.strip_prefix("#/definitions/")?;
+    V2.as_ref()?["definitions"].get(name)
+}
+
 /// The Status of a build without Kubernetes' source tree.
 fn not_built() -> Status {
     Status::new(

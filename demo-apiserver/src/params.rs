@@ -34,6 +34,11 @@ pub fn pairs(query: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The last value a query parameter was given, if any.
+pub fn value<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    get(pairs, name)
+}
+
 fn get<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
     pairs
         .iter()

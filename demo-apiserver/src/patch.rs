@@ -10,8 +10,7 @@
 //! per-field merge keys of the OpenAPI schema (such as `containerPort` for
 //! ports) are not known to this server.
 //!
-//! Server-side apply (`application/apply-patch+yaml`) is not served: it is
-//! refused with 415, as by a server without the feature.
+//! Server-side apply (`application/apply-patch+yaml`) is `crate::apply`.
 
 use serde_json::{Map, Value};
 use watchlife_controlplane::status::Status;
@@ -33,7 +32,7 @@ pub const ACCEPTED: [&str; 3] = [
 
 impl PatchType {
     /// The patch type of a `Content-Type` header (parameters ignored); a 415
-    /// for anything else, server-side apply included.
+    /// for anything else (server-side apply is told apart before).
     pub fn from_content_type(content_type: Option<&str>) -> Result<Self, Status> {
         let media = content_type
             .unwrap_or("")

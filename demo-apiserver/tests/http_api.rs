@@ -176,7 +176,8 @@ async fn bad_input_gets_the_right_status_and_the_server_keeps_serving() {
             b"data: {}".to_vec(),
         )
         .await;
-    assert_status(&ssa, 415, "UnsupportedMediaType");
+    // Server-side apply needs a field manager (tests/kubectl.rs applies).
+    assert_status(&ssa, 422, "Invalid");
     let protobuf = c
         .call(
             "POST",

@@ -374,3 +374,91 @@ async fn kubectl_auth_can_i_says_yes_and_logs_exec_are_refused_clearly() {
     let out = k.command(&["logs", "nope"]).output().await.unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("NotFound"));
 }
+
+/// `kubectl apply --server-side`: creates, re-applies, reports a conflict
+/// with another manager as kube-apiserver does, and takes the field with
+/// `--force-conflicts`.
+#[tokio::test]
+async fn kubectl_server_side_apply_owns_fields_and_reports_conflicts() {
+    let server = support::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kube").join("config");
+    watchlife_demo_apiserver::write_kubeconfig(&kubeconfig, &server.base).unwrap();
+    let k = Kubectl {
+        kubeconfig,
+        dir: dir.path().to_path_buf(),
+    };
+    let first = k.manifest("first.yaml", DEPLOYMENT);
+    for _ in 0..2 {
+        assert_eq!(
+            k.run(&["apply", "--server-side", "-f", &first])
+                .await
+                .trim(),
+            "deployment.apps/web serverside-applied"
+        );
+    }
+    let d = server.cp.get(DEPLOYMENTS, Some("default"), "web").unwrap();
+    assert_eq!(d["metadata"]["managedFields"][0]["manager"], "kubectl");
+    assert_eq!(d["metadata"]["managedFields"][0]["operation"], "Apply");
+    assert!(
+        d["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:template"]["f:spec"]
+            ["f:containers"]["k:{\"name\":\"web\"}"]
+            .is_object(),
+        "{d}"
+    );
+
+    let other = k.manifest(
+        "other.yaml",
+        &DEPLOYMENT.replace("replicas: 1", "replicas: 3"),
+    );
+    let out = k
+        .command(&[
+            "apply",
+            "--server-side",
+            "--field-manager=other",
+            "-f",
+            &other,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "Apply failed with 1 conflict: conflict with \"kubectl\" using apps/v1: .spec.replicas"
+        ),
+        "{stderr}"
+    );
+    k.run(&[
+        "apply",
+        "--server-side",
+        "--field-manager=other",
+        "--force-conflicts",
+        "-f",
+        &other,
+    ])
+    .await;
+    let d = server.cp.get(DEPLOYMENTS, Some("default"), "web").unwrap();
+    assert_eq!(d["spec"]["replicas"], 3);
+
+    // The first manager gives replicas up (it would conflict again) and
+    // adds a label; a label it stops applying is then removed.
+    let without_replicas = DEPLOYMENT.replace("  replicas: 1\n", "");
+    let labelled = k.manifest(
+        "labelled.yaml",
+        &without_replicas.replace(
+            "labels: {app: web}\nspec",
+            "labels: {app: web, tier: front}\nspec",
+        ),
+    );
+    k.run(&["apply", "--server-side", "-f", &labelled]).await;
+    let d = server.cp.get(DEPLOYMENTS, Some("default"), "web").unwrap();
+    assert_eq!(d["metadata"]["labels"]["tier"], "front");
+    let unlabelled = k.manifest("unlabelled.yaml", &without_replicas);
+    k.run(&["apply", "--server-side", "-f", &unlabelled]).await;
+    let d = server.cp.get(DEPLOYMENTS, Some("default"), "web").unwrap();
+    assert!(d["metadata"]["labels"].get("tier").is_none(), "{d}");
+    // replicas now belongs to "other" alone, so it stays.
+    assert_eq!(d["spec"]["replicas"], 3);
+}
