@@ -41,6 +41,15 @@ if ! python3 -c 'import prometheus_client' 2>/dev/null; then
         || python3 -m pip install --quiet --disable-pip-version-check --user --break-system-packages prometheus_client
 fi
 
+# The kubectl compatibility test also drives Python's `kubernetes` client
+# (PyPI) against the demo and the real cluster.
+if ! python3 -c 'import kubernetes' 2>/dev/null; then
+    say "the kubectl compatibility test needs Python's kubernetes client: installing it with pip (seconds)"
+    python3 -m pip install --quiet --disable-pip-version-check kubernetes 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check --user kubernetes 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check --user --break-system-packages kubernetes
+fi
+
 # etcd and etcdctl from Debian; kube-apiserver v1.20.2 compiled from Debian's
 # source package with Debian's Go, cached in ~/.cache/watchlife. The script
 # reports its own progress; its stdout (where the binaries are) is not needed.
