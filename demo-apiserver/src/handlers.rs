@@ -50,7 +50,14 @@ pub async fn handle(
     if let Some(answer) = crate::openapi::serve(uri.path(), &headers) {
         return answer.unwrap_or_else(|status| response::status(&status));
     }
-    let accept = protobuf::accept(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+    let accept_header = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let accept = protobuf::accept(accept_header);
+    // kubectl get's server-side printing (see [`crate::table`]).
+    let tabulated = (method == Method::GET && crate::table::wanted(accept_header))
+        .then(|| path::parse(uri.path()))
+        .flatten()
+        .filter(|t| t.subresource.is_none())
+        .map(|t| t.rt);
     let answer =
         match discovery_document(uri.path()) {
             Some(doc) if method == Method::GET => Ok(response::ok(&doc)),
@@ -68,6 +75,9 @@ pub async fn handle(
             },
         };
     let response = answer.unwrap_or_else(|status| response::status(&status));
+    if let Some(rt) = tabulated {
+        return response::tabulate(response, rt, api.cp.clock().clone()).await;
+    }
     match accept {
         Accept::Json => response,
         wanted => response::negotiate(response, wanted).await,

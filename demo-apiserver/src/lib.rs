@@ -24,6 +24,7 @@
 //! - [`response`]: JSON answers and `Status` objects, and the negotiation
 //!   that turns them into protobuf; [`protobuf`]: protobuf bodies.
 //! - [`openapi`]: `/openapi/v2` and `/openapi/v3`, from Kubernetes' own spec.
+//! - [`table`]: `kubectl get`'s server-side printing (`as=Table`).
 //! - [`kubeconfig`]: the kubeconfig that points clients here.
 //! - [`stages`]: the control plane's server-side stages as tokio tasks.
 //! - [`metrics`]: `GET /metrics`, the watchers of each watch cache.
@@ -49,6 +50,7 @@ pub mod refusals;
 pub mod response;
 pub mod scale;
 pub mod stages;
+pub mod table;
 pub mod watch;
 
 pub use door::{Door, DoorError};

@@ -442,7 +442,7 @@ fn format_time(seconds: i64, nanos: i32, micro: bool) -> String {
 
 /// Reads an RFC 3339 time (`Z` or a numeric offset, any fraction) as
 /// seconds and nanoseconds since the epoch.
-fn parse_time(text: &str) -> Option<(i64, i32)> {
+pub(crate) fn parse_time(text: &str) -> Option<(i64, i32)> {
     let b = text.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
         return None;

@@ -170,3 +170,65 @@ pub async fn negotiate(response: Response, wanted: crate::protobuf::Accept) -> R
         (None, _) => Response::from_parts(parts, Body::from(bytes)),
     }
 }
+
+/// Turns a JSON answer to `GET` into the `Table` kubectl asked for (see
+/// [`crate::table`]): a list or an object becomes a table, each event of a
+/// watch a one-row table. Failures stay `Status` objects.
+pub async fn tabulate(
+    response: Response,
+    rt: ResourceType,
+    clock: watchlife_controlplane::Clock,
+) -> Response {
+    let now = move || (clock.now() / 1_000_000) as i64;
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == JSON.as_bytes());
+    if response.status() != StatusCode::OK || !is_json {
+        return response;
+    }
+    if response.extensions().get::<Streamed>().is_some() {
+        let (parts, body) = response.into_parts();
+        let lines = futures_util::stream::unfold(
+            (body.into_data_stream(), Vec::<u8>::new(), now),
+            move |(mut data, mut pending, now)| async move {
+                use futures_util::StreamExt as _;
+                loop {
+                    if let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                        let line: Vec<u8> = pending.drain(..=end).collect();
+                        let out = crate::table::event_line(rt, &line[..line.len() - 1], now())
+                            .unwrap_or(line);
+                        return Some((Ok::<_, Infallible>(Bytes::from(out)), (data, pending, now)));
+                    }
+                    match data.next().await {
+                        Some(Ok(chunk)) => pending.extend_from_slice(&chunk),
+                        // The stream ended (or broke): what is left goes as it is.
+                        _ if !pending.is_empty() => {
+                            let rest = std::mem::take(&mut pending);
+                            return Some((Ok(Bytes::from(rest)), (data, pending, now)));
+                        }
+                        _ => return None,
+                    }
+                }
+            },
+        );
+        return Response::from_parts(parts, Body::from_stream(lines));
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, NEGOTIATED_BYTES).await else {
+        return status(&Status::new(
+            500,
+            "InternalError",
+            "the answer was too large to tabulate",
+        ));
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(value) if value.get("kind").and_then(Value::as_str) != Some("Status") => {
+            let table = crate::table::of(rt, &value, now());
+            let mut response = Response::from_parts(parts, Body::from(table.to_string()));
+            response.headers_mut().remove(header::CONTENT_LENGTH);
+            response
+        }
+        _ => Response::from_parts(parts, Body::from(bytes)),
+    }
+}

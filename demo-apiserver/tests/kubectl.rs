@@ -357,6 +357,26 @@ async fn kubectl_auth_can_i_says_yes_and_logs_exec_are_refused_clearly() {
     assert!(list.contains("*.*"), "{list}");
 
     k.run(&["run", "p", "--image=nginx"]).await;
+    // `kubectl get` prints the server's table: the columns of a cluster.
+    let listed = k.run(&["get", "pods"]).await;
+    let header: Vec<&str> = listed.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{listed}"
+    );
+    assert!(
+        listed.contains("0/1") && listed.contains("Pending"),
+        "{listed}"
+    );
+    let wide = k.run(&["get", "pods", "-o", "wide"]).await;
+    assert!(wide.lines().next().unwrap().contains("NODE"), "{wide}");
+    let events = k.run(&["get", "events"]).await;
+    assert!(
+        // No events without controllers ("No resources found" is on stderr).
+        events.is_empty() || events.contains("REASON"),
+        "{events}"
+    );
     for args in [
         &["logs", "p"][..],
         &["exec", "p", "--", "ls"],

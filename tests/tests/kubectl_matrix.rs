@@ -100,6 +100,11 @@ fn steps() -> Vec<Step> {
             walkthrough: true,
         },
         walk(&["get", "pods", "-o", "wide"], "ok"),
+        same(&["get", "replicasets"], "ok"),
+        same(&["get", "services"], "ok"),
+        same(&["get", "configmaps"], "ok"),
+        same(&["get", "secrets"], "ok"),
+        same(&["get", "namespaces"], "ok"),
         walk(&["describe", "deployment", "web"], "ok"),
         walk(&["scale", "deployment", "web", "--replicas=5"], "ok"),
         walk(
@@ -331,6 +336,13 @@ async fn kubectl(kubeconfig: &Path, home: &Path, args: &[String]) -> Run {
     }
 }
 
+/// The column names of a table kubectl printed.
+fn header(out: &str) -> Option<Vec<String>> {
+    out.lines()
+        .next()
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+}
+
 /// A kubeconfig for the demo's API (plain HTTP on loopback, no token).
 fn demo_kubeconfig(dir: &Path, api: &str) -> PathBuf {
     let path = dir.join("demo.kubeconfig");
@@ -407,6 +419,21 @@ async fn kubectl_commands_end_alike_on_the_demo_and_on_kube_apiserver() {
         }
         if step.walkthrough {
             walked += 1;
+        }
+        // `kubectl get` prints the same columns from both servers' tables
+        // (`get all` aside: the real cluster has no pods to list first).
+        if step.args[0] == "get"
+            && step.args[1] != "all"
+            && on_demo.class == "ok"
+            && on_real.class == "ok"
+            && let (Some(demo_header), Some(real_header)) =
+                (header(&on_demo.stdout), header(&on_real.stdout))
+            && demo_header != real_header
+        {
+            failures.push(format!(
+                "kubectl {}: the demo prints {demo_header:?}, kube-apiserver {real_header:?}",
+                step.args.join(" ")
+            ));
         }
         // What the demo says must also read right, not only end right.
         match step.args {
