@@ -337,9 +337,13 @@ fn cells(rt: ResourceType, obj: &Value, now: i64) -> Vec<Value> {
                 .find(|a| a["type"] == "InternalIP")
                 .and_then(|a| a["address"].as_str())
                 .unwrap_or("");
+            let mut status = if ready { "Ready" } else { "NotReady" }.to_string();
+            if obj.pointer("/spec/unschedulable") == Some(&json!(true)) {
+                status.push_str(",SchedulingDisabled");
+            }
             vec![
                 json!(name),
-                json!(if ready { "Ready" } else { "NotReady" }),
+                json!(status),
                 json!("<none>"),
                 json!(age),
                 json!(text(obj, "/status/nodeInfo/kubeletVersion")),

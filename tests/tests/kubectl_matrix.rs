@@ -167,6 +167,33 @@ fn steps() -> Vec<Step> {
         ),
         same(&["rollout", "restart", "deployment/web"], "ok"),
         same(&["rollout", "history", "deployment/web"], "ok"),
+        Step {
+            args: &["rollout", "undo", "deployment/web"],
+            expect: Expect::Differs {
+                demo: "ok",
+                real: "ClientError",
+                why: "kubectl finds no ReplicaSet to roll back to where no controller made one",
+            },
+            walkthrough: false,
+        },
+        Step {
+            args: &["cordon", "node-a"],
+            expect: Expect::Differs {
+                demo: "ok",
+                real: "NotFound",
+                why: "the real test cluster has no kubelet, so no node",
+            },
+            walkthrough: false,
+        },
+        Step {
+            args: &["uncordon", "node-a"],
+            expect: Expect::Differs {
+                demo: "ok",
+                real: "NotFound",
+                why: "the real test cluster has no kubelet, so no node",
+            },
+            walkthrough: false,
+        },
         same(&["apply", "-f", "{dir}/api.yaml"], "ok"),
         same(&["apply", "-f", "{dir}/api.yaml"], "ok"),
         same(&["create", "-f", "{dir}/settings.yaml"], "ok"),

@@ -358,8 +358,20 @@ impl DeploymentController {
         if unavailable > 0 {
             status["unavailableReplicas"] = json!(unavailable);
         }
+        // The deployment controller also marks the Deployment with its
+        // current revision (`kubectl rollout undo` patches that annotation).
+        let revision = new.map(|rs| revision_of(rs)).filter(|r| *r > 0);
         let (ns, name) = split_key(key);
-        update_if_changed(cp, DEPLOYMENTS, ns, name, |d| d["status"] = status).map(drop)
+        update_if_changed(cp, DEPLOYMENTS, ns, name, |d| {
+            d["status"] = status;
+            if let Some(revision) = revision {
+                if !d["metadata"]["annotations"].is_object() {
+                    d["metadata"]["annotations"] = json!({});
+                }
+                d["metadata"]["annotations"][REVISION_ANNOTATION] = json!(revision.to_string());
+            }
+        })
+        .map(drop)
     }
 }
 

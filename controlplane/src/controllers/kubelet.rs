@@ -19,6 +19,10 @@ use std::collections::HashMap;
 use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
+/// The version the demo's kubelets report (`kubectl get nodes`): the
+/// demo API's own.
+pub const KUBELET_VERSION: &str = "v1.32.0-watchlife";
+
 /// Time from a pod landing on the node to its containers running: a real
 /// kubelet takes a second or more to pull and start; half a second keeps the
 /// demo brisk while leaving Pending visible.
@@ -119,6 +123,12 @@ impl Kubelet {
                 "addresses": [{"type": "InternalIP", "address": format!("10.0.0.{}", 10 + u32::from(self.index))}],
                 "capacity": {"pods": NODE_MAX_PODS.to_string()},
                 "allocatable": {"pods": NODE_MAX_PODS.to_string()},
+                "nodeInfo": {
+                    "kubeletVersion": KUBELET_VERSION,
+                    "operatingSystem": "linux",
+                    "architecture": "amd64",
+                    "containerRuntimeVersion": "",
+                },
             },
         });
         match cp.create(NODES, node) {

@@ -552,6 +552,11 @@ fn deployment_status_has_conditions_and_observed_generation() {
     let d = cp.get(DEPLOYMENTS, Some(NAMESPACE), DEPLOYMENT).unwrap();
     assert_eq!(d["metadata"]["generation"], 2);
     assert_eq!(d["status"]["observedGeneration"], 2);
+    // The current revision, which `kubectl rollout undo` patches.
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "2"
+    );
     assert_eq!(
         condition(&d, "Progressing")["reason"],
         "NewReplicaSetAvailable"
