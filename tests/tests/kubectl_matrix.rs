@@ -6,7 +6,9 @@
 //! difference fails the test, which prints the whole matrix.
 //!
 //! Then the Python `kubernetes` client's list + watch + create
-//! (`tests/python/list_watch_create.py`) against both.
+//! (`tests/python/list_watch_create.py`) against both, and client-go
+//! v1.20.2's own informer (the differential tests' reference program): it
+//! lists and watches config maps on both and is told of one created there.
 //!
 //! The real cluster here is kube-apiserver and etcd only: no scheduler, no
 //! controller manager, no kubelet. Its pods stay Pending and its Deployments
@@ -16,7 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::process::Command;
+use watchlife_protocol::Callback;
 use watchlife_tests::bridge::Bridge;
+use watchlife_tests::client_go::{Options, Reference};
+use watchlife_tests::differential::trace::{Trace, View};
 use watchlife_tests::real_cluster::RealCluster;
 
 const KUBECTL: &str = "/usr/bin/kubectl";
@@ -489,6 +494,54 @@ async fn kubectl_commands_end_alike_on_the_demo_and_on_kube_apiserver() {
     println!("{report}");
     assert_eq!(walked, 10, "the README's walk-through has ten commands");
     assert!(failures.is_empty(), "{}\n\n{report}", failures.join("\n"));
+
+    // client-go's informer on both: LIST, WATCH, then OnAdd for a config
+    // map created with kubectl.
+    for (side, kubeconfig, home) in [
+        ("demo", &demo, &demo_home),
+        ("kube-apiserver", &real, &real_home),
+    ] {
+        let trace = Trace::new(std::time::Instant::now(), View::Calls);
+        let log = dir.path().join(format!("client-go-{side}.log"));
+        let reference = Reference::start(kubeconfig, &Options::default(), trace.clone(), &log);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !trace.watching() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "client-go never watched {side}: {}",
+                reference.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let created = kubectl(
+            kubeconfig,
+            home,
+            &[
+                "create",
+                "configmap",
+                "from-client-go",
+                "--from-literal=a=b",
+            ]
+            .map(String::from),
+        )
+        .await;
+        assert_eq!(created.class, "ok", "{side}: {}", created.stderr);
+        loop {
+            let added = trace
+                .calls()
+                .get("default/from-client-go")
+                .is_some_and(|calls| calls.iter().any(|c| c.callback == Callback::OnAdd));
+            if added {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "client-go on {side} was never told of the new config map: {}",
+                reference.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 
     // The Python client's list + watch + create, on both.
     let script = watchlife_tests::workspace().join("tests/python/list_watch_create.py");
