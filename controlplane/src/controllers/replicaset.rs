@@ -13,6 +13,7 @@ use crate::control_plane::{ApiError, ControlPlane};
 use crate::object;
 use crate::resource::{PODS, REPLICASETS};
 use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
@@ -26,12 +27,27 @@ pub const NAME: &str = "replicaset-controller";
 /// takes a few syncs.
 pub const BURST_REPLICAS: usize = 25;
 
+/// How long the controller waits to see its own writes before it acts on its
+/// cache again regardless. client-go's `ExpectationsTimeout` is 5 minutes; the
+/// demo's writes reach its informers in milliseconds.
+pub const EXPECTATIONS_TIMEOUT_MICROS: Micros = 5_000_000;
+
+/// Pods one ReplicaSet's syncs created or deleted that the pod informer has
+/// not shown yet (client-go's `ControllerExpectations`, by name).
+#[derive(Debug, Default)]
+struct Expectations {
+    creates: HashSet<String>,
+    deletes: HashSet<String>,
+    until: Micros,
+}
+
 /// Watches ReplicaSets and Pods; syncs one ReplicaSet per key.
 ///
-/// It needs no "expectations" (the real controller's guard against acting on
-/// a cache that has not yet seen its own writes): its informers are drained
-/// right before its queue is worked, and every write commits before it
-/// returns, so the cache already holds the pods the previous sync created.
+/// Like the real controller, it keeps "expectations": after creating or
+/// deleting pods for a ReplicaSet it does not create or delete more for it
+/// until its informer has shown those writes (or
+/// [`EXPECTATIONS_TIMEOUT_MICROS`] passed), so a cache that lags behind its
+/// own writes never makes it create a pod twice.
 #[derive(Debug)]
 pub struct ReplicaSetController {
     replicasets: Informer,
@@ -40,6 +56,7 @@ pub struct ReplicaSetController {
     /// Counts the pods created, to derive their names.
     created: u64,
     events: Recorder,
+    expectations: HashMap<String, Expectations>,
 }
 
 impl Default for ReplicaSetController {
@@ -56,6 +73,7 @@ impl ReplicaSetController {
             queue: super::workqueue(),
             created: 0,
             events: Recorder::new(NAME, None),
+            expectations: HashMap::new(),
         }
     }
 
@@ -119,14 +137,36 @@ impl ReplicaSetController {
             .cloned()
             .collect();
         let desired = rs["spec"]["replicas"].as_u64().unwrap_or(1) as usize;
+        let ns = object::namespace(&rs).unwrap_or("");
+        let pods = &self.pods;
+        if let Some(e) = self.expectations.get_mut(key) {
+            e.creates
+                .retain(|name| pods.get(&format!("{ns}/{name}")).is_none());
+            e.deletes.retain(|name| {
+                pods.get(&format!("{ns}/{name}"))
+                    .is_some_and(|p| !object::is_deleting(p))
+            });
+            if (e.creates.is_empty() && e.deletes.is_empty()) || now >= e.until {
+                self.expectations.remove(key);
+            }
+        }
+        let satisfied = !self.expectations.contains_key(key);
+        if let Some(e) = self.expectations.get(key) {
+            // Look again once they expire, should the informer never show
+            // the writes (its own events for the pods requeue it sooner).
+            self.queue.add_after(key, e.until, now);
+        }
         let mut result = Ok(());
-        if !object::is_deleting(&rs) {
+        if satisfied && !object::is_deleting(&rs) {
             if active.len() < desired {
                 for _ in 0..(desired - active.len()).min(BURST_REPLICAS) {
-                    if let Err(e) = self.create_pod(cp, &rs, now) {
-                        result = Err(e);
-                        break;
-                    }
+                    match self.create_pod(cp, &rs, now) {
+                        Ok(name) => self.expect(key, now).creates.insert(name),
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    };
                 }
             } else if active.len() > desired {
                 active.sort_by_key(deletion_rank);
@@ -137,6 +177,7 @@ impl ReplicaSetController {
                     let (ns, name) = (object::namespace(pod), object::name(pod));
                     match cp.delete_gracefully(PODS, ns, name, None) {
                         Ok(_) => {
+                            self.expect(key, now).deletes.insert(name.to_string());
                             let _ = self.events.record(
                                 cp,
                                 now,
@@ -169,7 +210,20 @@ impl ReplicaSetController {
         result
     }
 
-    fn create_pod(&mut self, cp: &ControlPlane, rs: &Value, now: Micros) -> Result<(), ApiError> {
+    /// The expectations of a ReplicaSet, renewed for another timeout.
+    fn expect(&mut self, key: &str, now: Micros) -> &mut Expectations {
+        let e = self.expectations.entry(key.to_string()).or_default();
+        e.until = now + EXPECTATIONS_TIMEOUT_MICROS;
+        e
+    }
+
+    /// Creates one pod for `rs`; returns its name.
+    fn create_pod(
+        &mut self,
+        cp: &ControlPlane,
+        rs: &Value,
+        now: Micros,
+    ) -> Result<String, ApiError> {
         let template = &rs["spec"]["template"];
         loop {
             self.created += 1;
@@ -201,7 +255,7 @@ impl ReplicaSetController {
                         "SuccessfulCreate",
                         format!("Created pod: {name}"),
                     );
-                    return Ok(());
+                    return Ok(name);
                 }
                 Err(e) => return Err(e),
             }
@@ -250,4 +304,46 @@ fn deletion_rank(pod: &Arc<Value>) -> (bool, u8, bool, std::cmp::Reverse<(String
         // uids are handed out in creation order: the tie-breaker within a second.
         std::cmp::Reverse((created, uid(pod).to_string())),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Clock;
+
+    #[test]
+    fn a_cache_behind_its_own_writes_never_makes_it_create_a_pod_twice() {
+        let cp = ControlPlane::new(Clock::new(|| 1_000_000));
+        let rs = json!({
+            "metadata": {"name": "web-1", "namespace": "default"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                             "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+            }
+        });
+        cp.create(REPLICASETS, rs).unwrap();
+        let mut c = ReplicaSetController::new();
+        c.step(&cp, 1_000_000);
+        // Its informers have not seen the two pods it just created: a second
+        // sync must not create two more.
+        c.sync(&cp, "default/web-1", 1_000_001).unwrap();
+        assert_eq!(cp.list(PODS, None).0.len(), 2);
+        // Once the informer shows them, all is as expected.
+        c.step(&cp, 1_000_002);
+        assert!(c.expectations.is_empty());
+        assert_eq!(cp.list(PODS, None).0.len(), 2);
+        // And if it never does, the controller acts again after the timeout.
+        c.expect("default/web-1", 1_000_002)
+            .creates
+            .insert("ghost".into());
+        c.sync(
+            &cp,
+            "default/web-1",
+            1_000_002 + EXPECTATIONS_TIMEOUT_MICROS,
+        )
+        .unwrap();
+        assert!(c.expectations.is_empty());
+    }
 }
