@@ -44,6 +44,7 @@ mod plot;
 mod process;
 mod report;
 mod scale;
+mod server_stages;
 mod stats;
 mod upstream_cost;
 
@@ -132,6 +133,14 @@ fn main() {
             paced_writes: if args.quick { 100 } else { 400 },
         };
         controlplane::run(&mut report, &config);
+    }
+    if wanted("server-stages") {
+        let config = server_stages::Config {
+            rates: vec![10, 1000, 10_000],
+            watchers: vec![1, 1000],
+            seconds: if args.quick { 1.0 } else { 3.0 },
+        };
+        server_stages::run(&mut report, &config);
     }
     if wanted("apiserver") {
         let config = apiserver::Config {
@@ -249,6 +258,10 @@ fn not_measured(report: &mut Report, wanted: &dyn Fn(&str) -> bool) {
         (
             "controlplane",
             "the demo control plane (left out of this run with --only)",
+        ),
+        (
+            "server-stages",
+            "the demo's server side, stage by stage (left out of this run with --only)",
         ),
         (
             "latency",

@@ -93,7 +93,7 @@ pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError
         DemoAction::SlowWatcher => {
             cp.start_slow_watcher(PODS)?;
             Ok(format!(
-                "started a pod watcher that never reads: after {SLOW_WATCHER_BUFFER} pod events its buffer is full and the watch cache closes it, while every other watcher goes on"
+                "started a pod watcher that never reads: after {SLOW_WATCHER_BUFFER} pod events its buffer is full, the dispatcher waits for it at most its time budget (up to 100 ms, while the next events queue in incoming), then closes it, and every other watcher goes on"
             ))
         }
     }

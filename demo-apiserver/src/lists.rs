@@ -5,7 +5,9 @@
 //! (`resourceVersion=0` from the watch cache, `""` from the store...). A
 //! revision the watch cache has not reached yet is waited for, up to
 //! [`BLOCK_TIMEOUT`], as `waitUntilFreshAndBlock` waits; then the answer is
-//! "Too large resource version". How the LIST was answered is noted under
+//! "Too large resource version". A revision the store itself has not reached
+//! is refused at once: the demo can ask its store for free, where the
+//! apiserver waits its 3 s first. How the LIST was answered is noted under
 //! the client's name ([`crate::watch::client`]), for the client to show.
 
 use std::time::Duration;

@@ -10,6 +10,10 @@
 //!   the demo's own controllers), which the kube-apiserver cannot tell.
 //! - `apiserver_terminated_watchers_total{group,kind}`: watchers closed for
 //!   not keeping up.
+//! - `apiserver_watch_events_total{group,kind}`: watch events sent to
+//!   watchers. The kube-apiserver counts each event its HTTP handler writes;
+//!   the demo counts each event its dispatcher puts in a watcher's buffer
+//!   (the writer takes every one of them, unless its client goes away).
 //!
 //! The numbers live in the control plane; each scrape reads them into a
 //! fresh registry and encodes that, so nothing here can drift from them.
@@ -54,6 +58,7 @@ fn render(api: &Api) -> String {
     let registered = Family::<Cache, Gauge>::default();
     let named = Family::<Named, Gauge>::default();
     let terminated = Family::<Cache, Counter>::default();
+    let sent = Family::<Cache, Counter>::default();
     for cache in api.cp.watchers() {
         let labels = Cache {
             group: cache.resource.group,
@@ -76,6 +81,7 @@ fn render(api: &Api) -> String {
                 .set(count);
         }
         terminated.get_or_create(&labels).inc_by(cache.closed_slow);
+        sent.get_or_create(&labels).inc_by(cache.delivered);
     }
     let mut registry = Registry::default();
     registry.register(
@@ -93,6 +99,11 @@ fn render(api: &Api) -> String {
         "apiserver_terminated_watchers",
         "Counter of watchers closed due to unresponsiveness",
         terminated,
+    );
+    registry.register(
+        "apiserver_watch_events",
+        "Number of events sent in watch clients",
+        sent,
     );
     let mut out = String::new();
     encode(&mut out, &registry).expect("writing to a String cannot fail");

@@ -538,6 +538,14 @@ async fn the_interactive_embed_runs_the_control_plane_in_the_page() {
             "[...document.querySelectorAll('g.reflector')].length === 4",
         )
         .await;
+    // Each Reflector's node says who answered its requests: its WATCH from
+    // the LIST's revision, by the page's watch cache.
+    browser
+        .wait_until(
+            "each Reflector says who answered it",
+            "[...document.querySelectorAll('g.reflector')].every(g => g.textContent.includes('←'))",
+        )
+        .await;
     let before = live_pods(&browser).await;
     assert!(
         browser

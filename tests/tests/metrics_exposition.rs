@@ -296,7 +296,8 @@ async fn the_bridge_and_the_demo_api_serve_openmetrics_that_the_reference_parser
         set(&[
             "apiserver_registered_watchers",
             "watchlife_demo_watchers",
-            "apiserver_terminated_watchers"
+            "apiserver_terminated_watchers",
+            "apiserver_watch_events"
         ])
     );
     let registered = family(d, "apiserver_registered_watchers");
@@ -342,4 +343,11 @@ async fn the_bridge_and_the_demo_api_serve_openmetrics_that_the_reference_parser
                 && l.contains_key("kind")),
         "{terminated:?}"
     );
+    // Events sent to watchers: the story's writes reached the watches of the
+    // bridge and of the demo's controllers.
+    let sent = family(d, "apiserver_watch_events");
+    assert_eq!(sent.kind, "counter");
+    assert_eq!(sent.label_names(), set(&["group", "kind"]));
+    let total: f64 = sent.samples.iter().map(|(_, _, v)| v).sum();
+    assert!(total >= 1.0, "{sent:?}");
 }

@@ -84,6 +84,9 @@ pub struct WatchersInfo {
     pub recently_closed: Vec<ClosedWatcher>,
     /// Events waiting in `incoming` for the dispatcher.
     pub incoming: usize,
+    /// Events the dispatcher has put in watchers' buffers since the Cacher
+    /// started (each watcher counted).
+    pub delivered: u64,
 }
 
 /// What one step of a stage did, and what it waits for before the next.
@@ -253,6 +256,7 @@ impl Cacher {
             closed_slow: self.closed_slow,
             recently_closed: self.recently_closed.iter().cloned().collect(),
             incoming: self.incoming.len(),
+            delivered: self.delivered,
         }
     }
 

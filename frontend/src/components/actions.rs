@@ -205,7 +205,7 @@ fn ActionPanel() -> impl IntoView {
                 <button id="action-drop" on:click=move |_| send(DemoAction::DropWatches)
                     title="Close every watch: each watcher re-watches or relists">"drop watches"</button>
                 <button id="action-slow" on:click=move |_| send(DemoAction::SlowWatcher)
-                    title="Make one watcher too slow, so the watch cache closes it">"slow watcher"</button>
+                    title="Make one watcher too slow: the dispatcher waits for it at most its time budget, then closes it">"slow watcher"</button>
             </div>
         </section>
     }
