@@ -24,6 +24,11 @@
 # With --check it only tells, by its exit status, whether everything is in
 # place already (0) or a run would install or build something (1).
 #
+# With --source it only fetches and unpacks the source tree (about a minute,
+# once per machine), for the demo API's build, which reads Kubernetes'
+# schemas from it (`demo-apiserver/build.rs`), and prints one line:
+#   KUBE_SOURCE=/root/.cache/watchlife/kube-apiserver-v1.20.2/build/gopath/src/k8s.io/kubernetes
+#
 # Environment knobs (all optional):
 #   WATCHLIFE_CACHE          cache root (default $HOME/.cache/watchlife)
 #   WATCHLIFE_DEBIAN_MIRROR  Debian archive URL for the deb-src line
@@ -42,10 +47,12 @@
 set -euo pipefail
 
 CHECK_ONLY=false
+SOURCE_ONLY=false
 case ${1:-} in
   --check) CHECK_ONLY=true ;;
+  --source) SOURCE_ONLY=true ;;
   "") ;;
-  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--check | --source]" >&2; exit 2 ;;
 esac
 
 readonly K8S_VERSION=v1.20.2
@@ -73,6 +80,11 @@ readonly GO_BUILD_CACHE=$CACHE/go-build
 # source package; the keyring verifies the deb-src index.
 readonly RUNTIME_PACKAGES=(etcd-server etcd-client openssl)
 readonly BUILD_PACKAGES=(golang-go golang-github-modern-go-reflect2-dev dpkg-dev debian-archive-keyring)
+readonly SOURCE_PACKAGES=(dpkg-dev debian-archive-keyring)
+# The unpacked tree, and the markers that say it is whole: `.prepared` after a
+# full preparation for the build, `.unpacked` after --source.
+readonly KTREE_PATH=$DEST/build/gopath/src/k8s.io/kubernetes
+readonly UNPACKED=$DEST/build/.unpacked
 
 START=$SECONDS
 
@@ -117,7 +129,16 @@ print_paths() {
 # ---------------------------------------------------------------------------
 command -v dpkg-query >/dev/null || die "this script expects a Debian (bookworm) system with dpkg"
 
-if [[ -z $(missing_packages "${RUNTIME_PACKAGES[@]}") ]] && binary_ok; then
+source_ok() {
+  [[ -f $DEST/build/.prepared || -f $UNPACKED ]] && [[ -f $KTREE_PATH/api/openapi-spec/swagger.json ]]
+}
+
+if [[ $SOURCE_ONLY == true ]] && source_ok; then
+  printf 'KUBE_SOURCE=%s\n' "$KTREE_PATH"
+  exit 0
+fi
+
+if [[ $SOURCE_ONLY == false && -z $(missing_packages "${RUNTIME_PACKAGES[@]}") ]] && binary_ok; then
   [[ $CHECK_ONLY == true ]] || print_paths
   exit 0
 fi
@@ -168,9 +189,13 @@ apt_get() {
   return 1
 }
 
-NEEDED=("${RUNTIME_PACKAGES[@]}")
-if ! binary_ok; then
-  NEEDED+=("${BUILD_PACKAGES[@]}")
+if [[ $SOURCE_ONLY == true ]]; then
+  NEEDED=("${SOURCE_PACKAGES[@]}")
+else
+  NEEDED=("${RUNTIME_PACKAGES[@]}")
+  if ! binary_ok; then
+    NEEDED+=("${BUILD_PACKAGES[@]}")
+  fi
 fi
 mapfile -t MISSING < <(missing_packages "${NEEDED[@]}")
 if ((${#MISSING[@]} > 0)); then
@@ -187,7 +212,12 @@ if ((${#MISSING[@]} > 0)); then
   log "packages installed ($(elapsed))"
 fi
 
-if binary_ok; then
+if [[ $SOURCE_ONLY == true ]] && source_ok; then
+  # Someone else unpacked it while we waited for the lock.
+  printf 'KUBE_SOURCE=%s\n' "$KTREE_PATH"
+  exit 0
+fi
+if [[ $SOURCE_ONLY == false ]] && binary_ok; then
   # Someone else built it while we waited for the lock, or only runtime packages were missing.
   print_paths
   exit 0
@@ -248,6 +278,19 @@ if [[ -z $(find_dsc) ]]; then
   log "source package downloaded ($(elapsed))"
 fi
 DSC=$(find_dsc)
+
+if [[ $SOURCE_ONLY == true ]]; then
+  rm -rf "$DEST/build"
+  mkdir -p "$(dirname "$KTREE_PATH")"
+  log "unpacking $(basename "$DSC") for the demo API's schemas"
+  # apt checked the files against the signed archive index already.
+  dpkg-source --no-check -x "$DSC" "$KTREE_PATH" >/dev/null \
+    || die "dpkg-source -x $DSC failed"
+  touch "$UNPACKED"
+  log "source tree unpacked ($(elapsed))"
+  printf 'KUBE_SOURCE=%s\n' "$KTREE_PATH"
+  exit 0
+fi
 
 # Stage 2: unpack into a GOPATH. The path stays the same on every build so
 # Go's build cache (which keys on package directories) keeps hitting.

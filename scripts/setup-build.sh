@@ -7,6 +7,10 @@
 #     the wasm: the page stays blank), kept in the tool cache below.
 #   - protoc, Debian's protobuf-compiler: the bridge's etcd-client crate
 #     compiles etcd's .proto files when it is built (needs root or sudo).
+#   - Kubernetes v1.20.2's source tree, unpacked from Debian's source package
+#     (scripts/ensure-real-cluster.sh --source, about a minute once): the demo
+#     API's build reads its protobuf and OpenAPI schemas, so that kubectl's
+#     protobuf bodies, `kubectl explain` and `apply -f` work against the demo.
 # Every step is skipped when its tool is already there, so a second run takes
 # well under a second. Tools live outside the repository (cargo's bin folder and
 # $WATCHLIFE_CACHE), so a fresh clone on the same machine reuses them.
@@ -35,6 +39,14 @@ if [ -z "${PROTOC:-}" ] && ! command -v protoc >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
     $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq protobuf-compiler >/dev/null
+fi
+
+# The demo API's schemas, read when it is built (demo-apiserver/build.rs).
+if [ -z "${WATCHLIFE_KUBE_SOURCE:-}" ]; then
+    mkdir -p "$CACHE"
+    if ! "$ROOT/scripts/ensure-real-cluster.sh" --source >/dev/null 2>"$CACHE/kube-source.log"; then
+        say "could not unpack Kubernetes' source tree (see $CACHE/kube-source.log): the demo API will refuse protobuf bodies and serve no OpenAPI" >&2
+    fi
 fi
 
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
