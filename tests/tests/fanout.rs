@@ -486,10 +486,10 @@ async fn samples(api: std::net::SocketAddr, name: &str, having: &str) -> Vec<(St
         .collect()
 }
 
-/// Watches held on the demo API by its HTTP clients (the bridge's
-/// Reflectors), by group and kind.
+/// Watches held on the demo API by the bridge's Reflectors (each names its
+/// requests `watchlife/<resource>`), by group, kind and name.
 async fn http_watches(api: std::net::SocketAddr) -> Vec<(String, f64)> {
-    samples(api, "watchlife_demo_watchers", "watcher=\"http\"").await
+    samples(api, "watchlife_demo_watchers", "watcher=\"watchlife/").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
