@@ -469,13 +469,15 @@ async fn a_cursor_out_of_the_window_or_from_another_run_gets_resync_and_a_snapsh
 }
 
 /// Samples of the demo API's `/metrics` whose name is `name` and whose
-/// labels contain `having`, as (labels, value).
+/// labels contain `having`, as (labels, value), sorted by labels (the
+/// exposition's order of series is not fixed).
 async fn samples(api: std::net::SocketAddr, name: &str, having: &str) -> Vec<(String, f64)> {
     let text = watchlife_tests::http::get(api, "/metrics")
         .await
         .expect("the demo API answers /metrics")
         .text();
-    text.lines()
+    let mut samples: Vec<(String, f64)> = text
+        .lines()
         .filter_map(|l| {
             let (series, value) = l.rsplit_once(' ')?;
             let labels = series.strip_prefix(name)?.strip_prefix('{')?;
@@ -483,7 +485,9 @@ async fn samples(api: std::net::SocketAddr, name: &str, having: &str) -> Vec<(St
                 .contains(having)
                 .then(|| (labels.to_string(), value.parse().expect("a number")))
         })
-        .collect()
+        .collect();
+    samples.sort_by(|a, b| a.0.cmp(&b.0));
+    samples
 }
 
 /// Watches held on the demo API by the bridge's Reflectors (each names its
