@@ -219,7 +219,7 @@ thread_local! {
 
 /// Tells [`format_micros`] the step of the clock the marks come from: a
 /// browser rounds its clock (often to 100 µs), and a shorter interval then
-/// reads as `< 100 µs (the clock's tick)` rather than as a measured zero.
+/// reads as `< 100 µs (clock tick)` rather than as a measured zero.
 pub fn set_clock_tick(us: u64) {
     CLOCK_TICK.with(|t| t.set(us.max(1)));
 }
@@ -231,7 +231,7 @@ pub fn set_clock_tick(us: u64) {
 pub fn format_micros(us: i64) -> String {
     let tick = CLOCK_TICK.with(|t| t.get());
     if tick > 1 && us.unsigned_abs() < tick {
-        return format!("< {} (the clock's tick)", format_micros_unsigned(tick));
+        return format!("< {} (clock tick)", format_micros_unsigned(tick));
     }
     if us < 0 {
         return format!("−{}", format_micros_unsigned(us.unsigned_abs()));
@@ -368,8 +368,8 @@ mod tests {
         assert_eq!(format_micros(-3_200_000), "−3.2 s");
         assert_eq!(format_micros(i64::MIN).chars().next(), Some('−'));
         set_clock_tick(100);
-        assert_eq!(format_micros(40), "< 100 µs (the clock's tick)");
-        assert_eq!(format_micros(0), "< 100 µs (the clock's tick)");
+        assert_eq!(format_micros(40), "< 100 µs (clock tick)");
+        assert_eq!(format_micros(0), "< 100 µs (clock tick)");
         assert_eq!(format_micros(250), "250 µs");
         set_clock_tick(1);
     }
