@@ -426,7 +426,7 @@ fn special_from_json(full_name: &str, m: &mut DynamicMessage, value: &Value) -> 
 fn format_time(seconds: i64, nanos: i32, micro: bool) -> String {
     let days = seconds.div_euclid(86_400);
     let secs = seconds.rem_euclid(86_400);
-    let (y, mo, d) = civil_from_days(days);
+    let (y, mo, d) = watchlife_controlplane::time::civil_from_days(days);
     let base = format!(
         "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}",
         secs / 3600,
@@ -466,30 +466,8 @@ pub(crate) fn parse_time(text: &str) -> Option<(i64, i32)> {
         }
         _ => return None,
     };
-    let days = days_from_civil(y, mo as u32, d as u32);
+    let days = watchlife_controlplane::time::days_from_civil(y, mo as u32, d as u32);
     Some((days * 86_400 + h * 3600 + mi * 60 + s - offset, nanos))
-}
-
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
-}
-
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// What a request's `Accept` header asks for.

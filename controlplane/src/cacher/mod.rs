@@ -106,7 +106,6 @@ struct Blocked {
     event: Arc<CachedEvent>,
     /// The watchers it still has to reach, with what each is to be sent.
     waiting: Vec<(WatcherId, Arc<CachedEvent>)>,
-    started: Micros,
     deadline: Micros,
 }
 
@@ -295,24 +294,16 @@ impl Cacher {
                     self.cache.advance(store.revision());
                     Progress::Idle { until: None }
                 }
-                Err(e @ StoreError::Compacted { .. }) => {
+                Err(e) => {
                     // The Cacher restarts ListAndWatch and terminates every
                     // watcher (`startCaching`): they re-watch, and find their
                     // revision too old once the window restarts at the relist.
                     self.reflector.watching = None;
                     self.drop_watchers();
-                    let failure = Failure::Expired(e.to_string());
-                    let step = self
-                        .reflector
-                        .machine
-                        .watch_ended(WatchEnd::Failed(failure), now);
-                    self.take(step, now);
-                    Progress::Moved
-                }
-                Err(e) => {
-                    self.reflector.watching = None;
-                    self.drop_watchers();
-                    let failure = Failure::Other(e.to_string());
+                    let failure = match e {
+                        StoreError::Compacted { .. } => Failure::Expired(e.to_string()),
+                        _ => Failure::Other(e.to_string()),
+                    };
                     let step = self
                         .reflector
                         .machine
@@ -426,7 +417,6 @@ impl Cacher {
         self.blocked = Some(Blocked {
             event: event.clone(),
             waiting,
-            started: now,
             deadline: now + timeout,
         });
         let progress = self.retry_blocked(now);
@@ -458,7 +448,6 @@ impl Cacher {
         if blocked.waiting.is_empty() {
             self.budget
                 .return_unused(blocked.deadline.saturating_sub(now), now);
-            let _ = blocked.started;
             return Progress::Moved;
         }
         if now < blocked.deadline {

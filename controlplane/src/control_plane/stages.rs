@@ -54,6 +54,14 @@ impl ControlPlane {
             .expect("a Cacher exists for every served type")
     }
 
+    /// How long until `until` on the control plane's clock (zero once it
+    /// has passed); `otherwise` when a stage waits for no time.
+    fn time_until(&self, until: Option<Micros>, otherwise: Duration) -> Duration {
+        until.map_or(otherwise, |t| {
+            Duration::from_micros(t.saturating_sub(self.clock.now()))
+        })
+    }
+
     /// The task of `rt`'s Cacher's Reflector. Runs forever; only a staged
     /// control plane needs it.
     pub fn reflector_task<S: Sleeper>(
@@ -79,9 +87,7 @@ impl ControlPlane {
                     }
                     Progress::Blocked { .. } => cp.wakers[at].room.notified().await,
                     Progress::Idle { until } => {
-                        let wait = until.map_or(Duration::from_secs(3600), |t| {
-                            Duration::from_micros(t.saturating_sub(cp.clock.now()))
-                        });
+                        let wait = cp.time_until(until, Duration::from_secs(3600));
                         let changed = pin!(revisions.changed());
                         let slept = pin!(sleeper.sleep(wait));
                         if let futures_util::future::Either::Left((Err(_), _)) =
@@ -121,15 +127,11 @@ impl ControlPlane {
                 match progress {
                     Progress::Moved => yield_now().await,
                     Progress::Blocked { until } => {
-                        let left = until.map_or(BLOCKED_POLL, |t| {
-                            Duration::from_micros(t.saturating_sub(cp.clock.now()))
-                        });
+                        let left = cp.time_until(until, BLOCKED_POLL);
                         sleeper.sleep(left.min(BLOCKED_POLL)).await;
                     }
                     Progress::Idle { until } => {
-                        let wait = until.map_or(Duration::from_secs(1), |t| {
-                            Duration::from_micros(t.saturating_sub(cp.clock.now()))
-                        });
+                        let wait = cp.time_until(until, Duration::from_secs(1));
                         let incoming = pin!(cp.wakers[at].incoming.notified());
                         let slept = pin!(sleeper.sleep(wait));
                         futures_util::future::select(incoming, slept).await;
