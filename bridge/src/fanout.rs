@@ -75,7 +75,7 @@ mod tests {
     async fn the_reporter_publishes_on_change_and_not_in_between() {
         let cp = ControlPlane::new(Clock::system());
         let hub = Hub::new("s");
-        let mut live = hub.attach(None).live;
+        let mut live = hub.attach(None, crate::hub::Bodies::Light).live;
         let _w = cp.watch_named("bridge", PODS, None, None).unwrap();
         spawn_reporter(cp.clone(), hub.clone());
         let first = next_report(&mut live).await;

@@ -24,8 +24,10 @@ use axum::extract::ws::Utf8Bytes;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
-use watchlife_protocol::frame::SnapshotObject;
-use watchlife_protocol::{EventType, FrameBody, ObjectRef, ReflectorUpdate, ServerFrame, Snapshot};
+use watchlife_protocol::summary::summarize;
+use watchlife_protocol::{
+    EventType, FrameBody, ObjectJson, ReflectorUpdate, ServerFrame, Snapshot, SnapshotObject,
+};
 
 /// Stream frames kept for resuming viewers. At the demo's pace this is many
 /// minutes; at 1,000 events/s, about four seconds — enough to ride out a
@@ -57,6 +59,20 @@ pub struct Published {
     pub namespace: Option<Arc<str>>,
 }
 
+/// Whether a snapshot carries the objects' bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bodies {
+    /// References, resourceVersions and summaries only: what a live viewer
+    /// gets, fetching a body when someone opens the object (`/objects`).
+    Light,
+    /// Every body too: for recordings, which have no bridge to ask.
+    Full,
+}
+
+/// Where the hub files an object: its resource and its key
+/// (`namespace/name`, or `name`).
+pub type ObjectKey = (String, String);
+
 /// How a viewer joins the stream.
 pub enum Join {
     /// Frames after the viewer's cursor, still in the window: send them.
@@ -80,9 +96,10 @@ struct State {
     window: VecDeque<Published>,
     /// The window's frames' lengths, summed.
     window_bytes: usize,
-    /// Shared with snapshots being encoded, so taking one under the lock is
-    /// a reference count per object, not a deep copy.
-    objects: BTreeMap<ObjectRef, Arc<SnapshotObject>>,
+    /// The current objects, bodies included (the same buffers as the
+    /// Indexer's). Shared with snapshots being encoded, so taking one under
+    /// the lock is a reference count per object, not a deep copy.
+    objects: BTreeMap<ObjectKey, Arc<SnapshotObject>>,
     reflectors: BTreeMap<String, ReflectorUpdate>,
 }
 
@@ -92,8 +109,8 @@ pub struct Hub {
     state: Arc<Mutex<State>>,
     live: broadcast::Sender<Published>,
     stream_id: Arc<str>,
-    /// The newest encoded snapshot and its `seq`. Its own lock: encoding
-    /// never holds up [`Hub::publish`].
+    /// The newest encoded light snapshot and its `seq`. Its own lock:
+    /// encoding never holds up [`Hub::publish`].
     snapshot: Arc<Mutex<Option<(u64, Utf8Bytes)>>>,
     metrics: Metrics,
 }
@@ -164,19 +181,22 @@ impl Hub {
         if let FrameBody::Event(event) = body {
             self.metrics.observe_stages(&event.stages);
             self.metrics.observe_handled(&event.handled);
+            let key = (event.target.resource.clone(), event.target.key());
             match event.event_type {
                 EventType::Added | EventType::Modified => {
+                    let summary = summarize(&event.target.kind, &event.object);
                     state.objects.insert(
-                        event.target.clone(),
+                        key,
                         Arc::new(SnapshotObject {
                             target: event.target,
                             resource_version: event.resource_version,
-                            object: event.object,
+                            summary,
+                            object: Some(event.object),
                         }),
                     );
                 }
                 EventType::Deleted => {
-                    state.objects.remove(&event.target);
+                    state.objects.remove(&key);
                 }
                 EventType::Bookmark | EventType::Error => {}
             }
@@ -199,12 +219,21 @@ impl Hub {
 
     /// Forgets every object of `resource`: a relist replaces them all.
     pub fn clear_objects(&self, resource: &str) {
-        self.lock().objects.retain(|k, _| k.resource != resource);
+        self.lock().objects.retain(|(r, _), _| r != resource);
+    }
+
+    /// The current body of the object `key` (`namespace/name`, or `name`) of
+    /// `resource`, and its resourceVersion.
+    pub fn object(&self, resource: &str, key: &str) -> Option<(String, ObjectJson)> {
+        let state = self.lock();
+        let o = state.objects.get(&(resource.to_string(), key.to_string()))?;
+        Some((o.resource_version.clone(), o.object.clone()?))
     }
 
     /// Joins a viewer. With `since` (a cursor in this stream), the viewer gets
-    /// the frames after it when the window still has them all, or a snapshot.
-    pub fn attach(&self, since: Option<u64>) -> Attached {
+    /// the frames after it when the window still has them all, or a snapshot
+    /// with or without `bodies`.
+    pub fn attach(&self, since: Option<u64>, bodies: Bodies) -> Attached {
         let state = self.lock();
         // Subscribing under the lock: no frame is published between the
         // cursor and the receiver, so nothing is missed or sent twice.
@@ -230,7 +259,7 @@ impl Hub {
                 drop(state);
                 Attached {
                     cursor,
-                    join: Join::Snapshot(self.encode_snapshot(cursor, parts)),
+                    join: Join::Snapshot(self.encode_snapshot(cursor, parts, bodies)),
                     live,
                 }
             }
@@ -240,15 +269,17 @@ impl Hub {
     /// The `snapshot` frame of the current objects, and the `seq` it is
     /// consistent with, for a viewer that fell behind. Frames after the
     /// returned `seq` follow it.
-    pub fn snapshot(&self) -> (u64, Utf8Bytes) {
+    pub fn snapshot(&self, bodies: Bodies) -> (u64, Utf8Bytes) {
         let state = self.lock();
         let seq = state.seq;
-        if let Some(text) = self.cached_snapshot(seq) {
+        if bodies == Bodies::Light
+            && let Some(text) = self.cached_snapshot(seq)
+        {
             return (seq, text);
         }
         let parts = SnapshotParts::take(&state);
         drop(state);
-        (seq, self.encode_snapshot(seq, parts))
+        (seq, self.encode_snapshot(seq, parts, bodies))
     }
 
     fn cached_snapshot(&self, seq: u64) -> Option<Utf8Bytes> {
@@ -259,9 +290,16 @@ impl Hub {
             .map(|(_, text)| text.clone())
     }
 
-    /// Encodes the snapshot taken at `seq`, once: viewers that need the same
-    /// one meanwhile wait for it on the cache's lock and share the bytes.
-    fn encode_snapshot(&self, seq: u64, parts: SnapshotParts) -> Utf8Bytes {
+    /// Encodes the snapshot taken at `seq`; a light one once: viewers that
+    /// need the same one meanwhile wait for it on the cache's lock and share
+    /// the bytes.
+    fn encode_snapshot(&self, seq: u64, parts: SnapshotParts, bodies: Bodies) -> Utf8Bytes {
+        if bodies == Bodies::Full {
+            return encode(&ServerFrame {
+                seq,
+                body: FrameBody::Snapshot(parts.into_snapshot(bodies)),
+            });
+        }
         let mut cache = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, text)) = cache.as_ref()
             && *at == seq
@@ -270,7 +308,7 @@ impl Hub {
         }
         let text = encode(&ServerFrame {
             seq,
-            body: FrameBody::Snapshot(parts.into_snapshot()),
+            body: FrameBody::Snapshot(parts.into_snapshot(bodies)),
         });
         if cache.as_ref().is_none_or(|(at, _)| *at < seq) {
             *cache = Some((seq, text.clone()));
@@ -297,9 +335,21 @@ impl SnapshotParts {
         }
     }
 
-    fn into_snapshot(self) -> Snapshot {
+    fn into_snapshot(self, bodies: Bodies) -> Snapshot {
         Snapshot {
-            objects: self.objects.iter().map(|o| (**o).clone()).collect(),
+            objects: self
+                .objects
+                .iter()
+                .map(|o| SnapshotObject {
+                    target: o.target.clone(),
+                    resource_version: o.resource_version.clone(),
+                    summary: o.summary.clone(),
+                    object: match bodies {
+                        Bodies::Full => o.object.clone(),
+                        Bodies::Light => None,
+                    },
+                })
+                .collect(),
             reflectors: self.reflectors,
         }
     }
@@ -315,7 +365,7 @@ pub fn encode(frame: &ServerFrame) -> Utf8Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use watchlife_protocol::{ReflectorState, Stage, StageMark, StageTimes, WatchEvent};
+    use watchlife_protocol::{ObjectRef, ReflectorState, Stage, StageMark, StageTimes, WatchEvent};
 
     fn event(name: &str, event_type: EventType) -> FrameBody {
         FrameBody::Event(WatchEvent {
@@ -327,7 +377,7 @@ mod tests {
                 name: name.into(),
             },
             resource_version: "1".into(),
-            object: serde_json::Value::Null,
+            object: ObjectJson::from_value(&serde_json::json!({"metadata": {"name": name}})),
             stages: StageTimes::new(),
             initial: false,
             coalesced: false,
@@ -346,7 +396,7 @@ mod tests {
         }));
         hub.publish(event("b", EventType::Added));
         hub.publish(event("a", EventType::Deleted));
-        let (seq, snap) = hub.snapshot();
+        let (seq, snap) = hub.snapshot(Bodies::Light);
         assert_eq!(seq, 4);
         let snap = decode_snapshot(&snap, 4);
         let names: Vec<_> = snap
@@ -355,6 +405,15 @@ mod tests {
             .map(|o| o.target.name.as_str())
             .collect();
         assert_eq!(names, vec!["b"]);
+        assert_eq!(snap.objects[0].object, None, "a viewer's snapshot is light");
+        let (_, full) = hub.snapshot(Bodies::Full);
+        let full = decode_snapshot(&full, 4);
+        let body = full.objects[0].object.as_ref().expect("a recording's has bodies");
+        assert_eq!(body.parse()["metadata"]["name"], "b");
+        let (rv, fetched) = hub.object("pods", "default/b").unwrap();
+        assert_eq!(rv, "1");
+        assert_eq!(&fetched, body);
+        assert!(hub.object("pods", "default/a").is_none(), "deleted");
     }
 
     #[test]
@@ -363,7 +422,7 @@ mod tests {
         for i in 0..5 {
             hub.publish(event(&format!("p{i}"), EventType::Added));
         }
-        let attached = hub.attach(Some(2));
+        let attached = hub.attach(Some(2), Bodies::Light);
         assert_eq!(attached.cursor, 5);
         match attached.join {
             Join::Resume(frames) => {
@@ -382,13 +441,13 @@ mod tests {
         for i in 0..(WINDOW + 10) {
             hub.publish(event(&format!("p{}", i % 3), EventType::Added));
         }
-        assert!(matches!(hub.attach(Some(5)).join, Join::Snapshot(_)));
-        assert!(matches!(hub.attach(Some(10)).join, Join::Resume(_)));
+        assert!(matches!(hub.attach(Some(5), Bodies::Light).join, Join::Snapshot(_)));
+        assert!(matches!(hub.attach(Some(10), Bodies::Light).join, Join::Resume(_)));
         assert!(matches!(
-            hub.attach(Some(10 + WINDOW as u64 * 2)).join,
+            hub.attach(Some(10 + WINDOW as u64 * 2), Bodies::Light).join,
             Join::Snapshot(_)
         ));
-        match hub.attach(None).join {
+        match hub.attach(None, Bodies::Light).join {
             Join::Snapshot(s) => {
                 assert_eq!(decode_snapshot(&s, WINDOW as u64 + 10).objects.len(), 3)
             }
@@ -401,7 +460,7 @@ mod tests {
         let hub = Hub::new("s");
         let big = |i: usize| match event(&format!("p{i}"), EventType::Modified) {
             FrameBody::Event(mut e) => {
-                e.object = serde_json::json!({"data": "x".repeat(64 * 1024)});
+                e.object = ObjectJson::from_value(&serde_json::json!({"data": "x".repeat(64 * 1024)}));
                 FrameBody::Event(e)
             }
             _ => unreachable!(),
@@ -412,9 +471,9 @@ mod tests {
         }
         assert!(hub.lock().window_bytes <= WINDOW_BYTES);
         assert!(hub.lock().window.len() < WINDOW);
-        assert!(matches!(hub.attach(Some(1)).join, Join::Snapshot(_)));
+        assert!(matches!(hub.attach(Some(1), Bodies::Light).join, Join::Snapshot(_)));
         let recent = frames as u64 - 10;
-        assert!(matches!(hub.attach(Some(recent)).join, Join::Resume(f) if f.len() == 10));
+        assert!(matches!(hub.attach(Some(recent), Bodies::Light).join, Join::Resume(f) if f.len() == 10));
     }
 
     fn decode_snapshot(text: &Utf8Bytes, seq: u64) -> Snapshot {
@@ -430,16 +489,16 @@ mod tests {
     fn a_snapshot_is_encoded_once_per_seq() {
         let hub = Hub::new("s");
         hub.publish(event("a", EventType::Added));
-        let (seq, first) = hub.snapshot();
-        let (_, again) = hub.snapshot();
+        let (seq, first) = hub.snapshot(Bodies::Light);
+        let (_, again) = hub.snapshot(Bodies::Light);
         // The same bytes, not an equal copy.
         assert_eq!(first.as_str().as_ptr(), again.as_str().as_ptr());
-        match hub.attach(None).join {
+        match hub.attach(None, Bodies::Light).join {
             Join::Snapshot(s) => assert_eq!(s.as_str().as_ptr(), first.as_str().as_ptr()),
             Join::Resume(_) => panic!("a new viewer gets a snapshot"),
         }
         hub.publish(event("b", EventType::Added));
-        let (next, newer) = hub.snapshot();
+        let (next, newer) = hub.snapshot(Bodies::Light);
         assert_eq!(next, seq + 1);
         assert_eq!(decode_snapshot(&newer, next).objects.len(), 2);
     }
@@ -462,7 +521,7 @@ mod tests {
     async fn live_frames_follow_the_cursor_without_gap() {
         let hub = Hub::new("s");
         hub.publish(event("a", EventType::Added));
-        let mut attached = hub.attach(None);
+        let mut attached = hub.attach(None, Bodies::Light);
         hub.publish(event("b", EventType::Added));
         let next = attached.live.recv().await.unwrap();
         assert_eq!(next.seq, attached.cursor + 1);

@@ -11,7 +11,7 @@
 
 use crate::hub::Hub;
 use crate::reflector::ServerStages;
-use serde_json::Value;
+use watchlife_informer::Object;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -96,14 +96,14 @@ impl Pipeline {
     }
 
     /// The Reflector delivers one watch event.
-    pub fn deliver(&self, event: WatchEvent, object: Arc<Value>) {
+    pub fn deliver(&self, event: WatchEvent, object: Object) {
         let now = self.clock.now();
         self.lock().enqueue(event, object, now);
         self.fifo_ready.notify_one();
     }
 
     /// The Reflector delivers a whole LIST.
-    pub fn replace(&self, items: Vec<(WatchEvent, Arc<Value>)>) {
+    pub fn replace(&self, items: Vec<(WatchEvent, Object)>) {
         let now = self.clock.now();
         self.lock().enqueue_list(items, now);
         self.fifo_ready.notify_one();
@@ -267,7 +267,7 @@ mod tests {
     #[tokio::test]
     async fn a_slow_listener_waits_between_its_dequeue_and_its_return_and_holds_up_no_other() {
         let hub = Hub::new("test");
-        let mut live = hub.attach(None).live;
+        let mut live = hub.attach(None, crate::hub::Bodies::Light).live;
         let clock = Clock::system();
         let slow = SlowListener {
             listener: SCHEDULER_SCHEDULED.into(),
@@ -281,11 +281,11 @@ mod tests {
             1,
             Some(slow),
         );
-        let object = json!({
+        let object = Object::from(json!({
             "kind": "Pod",
             "metadata": {"namespace": "default", "name": "p", "resourceVersion": "7"},
             "spec": {"nodeName": "node-a"}
-        });
+        }));
         let event = WatchEvent {
             event_type: EventType::Added,
             target: ObjectRef {
@@ -295,14 +295,14 @@ mod tests {
                 name: "p".into(),
             },
             resource_version: "7".into(),
-            object: object.clone(),
+            object: object.json().clone(),
             stages: StageTimes::from([(Stage::Reflector, StageMark::at(clock.now()))]),
             initial: false,
             coalesced: false,
             handled: Default::default(),
             server: None,
         };
-        pipeline.deliver(event, Arc::new(object));
+        pipeline.deliver(event, object);
         let frame: ServerFrame = serde_json::from_str(&live.recv().await.unwrap().text).unwrap();
         let FrameBody::Event(e) = frame.body else {
             panic!("an event frame");

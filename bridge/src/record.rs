@@ -8,7 +8,7 @@
 //! redacted, managed fields dropped) is exactly what is recorded.
 
 use crate::cli::{Args, RecordArgs};
-use crate::hub::{Hub, encode};
+use crate::hub::{Bodies, Hub, encode};
 use crate::{RunError, shutdown_signal};
 use flate2::write::GzEncoder;
 use std::fs::File;
@@ -46,7 +46,7 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
     let hub = Hub::new(format!("{:x}", clock.now()));
     // Joined before anything is published: the snapshot is empty and every
     // frame after it is received.
-    let mut attached = hub.attach(None);
+    let mut attached = hub.attach(None, Bodies::Full);
     let mut file = Recorder::create(&record.out, record.gzipped())?;
     let app = crate::start_on(&args, hub.clone(), clock.clone()).await?;
     let started = Instant::now();
@@ -99,7 +99,7 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
                 }
                 Err(RecvError::Lagged(missed)) => {
                     // As a viewer that fell behind: say so, then the objects.
-                    let (seq, snapshot) = hub.snapshot();
+                    let (seq, snapshot) = hub.snapshot(Bodies::Full);
                     let resync = encode(&ServerFrame {
                         seq,
                         body: FrameBody::Resync(Resync {

@@ -23,7 +23,7 @@ use crate::cli::Args;
 use crate::metrics::Refusal;
 use crate::{assets, csp, viewer};
 use axum::Router;
-use axum::extract::{Query, Request, State, WebSocketUpgrade};
+use axum::extract::{Path, Query, Request, State, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Json, Response};
@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Semaphore, watch};
 use tower_http::set_header::SetResponseHeaderLayer;
+use watchlife_protocol::StreamQuery;
 
 /// Kernel send buffer of each viewer's socket. Without a bound, Linux grows
 /// it up to 4 MiB for a reader that does not keep up: thousands of frames
@@ -49,21 +50,6 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// How long a client refused for the cap is told to wait (`Retry-After`).
 const RETRY_AFTER_SECS: u32 = 10;
-
-/// Query of `/ws`: where a returning viewer left off, its token, and how it
-/// takes frames.
-#[derive(Debug, Deserialize)]
-pub struct WsQuery {
-    /// Stream the viewer's cursor belongs to (from `hello`).
-    pub stream: Option<String>,
-    /// Last stream `seq` the viewer saw.
-    pub since: Option<u64>,
-    /// The bridge's `--token`, when it has one.
-    pub token: Option<String>,
-    /// `true`: the viewer takes several frames in one message, one per line.
-    #[serde(default)]
-    pub batch: bool,
-}
 
 /// Query of `/metrics` and `/version`: the token only.
 #[derive(Debug, Deserialize)]
@@ -171,6 +157,7 @@ pub fn router(
     });
     Router::new()
         .route("/ws", get(websocket))
+        .route("/objects/{*path}", get(object_body))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/version", get(version))
@@ -225,7 +212,7 @@ async fn check_host(State(shared): State<Arc<Shared>>, request: Request, next: N
 
 async fn websocket(
     State(shared): State<Arc<Shared>>,
-    Query(query): Query<WsQuery>,
+    Query(query): Query<StreamQuery>,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
@@ -274,10 +261,62 @@ async fn websocket(
         permit,
     };
     upgrade
+        .read_buffer_size(viewer::READ_BUFFER_BYTES)
         .max_message_size(viewer::MAX_FRAME_BYTES)
         .max_frame_size(viewer::MAX_FRAME_BYTES)
         .on_upgrade(move |socket| viewer::serve(socket, session))
         .into_response()
+}
+
+/// `GET /objects/{resource}/{namespace}/{name}` (or `/{resource}/{name}`
+/// when cluster-scoped): the object's current body as the viewers' stream
+/// carries it (redacted, cut), for a page that opens an object its light
+/// snapshot gave without one. Guarded as `/ws` is: the token, and a
+/// browser's `Origin`.
+async fn object_body(
+    State(shared): State<Arc<Shared>>,
+    Path(path): Path<String>,
+    Query(query): Query<TokenQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let access = &shared.access;
+    if let Err(denied) = access.check_token(
+        query.token.as_deref(),
+        header_str(&headers, header::AUTHORIZATION),
+    ) {
+        return refuse(denied);
+    }
+    if let Err(denied) = access.check_origin(
+        header_str(&headers, header::ORIGIN),
+        header_str(&headers, header::HOST),
+    ) {
+        return refuse(denied);
+    }
+    let Some((resource, key)) = path.split_once('/') else {
+        return refuse(Denied {
+            status: 404,
+            message: "ask for /objects/<resource>/<namespace>/<name>, or /objects/<resource>/<name>".into(),
+        });
+    };
+    match shared.app.hub.object(resource, key) {
+        Some((resource_version, body)) => (
+            [
+                (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+                (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            ],
+            [(
+                header::ETAG,
+                HeaderValue::from_str(&format!("\"{resource_version}\""))
+                    .unwrap_or_else(|_| HeaderValue::from_static("\"\"")),
+            )],
+            body.as_str().to_string(),
+        )
+            .into_response(),
+        None => refuse(Denied {
+            status: 404,
+            message: format!("no {resource} {key} in this watchlife's cache"),
+        }),
+    }
 }
 
 async fn metrics(

@@ -22,7 +22,7 @@
 //! snapshot (see [`crate::hub`]).
 
 use crate::app::App;
-use crate::hub::{Join, Published, encode};
+use crate::hub::{Bodies, Join, Published, encode};
 use crate::metrics::{Closed, Metrics, ResyncCause};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
 use futures_util::stream::SplitSink;
@@ -57,6 +57,13 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 /// Largest message the WebSocket layer reads at all; beyond it the bridge
 /// closes the connection (1009) instead of buffering an attacker's payload.
 pub const MAX_FRAME_BYTES: usize = 4 * MAX_MESSAGE_BYTES;
+
+/// The WebSocket read buffer of a viewer's connection. A viewer's messages
+/// are a few hundred bytes (a subscription, a demo action): 4 KiB reads any
+/// of them at once, where the library's default, 128 KiB, was most of an
+/// idle viewer's memory. A larger message (up to [`MAX_FRAME_BYTES`]) still
+/// reads, over several reads.
+pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 
 /// Messages a viewer may send per second, on average. The app sends one
 /// message per filter change or demo action: a person clicking as fast as
@@ -148,7 +155,7 @@ pub async fn serve(socket: WebSocket, session: Session) {
     let _counted = metrics.viewer_connected();
     let (sink, mut incoming) = socket.split();
     let mut out = Outbox::new(sink, metrics.clone(), batch);
-    let attached = app.hub.attach(since);
+    let attached = app.hub.attach(since, Bodies::Light);
     let mut cursor = attached.cursor;
     let mut live = attached.live;
     let mut filter = Filter::default();
@@ -313,7 +320,7 @@ async fn linger(incoming: &mut futures_util::stream::SplitStream<WebSocket>) {
 /// `resync` and a snapshot for a viewer that fell `missed` frames behind;
 /// moves its cursor to the snapshot's.
 fn catch_up(app: &App, metrics: &Metrics, missed: u64, cursor: &mut u64) -> Vec<Utf8Bytes> {
-    let (seq, snapshot) = app.hub.snapshot();
+    let (seq, snapshot) = app.hub.snapshot(Bodies::Light);
     *cursor = seq;
     metrics.resynced(ResyncCause::Lagged);
     vec![
@@ -443,39 +450,29 @@ impl Outbox {
 }
 
 /// `texts` joined into as few messages as [`MAX_BATCH_BYTES`] allows, in
-/// order, the frames of one message separated by `\n` (a JSON frame never
-/// holds a raw newline).
+/// order, as the protocol's batches ([`watchlife_protocol::connection`]);
+/// a lone frame (a snapshot, often) goes as it is, not copied.
 fn batched(texts: Vec<Utf8Bytes>) -> Vec<Utf8Bytes> {
-    let mut messages = Vec::new();
-    // The frames of the message being filled, and its length once joined.
-    let mut pending: Vec<Utf8Bytes> = Vec::new();
-    let mut len = 0;
-    for text in texts {
-        if !pending.is_empty() && len + 1 + text.len() > MAX_BATCH_BYTES {
-            messages.push(join(std::mem::take(&mut pending)));
-            len = 0;
-        }
-        len += usize::from(!pending.is_empty()) + text.len();
-        pending.push(text);
-    }
-    if !pending.is_empty() {
-        messages.push(join(pending));
-    }
-    messages
-}
-
-/// One message of `frames`, one per line; a lone frame (a snapshot, often)
-/// goes as it is, not copied.
-fn join(mut frames: Vec<Utf8Bytes>) -> Utf8Bytes {
-    if frames.len() == 1 {
-        return frames.pop().expect("one frame");
-    }
-    frames
-        .iter()
-        .map(|f| f.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-        .into()
+    use watchlife_protocol::connection::{BATCH_SEPARATOR, plan_batches};
+    let lengths: Vec<usize> = texts.iter().map(|t| t.len()).collect();
+    let plan = plan_batches(&lengths, MAX_BATCH_BYTES);
+    let mut texts = texts.into_iter();
+    plan.into_iter()
+        .map(|batch| {
+            let mut frames = texts.by_ref().take(batch.len());
+            if batch.len() == 1 {
+                return frames.next().expect("a batch has its frames");
+            }
+            let mut joined = String::with_capacity(lengths[batch].iter().sum::<usize>() + 64);
+            for (i, frame) in frames.enumerate() {
+                if i > 0 {
+                    joined.push(BATCH_SEPARATOR);
+                }
+                joined.push_str(frame.as_str());
+            }
+            joined.into()
+        })
+        .collect()
 }
 
 /// The per-viewer token bucket, and the count of messages it turned away.

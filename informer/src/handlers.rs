@@ -6,7 +6,7 @@
 //! its own listener.
 
 use crate::shared_informer::{Kind, Notification};
-use serde_json::Value;
+use crate::object::Object;
 use watchlife_protocol::Callback;
 
 /// A registered handler: runs the callback a notification asks for, or
@@ -34,11 +34,11 @@ impl Handler for Unfiltered {
 /// becomes OnAdd, one that makes it fail becomes OnDelete.
 #[derive(Debug, Clone, Copy)]
 pub struct Filtering {
-    filter: fn(&Value) -> bool,
+    filter: fn(&Object) -> bool,
 }
 
 impl Filtering {
-    pub fn new(filter: fn(&Value) -> bool) -> Self {
+    pub fn new(filter: fn(&Object) -> bool) -> Self {
         Filtering { filter }
     }
 }
@@ -50,7 +50,7 @@ impl Handler for Filtering {
             Kind::Add => pass(&n.object).then_some(Callback::OnAdd),
             Kind::Delete => pass(&n.object).then_some(Callback::OnDelete),
             Kind::Update => {
-                let was = n.old.as_deref().is_some_and(pass);
+                let was = n.old.as_ref().is_some_and(pass);
                 match (was, pass(&n.object)) {
                     (true, true) => Some(Callback::OnUpdate),
                     (false, true) => Some(Callback::OnAdd),
@@ -63,14 +63,12 @@ impl Handler for Filtering {
 }
 
 /// Whether a pod is bound to a node (`spec.nodeName` set).
-pub fn is_scheduled(pod: &Value) -> bool {
-    pod.pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .is_some_and(|n| !n.is_empty())
+pub fn is_scheduled(pod: &Object) -> bool {
+    pod.meta().node_name.is_some()
 }
 
 /// Whether a pod still waits for a node.
-pub fn is_unscheduled(pod: &Value) -> bool {
+pub fn is_unscheduled(pod: &Object) -> bool {
     !is_scheduled(pod)
 }
 
@@ -78,15 +76,14 @@ pub fn is_unscheduled(pod: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::sync::Arc;
 
-    fn update(old: Value, new: Value) -> Notification {
+    fn update(old: serde_json::Value, new: serde_json::Value) -> Notification {
         Notification {
             id: 1,
             key: "default/p".into(),
             kind: Kind::Update,
-            object: Arc::new(new),
-            old: Some(Arc::new(old)),
+            object: Object::from(new),
+            old: Some(Object::from(old)),
             final_state_unknown: false,
             resync: false,
             listed: false,

@@ -4,32 +4,42 @@
 //! State is the accumulation of events: ADDED inserts, MODIFIED replaces,
 //! DELETED removes.
 
+use crate::object::{Object, Stored};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 /// An index function: the values under which an object is found.
-pub type IndexFunc = fn(&Value) -> Vec<String>;
+pub type IndexFunc<O = Object> = fn(&O) -> Vec<String>;
 
 /// Objects by key (`namespace/name` or `name`), indexed by namespace and by
 /// the indexes registered with [`Indexer::with_index`].
-#[derive(Debug, Default)]
-pub struct Indexer {
-    objects: HashMap<String, Arc<Value>>,
+#[derive(Debug)]
+pub struct Indexer<O = Object> {
+    objects: HashMap<String, O>,
     by_namespace: BTreeMap<String, BTreeSet<String>>,
-    indexes: BTreeMap<&'static str, Index>,
+    indexes: BTreeMap<&'static str, Index<O>>,
 }
 
 #[derive(Debug)]
-struct Index {
-    func: IndexFunc,
+struct Index<O> {
+    func: IndexFunc<O>,
     keys: BTreeMap<String, BTreeSet<String>>,
 }
 
-impl Indexer {
+impl<O> Default for Indexer<O> {
+    fn default() -> Self {
+        Indexer {
+            objects: HashMap::new(),
+            by_namespace: BTreeMap::new(),
+            indexes: BTreeMap::new(),
+        }
+    }
+}
+
+impl<O: Stored> Indexer<O> {
     /// Adds an index named `name`: [`Indexer::by_index`] then finds the
     /// keys of the objects for which `func` gives a value.
-    pub fn with_index(mut self, name: &'static str, func: IndexFunc) -> Self {
+    pub fn with_index(mut self, name: &'static str, func: IndexFunc<O>) -> Self {
         self.indexes.insert(
             name,
             Index {
@@ -41,7 +51,7 @@ impl Indexer {
     }
 
     /// Inserts or replaces; returns the previous object.
-    pub fn upsert(&mut self, key: &str, object: Arc<Value>) -> Option<Arc<Value>> {
+    pub fn upsert(&mut self, key: &str, object: O) -> Option<O> {
         if let Some(ns) = namespace_of(key) {
             self.by_namespace
                 .entry(ns.to_string())
@@ -61,7 +71,7 @@ impl Indexer {
     }
 
     /// Removes; returns the object that was there.
-    pub fn remove(&mut self, key: &str) -> Option<Arc<Value>> {
+    pub fn remove(&mut self, key: &str) -> Option<O> {
         if let Some(ns) = namespace_of(key)
             && let Some(keys) = self.by_namespace.get_mut(ns)
         {
@@ -77,7 +87,7 @@ impl Indexer {
         old
     }
 
-    pub fn get(&self, key: &str) -> Option<&Arc<Value>> {
+    pub fn get(&self, key: &str) -> Option<&O> {
         self.objects.get(key)
     }
 
@@ -91,7 +101,7 @@ impl Indexer {
     }
 
     /// The objects filed under `value` in index `name`, in key order.
-    pub fn by_index<'a>(&'a self, name: &str, value: &str) -> impl Iterator<Item = &'a Arc<Value>> {
+    pub fn by_index<'a>(&'a self, name: &str, value: &str) -> impl Iterator<Item = &'a O> {
         self.indexes
             .get(name)
             .and_then(|index| index.keys.get(value))
@@ -106,7 +116,7 @@ impl Indexer {
     }
 
     /// Every object, in no particular order.
-    pub fn values(&self) -> impl Iterator<Item = &Arc<Value>> {
+    pub fn values(&self) -> impl Iterator<Item = &O> {
         self.objects.values()
     }
 
@@ -120,10 +130,10 @@ impl Indexer {
 
     /// Takes `key` out of the index entries of `old`; on a replacement,
     /// keeps the entries the new object still has.
-    fn unindex(&mut self, key: &str, old: &Value, replaced: bool) {
+    fn unindex(&mut self, key: &str, old: &O, replaced: bool) {
         let current = replaced.then(|| self.objects.get(key).cloned()).flatten();
         for index in self.indexes.values_mut() {
-            let keep: Vec<String> = current.as_deref().map(index.func).unwrap_or_default();
+            let keep: Vec<String> = current.as_ref().map(index.func).unwrap_or_default();
             for value in (index.func)(old) {
                 if keep.contains(&value) {
                     continue;
@@ -176,32 +186,32 @@ mod tests {
     #[test]
     fn state_is_the_accumulation_of_events() {
         let mut ix = Indexer::default();
-        assert!(ix.upsert("default/a", Arc::new(json!(1))).is_none());
+        assert!(ix.upsert("default/a", Object::from(json!(1))).is_none());
         assert_eq!(
-            *ix.upsert("default/a", Arc::new(json!(2))).unwrap(),
-            json!(1)
+            ix.upsert("default/a", Object::from(json!(2))).unwrap(),
+            Object::from(json!(1))
         );
-        ix.upsert("prod/b", Arc::new(json!(3)));
+        ix.upsert("prod/b", Object::from(json!(3)));
         assert_eq!(ix.keys_in("default").collect::<Vec<_>>(), vec!["default/a"]);
-        assert_eq!(*ix.remove("default/a").unwrap(), json!(2));
+        assert_eq!(ix.remove("default/a").unwrap(), Object::from(json!(2)));
         assert_eq!(ix.keys_in("default").count(), 0);
         assert_eq!(ix.len(), 1);
     }
 
-    fn owner(o: &Value) -> Vec<String> {
-        o["owner"].as_str().map(String::from).into_iter().collect()
+    fn owner(o: &Object) -> Vec<String> {
+        o.meta().labels.get("owner").cloned().into_iter().collect()
     }
 
     #[test]
     fn a_named_index_follows_adds_changes_of_value_and_deletions() {
         let mut ix = Indexer::default().with_index("owner", owner);
-        ix.upsert("a", Arc::new(json!({"owner": "rs1"})));
-        ix.upsert("b", Arc::new(json!({"owner": "rs1"})));
+        ix.upsert("a", Object::from(json!({"metadata": {"labels": {"owner": "rs1"}}})));
+        ix.upsert("b", Object::from(json!({"metadata": {"labels": {"owner": "rs1"}}})));
         assert_eq!(ix.by_index("owner", "rs1").count(), 2);
-        ix.upsert("a", Arc::new(json!({"owner": "rs2"})));
+        ix.upsert("a", Object::from(json!({"metadata": {"labels": {"owner": "rs2"}}})));
         assert_eq!(ix.by_index("owner", "rs1").count(), 1);
         assert_eq!(ix.by_index("owner", "rs2").count(), 1);
-        ix.upsert("a", Arc::new(json!({"owner": "rs2", "x": 1})));
+        ix.upsert("a", Object::from(json!({"metadata": {"labels": {"owner": "rs2"}}, "x": 1})));
         assert_eq!(ix.by_index("owner", "rs2").count(), 1, "same value kept");
         ix.remove("b");
         assert_eq!(ix.by_index("owner", "rs1").count(), 0);

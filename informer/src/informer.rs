@@ -18,14 +18,13 @@
 
 use crate::fifo::DeltaType;
 use crate::handlers::{Filtering, Handler, Unfiltered, is_scheduled, is_unscheduled};
-use crate::indexer::{Indexer, resource_version};
+use crate::indexer::Indexer;
 use crate::shared_informer::{
     Distribution, Kind, Notification, Processed as Popped, SharedInformer,
 };
 use crate::workqueue::Workqueue;
-use serde_json::Value;
+use crate::object::Object;
 use std::collections::HashMap;
-use std::sync::Arc;
 use watchlife_protocol::{
     EventType, FrameBody, HandlerCall, Micros, ObjectRef, ReconcileRun, Stage, StageMark,
     WatchEvent,
@@ -157,7 +156,7 @@ impl Informer {
 
     /// The Reflector queues one watch event (ADDED, MODIFIED or DELETED).
     /// BOOKMARK and ERROR events are markers: see [`Informer::enqueue_note`].
-    pub fn enqueue(&mut self, mut event: WatchEvent, object: Arc<Value>, now: Micros) {
+    pub fn enqueue(&mut self, mut event: WatchEvent, object: Object, now: Micros) {
         let kind = match event.event_type {
             EventType::Added => DeltaType::Added,
             EventType::Modified => DeltaType::Updated,
@@ -173,7 +172,7 @@ impl Informer {
     }
 
     /// The Reflector queues a whole LIST.
-    pub fn enqueue_list(&mut self, items: Vec<(WatchEvent, Arc<Value>)>, now: Micros) {
+    pub fn enqueue_list(&mut self, items: Vec<(WatchEvent, Object)>, now: Micros) {
         let (events, objects): (Vec<_>, Vec<_>) = items.into_iter().unzip();
         let (ids, depth) = self.shared.queue_list(objects);
         for (id, mut event) in ids.into_iter().zip(events) {
@@ -302,7 +301,7 @@ impl Informer {
             .shared
             .indexer()
             .get(&key)
-            .map(|o| resource_version(o).to_string());
+            .map(|o| o.resource_version().to_string());
         self.workqueue.done(&key);
         self.workqueue.forget(&key);
         let finished_at = now();
@@ -387,7 +386,7 @@ impl Informer {
             event.event_type = EventType::Modified;
         }
         event.handled.old_resource_version =
-            n.old.as_deref().map(|o| resource_version(o).to_string());
+            n.old.as_ref().map(|o| o.resource_version().to_string());
         event.handled.final_state_unknown = n.final_state_unknown;
         event.handled.resync = n.resync;
         stamp(&mut event, Stage::Indexer, applied_at, None);
@@ -423,14 +422,8 @@ impl Informer {
 
     /// The event of a delta the informer made itself: a relist's deletion
     /// (DeletedFinalStateUnknown) or a resync.
-    fn synthesized(&self, kind: Kind, object: &Arc<Value>, now: Micros) -> WatchEvent {
-        let meta = |field: &str| {
-            object
-                .get("metadata")
-                .and_then(|m| m.get(field))
-                .and_then(Value::as_str)
-                .map(String::from)
-        };
+    fn synthesized(&self, kind: Kind, object: &Object, now: Micros) -> WatchEvent {
+        let meta = object.meta();
         let mut event = WatchEvent {
             event_type: match kind {
                 Kind::Delete => EventType::Deleted,
@@ -440,11 +433,11 @@ impl Informer {
             target: ObjectRef {
                 resource: self.options.resource.clone(),
                 kind: self.options.kind.clone(),
-                namespace: meta("namespace"),
-                name: meta("name").unwrap_or_default(),
+                namespace: meta.namespace.clone(),
+                name: meta.name.clone(),
             },
-            resource_version: resource_version(object).to_string(),
-            object: (**object).clone(),
+            resource_version: object.resource_version().to_string(),
+            object: object.json().clone(),
             stages: Default::default(),
             initial: kind == Kind::Delete,
             coalesced: false,

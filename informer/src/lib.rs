@@ -4,6 +4,8 @@
 //! # Layout
 //! - [`reflector`]: ListAndWatch as a state machine; drivers do the requests.
 //! - [`fifo`]: the queue between the Reflector and the processing loop.
+//! - [`object`]: an object as its shared JSON text, with the fields the
+//!   stages read parsed beside it.
 //! - [`indexer`]: the store: state as the accumulation of events, with indexes.
 //! - [`shared_informer`]: HandleDeltas, and one buffer per listener.
 //! - [`handlers`]: event handlers, with a filtering one like the scheduler's.
@@ -18,12 +20,14 @@ pub mod fifo;
 pub mod handlers;
 pub mod indexer;
 pub mod informer;
+pub mod object;
 pub mod rate_limiter;
 pub mod reflector;
 pub mod shared_informer;
 pub mod workqueue;
 
 pub use informer::Informer;
+pub use object::Object;
 
 /// Microseconds since the Unix epoch (the protocol's unit).
 pub use watchlife_protocol::Micros;

@@ -55,23 +55,19 @@ impl ObjectRef {
 }
 
 /// One watch event with the measured times of the stages it passed.
-///
-/// Read through [`WireEvent`], the same fields without `flatten`, which
-/// would buffer the whole event (its object included) before reading it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(from = "WireEvent")]
 pub struct WatchEvent {
     #[serde(rename = "event")]
     pub event_type: EventType,
     /// The object the event is about. For BOOKMARK and ERROR events the name is empty.
-    #[serde(flatten)]
     pub target: ObjectRef,
     /// The object's resourceVersion after this event: the store revision that
     /// wrote it (for DELETED, the revision of the deletion).
     pub resource_version: String,
     /// The object as relayed: Secret values redacted, `managedFields` dropped,
-    /// oversized objects cut with a marker. `null` for BOOKMARK.
-    pub object: serde_json::Value,
+    /// oversized objects cut with a marker. `null` for BOOKMARK. Its JSON
+    /// text as the bridge keeps it, spliced into the frame unchanged.
+    pub object: crate::ObjectJson,
     /// When the event reached each observed stage.
     pub stages: StageTimes,
     /// True when the event comes from a LIST (the initial list or a relist)
@@ -176,48 +172,4 @@ pub struct ReconcileRun {
     /// The reconcile failed and the key was requeued with the rate limiter's delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requeued_after_ms: Option<u64>,
-}
-
-/// A [`WatchEvent`] as it is written: the target's fields side by side with
-/// the event's.
-#[derive(Deserialize)]
-struct WireEvent {
-    event: EventType,
-    resource: String,
-    kind: String,
-    #[serde(default)]
-    namespace: Option<String>,
-    name: String,
-    resource_version: String,
-    object: serde_json::Value,
-    stages: StageTimes,
-    #[serde(default)]
-    initial: bool,
-    #[serde(default)]
-    coalesced: bool,
-    #[serde(default)]
-    handled: Handled,
-    #[serde(default)]
-    server: Option<Box<crate::ServerPath>>,
-}
-
-impl From<WireEvent> for WatchEvent {
-    fn from(w: WireEvent) -> Self {
-        WatchEvent {
-            event_type: w.event,
-            target: ObjectRef {
-                resource: w.resource,
-                kind: w.kind,
-                namespace: w.namespace,
-                name: w.name,
-            },
-            resource_version: w.resource_version,
-            object: w.object,
-            stages: w.stages,
-            initial: w.initial,
-            coalesced: w.coalesced,
-            handled: w.handled,
-            server: w.server,
-        }
-    }
 }

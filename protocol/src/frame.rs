@@ -1,15 +1,17 @@
-//! Frames from the bridge to a viewer: one JSON object per WebSocket text message.
+//! Frames from the bridge to a viewer: one JSON object per frame, one frame
+//! per WebSocket text message or several to a message (see [`crate::batch`]).
 
 use crate::event::{ObjectRef, WatchEvent};
+use crate::object::ObjectJson;
 use crate::reflector::ReflectorUpdate;
 use crate::stage::Stage;
 use crate::watch_cache::WatchCacheReport;
 use crate::{Micros, client::DemoAction};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
 
-mod read;
-
-/// A frame from the bridge.
+/// A frame from the bridge: `{"seq":7,"type":"event","data":{…}}`.
 ///
 /// `seq` orders the bridge's stream. *Stream* frames (`event`, `reflector`,
 /// `watch_cache`) are numbered 1, 2, 3… in the single order the bridge
@@ -18,8 +20,9 @@ mod read;
 /// (`hello`, `heartbeat`, `resync`, `snapshot`, `error`, `action_result`) belong
 /// to one connection and carry the `seq` of the latest stream frame, the cursor.
 ///
-/// Read by hand rather than derived (see `frame/read.rs`): the page reads
-/// thousands a second.
+/// The payload sits under `data`, never beside `seq` and `type`: so it is
+/// read straight into its type, an object's JSON text kept as it is
+/// ([`ObjectJson`]), with no buffering of the whole frame first.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerFrame {
     pub seq: u64,
@@ -27,10 +30,9 @@ pub struct ServerFrame {
     pub body: FrameBody,
 }
 
-/// What a frame says; its `type` field on the wire. Read as part of a
-/// [`ServerFrame`] only.
+/// What a frame says: its `type` on the wire, and its `data`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum FrameBody {
     /// First frame of every connection: what this bridge is watching and how.
     Hello(Hello),
@@ -59,6 +61,62 @@ impl FrameBody {
             self,
             FrameBody::Event(_) | FrameBody::Reflector(_) | FrameBody::WatchCache(_)
         )
+    }
+}
+
+/// A frame as it is read: `data` kept as text until `type` says what it is.
+#[derive(Deserialize)]
+struct WireFrame {
+    seq: u64,
+    #[serde(rename = "type")]
+    kind: FrameType,
+    data: Box<RawValue>,
+}
+
+/// A frame's `type`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum FrameType {
+    Hello,
+    Event,
+    Reflector,
+    WatchCache,
+    Heartbeat,
+    Resync,
+    Snapshot,
+    Error,
+    ActionResult,
+}
+
+impl FrameType {
+    /// Reads `data` as the payload of this type.
+    fn read(self, data: &str) -> serde_json::Result<FrameBody> {
+        use serde_json::from_str;
+        Ok(match self {
+            FrameType::Hello => FrameBody::Hello(from_str(data)?),
+            FrameType::Event => FrameBody::Event(from_str(data)?),
+            FrameType::Reflector => FrameBody::Reflector(from_str(data)?),
+            FrameType::WatchCache => FrameBody::WatchCache(from_str(data)?),
+            FrameType::Heartbeat => FrameBody::Heartbeat(from_str(data)?),
+            FrameType::Resync => FrameBody::Resync(from_str(data)?),
+            FrameType::Snapshot => FrameBody::Snapshot(from_str(data)?),
+            FrameType::Error => FrameBody::Error(from_str(data)?),
+            FrameType::ActionResult => FrameBody::ActionResult(from_str(data)?),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerFrame {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = WireFrame::deserialize(deserializer)?;
+        let body = wire
+            .kind
+            .read(wire.data.get())
+            .map_err(|e| serde::de::Error::custom(format!("{:?} frame: {e}", wire.kind)))?;
+        Ok(ServerFrame {
+            seq: wire.seq,
+            body,
+        })
     }
 }
 
@@ -110,42 +168,23 @@ pub struct Resync {
     pub reason: String,
 }
 
-/// One current object in a snapshot. Read through [`WireSnapshotObject`],
-/// without `flatten`'s buffering: a snapshot holds every object.
+/// One current object in a snapshot.
+///
+/// A live viewer's snapshot is light: each object's reference, its
+/// resourceVersion and a few columns ([`crate::summary`]), without its body,
+/// which the viewer fetches when someone opens the object
+/// (`GET /objects/…`). A recording's snapshot carries the bodies: it has no
+/// bridge to ask.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(from = "WireSnapshotObject")]
 pub struct SnapshotObject {
-    #[serde(flatten)]
     pub target: ObjectRef,
     pub resource_version: String,
-    pub object: serde_json::Value,
-}
-
-/// A [`SnapshotObject`] as it is written: the target's fields beside the others.
-#[derive(Deserialize)]
-struct WireSnapshotObject {
-    resource: String,
-    kind: String,
-    #[serde(default)]
-    namespace: Option<String>,
-    name: String,
-    resource_version: String,
-    object: serde_json::Value,
-}
-
-impl From<WireSnapshotObject> for SnapshotObject {
-    fn from(w: WireSnapshotObject) -> Self {
-        SnapshotObject {
-            target: ObjectRef {
-                resource: w.resource,
-                kind: w.kind,
-                namespace: w.namespace,
-                name: w.name,
-            },
-            resource_version: w.resource_version,
-            object: w.object,
-        }
-    }
+    /// A few columns of the object, by name (a pod's phase and node).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub summary: BTreeMap<String, String>,
+    /// The object's body, as [`WatchEvent::object`]; absent in a light snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<ObjectJson>,
 }
 
 /// Every current object the bridge knows, and the state of every Reflector,
@@ -201,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn event_frame_is_flat_json_with_a_type() {
+    fn an_event_frame_nests_its_payload_and_target() {
         let mut stages = StageTimes::new();
         stages.insert(Stage::Etcd, StageMark::at(1_000));
         let frame = ServerFrame {
@@ -215,7 +254,7 @@ mod tests {
                     name: "pod1".into(),
                 },
                 resource_version: "519".into(),
-                object: serde_json::json!({"kind": "Pod"}),
+                object: ObjectJson::from_text(r#"{"kind":"Pod"}"#.into()).unwrap(),
                 stages,
                 initial: false,
                 coalesced: false,
@@ -223,14 +262,45 @@ mod tests {
                 server: None,
             }),
         };
+        let text = serde_json::to_string(&frame).unwrap();
+        assert!(
+            text.starts_with(r#"{"seq":7,"type":"event","data":{"event":"ADDED","target":{"#),
+            "{text}"
+        );
+        assert!(text.contains(r#""object":{"kind":"Pod"}"#), "{text}");
         let json = round_trip(&frame);
-        assert_eq!(json["type"], "event");
-        assert_eq!(json["seq"], 7);
-        assert_eq!(json["event"], "ADDED");
-        assert_eq!(json["namespace"], "default");
-        assert_eq!(json["resource_version"], "519");
-        assert_eq!(json["stages"]["etcd"]["at"], 1_000);
-        assert!(json.get("coalesced").is_none());
+        let data = &json["data"];
+        assert_eq!(data["target"]["namespace"], "default");
+        assert_eq!(data["resource_version"], "519");
+        assert_eq!(data["stages"]["etcd"]["at"], 1_000);
+        assert!(data.get("coalesced").is_none());
+    }
+
+    #[test]
+    fn fields_may_come_in_any_order() {
+        let text = r#"{"data":{"at":4},"type":"heartbeat","seq":2}"#;
+        let frame: ServerFrame = serde_json::from_str(text).unwrap();
+        assert_eq!(frame.seq, 2);
+        assert_eq!(frame.body, FrameBody::Heartbeat(Heartbeat { at: 4 }));
+    }
+
+    #[test]
+    fn a_light_snapshot_object_has_no_body() {
+        let object = SnapshotObject {
+            target: ObjectRef {
+                resource: "pods".into(),
+                kind: "Pod".into(),
+                namespace: None,
+                name: "p".into(),
+            },
+            resource_version: "3".into(),
+            summary: [("phase".to_string(), "Running".to_string())].into(),
+            object: None,
+        };
+        let json = serde_json::to_value(&object).unwrap();
+        assert!(json.get("object").is_none());
+        assert_eq!(json["summary"]["phase"], "Running");
+        assert_eq!(serde_json::from_value::<SnapshotObject>(json).unwrap(), object);
     }
 
     #[test]
@@ -247,8 +317,8 @@ mod tests {
         };
         let json = round_trip(&frame);
         assert_eq!(json["type"], "reflector");
-        assert_eq!(json["state"], "watch_started");
-        assert_eq!(json["resource_version"], "42");
+        assert_eq!(json["data"]["state"], "watch_started");
+        assert_eq!(json["data"]["resource_version"], "42");
         assert!(frame.body.is_stream());
     }
 
@@ -270,7 +340,7 @@ mod tests {
             }),
         };
         let json = round_trip(&hello);
-        assert_eq!(json["source"]["kind"], "demo");
+        assert_eq!(json["data"]["source"]["kind"], "demo");
         assert!(!hello.body.is_stream());
         round_trip(&ServerFrame {
             seq: 9,
@@ -308,15 +378,22 @@ mod tests {
         };
         let json = round_trip(&frame);
         assert_eq!(json["type"], "watch_cache");
-        assert_eq!(json["caches"][0]["window_end"], 705);
-        assert_eq!(json["caches"][0]["watchers"][0]["name"], "scheduler");
-        assert!(json["caches"][0].get("recently_closed").is_none());
+        let cache = &json["data"]["caches"][0];
+        assert_eq!(cache["window_end"], 705);
+        assert_eq!(cache["watchers"][0]["name"], "scheduler");
+        assert!(cache.get("recently_closed").is_none());
         assert!(frame.body.is_stream());
     }
 
     #[test]
     fn unknown_frame_type_is_an_error_not_a_panic() {
-        let err = serde_json::from_str::<ServerFrame>(r#"{"seq":1,"type":"nope"}"#);
-        assert!(err.is_err());
+        for text in [
+            r#"{"seq":1,"type":"nope","data":{}}"#,
+            r#"{"seq":1,"type":"heartbeat"}"#,
+            r#"{"seq":1,"type":"heartbeat","data":{"at":"x"}}"#,
+            r#"{"type":"heartbeat","data":{"at":1}}"#,
+        ] {
+            assert!(serde_json::from_str::<ServerFrame>(text).is_err(), "{text}");
+        }
     }
 }

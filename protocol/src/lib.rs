@@ -1,11 +1,15 @@
 //! The wire protocol between the watchlife bridge and the browser app.
 //!
 //! # Layout
-//! - [`frame`]: what the bridge sends — one JSON text frame per WebSocket message.
-//! - [`client`]: what a viewer sends back (subscribe, resume, demo actions).
+//! - [`frame`]: what the bridge sends: `{"seq","type","data"}` JSON frames.
+//! - [`connection`]: the `/ws` query, and several frames to a message.
+//! - [`client`]: what a viewer sends back (subscribe, demo actions).
 //! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times.
+//! - [`object`]: an object as the text of its JSON, shared, never re-encoded;
+//!   [`summary`]: the few columns a light snapshot shows of it.
 //! - [`reflector`]: the Reflector's own life (LIST, WATCH, BOOKMARK, 410, RELIST, backoff).
-//! - [`recording`]: a frame stream saved as JSON Lines, to replay with no bridge.
+//! - [`recording`]: a frame stream saved as JSON Lines, to replay with no bridge;
+//!   [`v1`]: protocol-1 frames, as older recordings hold them.
 //! - [`stage`]: the stages of an event's life, from etcd to reconcile;
 //!   [`server_path`]: the demo apiserver's hops of one event, and its answers.
 //! - [`watch_cache`]: the demo's watch caches — their rings and their fan-out.
@@ -15,20 +19,26 @@
 //! example of every frame.
 
 pub mod client;
+pub mod connection;
 pub mod event;
 pub mod frame;
+pub mod object;
 pub mod recording;
 pub mod reflector;
 pub mod server_path;
 pub mod stage;
+pub mod summary;
+pub mod v1;
 pub mod watch_cache;
 
 pub use client::{ClientMessage, DemoAction, Filter};
 pub use event::{Callback, EventType, Handled, HandlerCall, ObjectRef, ReconcileRun, WatchEvent};
+pub use connection::StreamQuery;
 pub use frame::{
     ActionResult, ErrorCode, ErrorFrame, FrameBody, Heartbeat, Hello, Resync, ServerFrame,
-    Snapshot, Source,
+    Snapshot, SnapshotObject, Source,
 };
+pub use object::ObjectJson;
 pub use recording::{
     LineProblem, RECORDING_FORMAT, RecordedFrame, Recording, RecordingHeader, parse_recording,
 };
@@ -37,8 +47,10 @@ pub use server_path::{Origin, ServerAnswer, ServerPath};
 pub use stage::{Stage, StageMark, StageTimes};
 pub use watch_cache::{CacheState, ClosedWatcherState, WatchCacheReport, WatcherState};
 
-/// Version of this protocol. A viewer refuses a `hello` with a larger major version.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version of this protocol. A viewer refuses a `hello` with a larger major
+/// version. 2: payloads nested under `data`, objects' references under
+/// `target`, light snapshots; protocol 1 is read by [`v1`].
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Microseconds since the Unix epoch: the one time unit on the wire.
 ///

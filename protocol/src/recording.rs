@@ -4,7 +4,10 @@
 //! Line 1 is a [`RecordingHeader`]. Every later line is a [`RecordedFrame`]: a
 //! [`ServerFrame`] exactly as the bridge sends it, with one more field,
 //! `t_ms`, the time the recorder received it, in milliseconds since the
-//! recording started. A recording starts with the bridge's `hello` and a
+//! recording started. Snapshots in a recording carry every object's body:
+//! a replay has no bridge to fetch them from.
+//!
+//! Format 1 held protocol-1 frames; they are read through [`crate::v1`]. A recording starts with the bridge's `hello` and a
 //! `snapshot` (empty when recording began before the first LIST), then the
 //! stream frames in order.
 //!
@@ -17,7 +20,10 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the recording format written by this build. A reader meeting a
 /// newer one says so and plays what it can read.
-pub const RECORDING_FORMAT: u32 = 1;
+pub const RECORDING_FORMAT: u32 = 2;
+
+/// The last protocol whose frames [`crate::v1`] reads.
+const PROTOCOL_V1: u32 = 1;
 
 /// Most problems [`parse_recording`] lists one by one; beyond it, a count.
 pub const MAX_PROBLEMS: usize = 20;
@@ -43,8 +49,7 @@ pub struct RecordingHeader {
 
 /// One frame of a recording. Read by [`parse_recording`], which parses the
 /// line as a [`ServerFrame`] and its `t_ms` apart: deriving `Deserialize`
-/// through `flatten` would compile every frame's parser a second time into
-/// the page.
+/// through `flatten` would buffer every frame, objects included.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RecordedFrame {
     /// Milliseconds since the recording started, never decreasing.
@@ -153,9 +158,16 @@ pub fn parse_recording(text: &str) -> Result<Recording, LineProblem> {
     let lines: Vec<(usize, &str)> = lines.filter(|(_, l)| !l.trim().is_empty()).collect();
     let last = lines.last().map(|(n, _)| *n);
     let mut t_ms = 0;
+    let v1 = recording.header.protocol <= PROTOCOL_V1;
     for (n, line) in lines {
-        let read = serde_json::from_str::<FrameTime>(line)
-            .and_then(|t| Ok((t.t_ms, serde_json::from_str::<ServerFrame>(line)?)));
+        let read = serde_json::from_str::<FrameTime>(line).and_then(|t| {
+            let frame = if v1 {
+                crate::v1::frame_from_v1(line).map_err(serde::de::Error::custom)?
+            } else {
+                serde_json::from_str::<ServerFrame>(line)?
+            };
+            Ok((t.t_ms, frame))
+        });
         match read {
             Ok((t, frame)) => {
                 t_ms = t.max(t_ms);
@@ -216,7 +228,10 @@ mod tests {
     #[test]
     fn a_frame_line_is_a_server_frame_with_its_time() {
         let line = frame(12, 3);
-        assert_eq!(line, r#"{"t_ms":12,"seq":3,"type":"heartbeat","at":3}"#);
+        assert_eq!(
+            line,
+            r#"{"t_ms":12,"seq":3,"type":"heartbeat","data":{"at":3}}"#
+        );
         let back: ServerFrame = serde_json::from_str(&line).unwrap();
         assert_eq!(back.seq, 3);
     }
@@ -265,6 +280,26 @@ mod tests {
         let r = parse_recording(&text).unwrap();
         assert_eq!(r.frames.len(), 1);
         assert!(r.problems[0].message.contains("newer"));
+    }
+
+    #[test]
+    fn a_format_1_recording_plays_through_the_converter() {
+        let text = concat!(
+            r#"{"watchlife_recording":1,"protocol":1,"source":{"kind":"in_page"},"resources":["pods"],"started_at":1}"#,
+            "\n",
+            r#"{"t_ms":0,"seq":0,"type":"snapshot","objects":[{"resource":"pods","kind":"Pod","namespace":"d","name":"p","resource_version":"4","object":{"kind":"Pod"}}],"reflectors":[]}"#,
+            "\n",
+            r#"{"t_ms":5,"seq":1,"type":"event","event":"DELETED","resource":"pods","kind":"Pod","namespace":"d","name":"p","resource_version":"6","object":{"kind":"Pod"},"stages":{}}"#,
+            "\n"
+        );
+        let r = parse_recording(text).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.frames.len(), 2);
+        let FrameBody::Event(e) = &r.frames[1].frame.body else {
+            panic!("not an event")
+        };
+        assert_eq!(e.target.key(), "d/p");
+        assert_eq!(r.duration_ms(), 5);
     }
 
     #[test]

@@ -21,12 +21,12 @@ use error::ReflectorError;
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use std::sync::Arc;
 use std::time::Duration;
 use watchlife_controlplane::Clock;
+use watchlife_informer::Object;
 use watchlife_informer::reflector::{self as machine, Effect, Request, Step, WatchEnd};
 use watchlife_protocol::{
-    EventType, ObjectRef, ReflectorState, Stage, StageMark, StageTimes, WatchEvent,
+    EventType, ObjectJson, ObjectRef, ReflectorState, Stage, StageMark, StageTimes, WatchEvent,
 };
 
 pub use watchlife_informer::reflector::Config;
@@ -72,7 +72,7 @@ pub struct Reflector {
 }
 
 /// The items of the LIST pages read so far.
-type Pages = Vec<Value>;
+type Pages = Vec<Object>;
 
 impl Reflector {
     /// Lists and watches until the task is dropped. Never returns.
@@ -136,8 +136,7 @@ impl Reflector {
                     let stages = StageTimes::from([(Stage::Reflector, StageMark::at(listed_at))]);
                     let deltas = pages
                         .drain(..)
-                        .map(|item| {
-                            let object = self.received(item);
+                        .map(|object| {
                             let event = self.event(EventType::Added, &object, stages.clone(), true);
                             (event, object)
                         })
@@ -158,27 +157,24 @@ impl Reflector {
         let request = requests::list(&self.target, from, limit, continue_token)
             .map_err(|source| ReflectorError::Build { source })?;
         let body = self.read_list(request).await?;
-        let page: Value = serde_json::from_slice(&body)
+        let page: ListBody = serde_json::from_slice(&body)
             .map_err(|source| ReflectorError::DecodeList { source })?;
-        let text = |pointer: &str| {
-            page.pointer(pointer)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-        };
-        let resource_version = text("/metadata/resourceVersion").unwrap_or_default();
-        let continue_token = text("/metadata/continue");
-        let items = match page {
-            Value::Object(mut map) => match map.remove("items") {
-                Some(Value::Array(items)) => items,
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
-        };
+        drop(body);
+        // Each item becomes an object as it is read: the page never holds
+        // more than one parsed tree at a time.
+        let items = page
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|raw| {
+                let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                self.received(value)
+            })
+            .collect();
         Ok(Page {
             items,
-            resource_version,
-            continue_token,
+            resource_version: page.metadata.resource_version,
+            continue_token: Some(page.metadata.continue_token).filter(|t| !t.is_empty()),
         })
     }
 
@@ -285,8 +281,7 @@ impl Reflector {
                 }
             };
             let object = self.received(object);
-            let rv = resource_version(&object).unwrap_or_default().to_string();
-            machine.watch_event(&rv, false);
+            machine.watch_event(object.resource_version(), false);
             let stages = StageTimes::from([(Stage::Reflector, StageMark::at(received_at))]);
             let event = self.event(event_type, &object, stages, false);
             self.pipeline.deliver(event, object);
@@ -314,7 +309,7 @@ impl Reflector {
     }
 
     /// An object as it arrived, with what must not leave the bridge removed.
-    fn received(&self, mut object: Value) -> Arc<Value> {
+    fn received(&self, mut object: Value) -> Object {
         // Items of a LIST carry no kind of their own.
         if let Some(map) = object.as_object_mut() {
             map.entry("kind")
@@ -322,32 +317,27 @@ impl Reflector {
             map.entry("apiVersion")
                 .or_insert_with(|| self.target.resource.api_version.clone().into());
         }
-        Arc::new(redact(&self.target.resource.kind, object))
+        Object::from_value(&redact(&self.target.resource.kind, object))
     }
 
     fn event(
         &self,
         event_type: EventType,
-        object: &Value,
+        object: &Object,
         stages: StageTimes,
         initial: bool,
     ) -> WatchEvent {
-        let meta = |field: &str| {
-            object
-                .pointer(&format!("/metadata/{field}"))
-                .and_then(Value::as_str)
-                .map(String::from)
-        };
+        let meta = object.meta();
         WatchEvent {
             event_type,
             target: ObjectRef {
                 resource: self.target.name.clone(),
                 kind: self.target.resource.kind.clone(),
-                namespace: meta("namespace"),
-                name: meta("name").unwrap_or_default(),
+                namespace: meta.namespace.clone(),
+                name: meta.name.clone(),
             },
-            resource_version: meta("resourceVersion").unwrap_or_default(),
-            object: object.clone(),
+            resource_version: meta.resource_version.clone(),
+            object: object.json().clone(),
             stages,
             initial,
             coalesced: false,
@@ -361,7 +351,7 @@ impl Reflector {
     fn marker(&self, event_type: EventType, resource_version: &str, at: u64) {
         let mut event = self.event(
             event_type,
-            &Value::Null,
+            &Object::from_json(ObjectJson::null()),
             StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
             false,
         );
@@ -370,9 +360,27 @@ impl Reflector {
     }
 }
 
+/// A LIST answer's body: its items kept as text until each is read.
+#[derive(serde::Deserialize)]
+struct ListBody {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Option<Vec<Box<serde_json::value::RawValue>>>,
+}
+
+/// A LIST's `metadata`.
+#[derive(serde::Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ListMeta {
+    resource_version: String,
+    #[serde(rename = "continue")]
+    continue_token: String,
+}
+
 /// One LIST page as read.
 struct Page {
-    items: Vec<Value>,
+    items: Vec<Object>,
     resource_version: String,
     continue_token: Option<String>,
 }
@@ -401,8 +409,3 @@ impl Drop for OpenWatch<'_> {
     }
 }
 
-fn resource_version(object: &Value) -> Option<&str> {
-    object
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-}

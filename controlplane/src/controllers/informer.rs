@@ -96,7 +96,7 @@ pub struct Informer {
     watch: Option<mpsc::Receiver<Delivery>>,
     /// Items of the LIST being read, until the Reflector says to use them.
     pages: Vec<Arc<Value>>,
-    shared: SharedInformer<()>,
+    shared: SharedInformer<(), Arc<Value>>,
     listener: usize,
     started: bool,
 }
@@ -117,7 +117,7 @@ impl Informer {
     /// under `name`.
     pub fn new(rt: ResourceType, name: impl Into<String>) -> Self {
         let name = name.into();
-        let indexer = Indexer::default().with_index(BY_CONTROLLER, |o| {
+        let indexer = Indexer::<Arc<Value>>::default().with_index(BY_CONTROLLER, |o| {
             controller_uid(o).map(String::from).into_iter().collect()
         });
         let mut shared = SharedInformer::new(indexer);

@@ -15,7 +15,7 @@ fn ticking() -> impl Fn() -> Micros {
     }
 }
 
-fn pod(name: &str, rv: u64, node: Option<&str>) -> (WatchEvent, Arc<Value>) {
+fn pod(name: &str, rv: u64, node: Option<&str>) -> (WatchEvent, Object) {
     let mut object = json!({
         "kind": "Pod",
         "metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()},
@@ -33,14 +33,15 @@ fn pod(name: &str, rv: u64, node: Option<&str>) -> (WatchEvent, Arc<Value>) {
             name: name.into(),
         },
         resource_version: rv.to_string(),
-        object: object.clone(),
+        object: watchlife_protocol::ObjectJson::from_value(&object),
         stages: Default::default(),
         initial: false,
         coalesced: false,
         handled: Default::default(),
         server: None,
     };
-    (event, Arc::new(object))
+    let object = Object::from_json(event.object.clone());
+    (event, object)
 }
 
 fn pods() -> Informer {
@@ -149,10 +150,10 @@ fn a_relist_reports_old_versions_and_deletions_of_unknown_final_state() {
         let (mut e, _) = pod(name, rv, None);
         e.target.resource = "configmaps".into();
         e.target.kind = "ConfigMap".into();
-        let o = Arc::new(
+        let o = Object::from(
             json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}}),
         );
-        e.object = (*o).clone();
+        e.object = o.json().clone();
         e.initial = true;
         (e, o)
     };

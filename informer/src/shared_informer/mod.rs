@@ -21,10 +21,9 @@
 //!   order they were queued among the deltas.
 
 use crate::fifo::{DeltaType, Fifo};
-use crate::indexer::{Indexer, key_of, resource_version};
-use serde_json::Value;
+use crate::indexer::Indexer;
+use crate::object::{Object, Stored};
 use std::collections::{HashSet, VecDeque};
-use std::sync::Arc;
 
 /// Which callback a notification asks for (before any filter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,16 +35,16 @@ pub enum Kind {
 
 /// One change, as every listener receives it.
 #[derive(Debug, Clone)]
-pub struct Notification {
+pub struct Notification<O = Object> {
     /// The delta's id, or a fresh one for a delta the informer made itself
     /// (a relist's deletion, a resync).
     pub id: u64,
     pub key: String,
     pub kind: Kind,
     /// The new object; for a deletion, the last state known.
-    pub object: Arc<Value>,
+    pub object: O,
     /// What the Indexer held before (OnUpdate's `old`).
-    pub old: Option<Arc<Value>>,
+    pub old: Option<O>,
     /// A deletion found by a relist (`DeletedFinalStateUnknown`).
     pub final_state_unknown: bool,
     /// A resync: a Sync delta, or a relisted object whose resourceVersion
@@ -57,30 +56,30 @@ pub struct Notification {
 
 /// What the FIFO holds.
 #[derive(Debug)]
-enum Item<N> {
+enum Item<N, O> {
     Delta {
         kind: DeltaType,
-        object: Arc<Value>,
+        object: O,
         id: u64,
     },
-    Replace(Vec<(Arc<Value>, u64)>),
+    Replace(Vec<(O, u64)>),
     Resync,
     Note(N),
 }
 
 /// What one [`SharedInformer::process_one`] did.
 #[derive(Debug)]
-pub enum Processed<N> {
+pub enum Processed<N, O = Object> {
     /// A note, in its place in the stream.
     Note(N),
     /// Notifications distributed, each with the listeners it went to.
-    Distributed(Vec<Distribution>),
+    Distributed(Vec<Distribution<O>>),
 }
 
 /// One notification and where it went.
 #[derive(Debug, Clone)]
-pub struct Distribution {
-    pub notification: Notification,
+pub struct Distribution<O = Object> {
+    pub notification: Notification<O>,
     /// Indexes of the listeners whose buffers it entered, with each buffer's
     /// depth just after.
     pub listeners: Vec<(usize, usize)>,
@@ -90,35 +89,35 @@ pub struct Distribution {
 
 /// A registered listener.
 #[derive(Debug)]
-struct Listener {
+struct Listener<O> {
     name: String,
     /// Takes resyncs (its resync period is not zero).
     resyncs: bool,
     /// In client-go's `syncingListeners` right now.
     syncing: bool,
-    buffer: VecDeque<Notification>,
+    buffer: VecDeque<Notification<O>>,
 }
 
 /// A shared index informer over objects of one resource; `N` is the type
 /// of the notes queued among the deltas.
 #[derive(Debug)]
-pub struct SharedInformer<N> {
-    fifo: Fifo<Item<N>>,
-    indexer: Indexer,
-    listeners: Vec<Listener>,
+pub struct SharedInformer<N, O = Object> {
+    fifo: Fifo<Item<N, O>>,
+    indexer: Indexer<O>,
+    listeners: Vec<Listener<O>>,
     next_id: u64,
     synced: bool,
 }
 
-impl<N> Default for SharedInformer<N> {
+impl<N, O: Stored> Default for SharedInformer<N, O> {
     fn default() -> Self {
         SharedInformer::new(Indexer::default())
     }
 }
 
-impl<N> SharedInformer<N> {
+impl<N, O: Stored> SharedInformer<N, O> {
     /// An informer over `indexer` (with whatever indexes it was given).
-    pub fn new(indexer: Indexer) -> Self {
+    pub fn new(indexer: Indexer<O>) -> Self {
         SharedInformer {
             fifo: Fifo::default(),
             indexer,
@@ -141,14 +140,14 @@ impl<N> SharedInformer<N> {
     }
 
     /// Queues one watch event's delta; returns its id and the FIFO's depth.
-    pub fn queue_delta(&mut self, kind: DeltaType, object: Arc<Value>) -> (u64, usize) {
+    pub fn queue_delta(&mut self, kind: DeltaType, object: O) -> (u64, usize) {
         let id = self.fresh_id();
         let depth = self.fifo.push(Item::Delta { kind, object, id });
         (id, depth)
     }
 
     /// Queues a whole LIST; returns the items' ids and the FIFO's depth.
-    pub fn queue_list(&mut self, objects: Vec<Arc<Value>>) -> (Vec<u64>, usize) {
+    pub fn queue_list(&mut self, objects: Vec<O>) -> (Vec<u64>, usize) {
         let items: Vec<_> = objects.into_iter().map(|o| (o, self.fresh_id())).collect();
         let ids = items.iter().map(|(_, id)| *id).collect();
         let depth = self.fifo.push(Item::Replace(items));
@@ -166,7 +165,7 @@ impl<N> SharedInformer<N> {
     }
 
     /// HandleDeltas on the oldest FIFO item; `None` when the FIFO is empty.
-    pub fn process_one(&mut self) -> Option<Processed<N>> {
+    pub fn process_one(&mut self) -> Option<Processed<N, O>> {
         let mut out = Vec::new();
         match self.fifo.pop()? {
             Item::Note(note) => return Some(Processed::Note(note)),
@@ -178,12 +177,12 @@ impl<N> SharedInformer<N> {
     }
 
     /// Takes the oldest notification from listener `index`'s buffer.
-    pub fn pop(&mut self, index: usize) -> Option<Notification> {
+    pub fn pop(&mut self, index: usize) -> Option<Notification<O>> {
         self.listeners.get_mut(index)?.buffer.pop_front()
     }
 
     /// The Indexer (read-only).
-    pub fn indexer(&self) -> &Indexer {
+    pub fn indexer(&self) -> &Indexer<O> {
         &self.indexer
     }
 
@@ -216,12 +215,12 @@ impl<N> SharedInformer<N> {
     fn handle(
         &mut self,
         kind: DeltaType,
-        object: Arc<Value>,
+        object: O,
         id: u64,
         synthesized: bool,
-        out: &mut Vec<Distribution>,
+        out: &mut Vec<Distribution<O>>,
     ) {
-        let key = key_of(&object);
+        let key = object.key().to_string();
         let mut n = Notification {
             id,
             key: key.clone(),
@@ -241,7 +240,7 @@ impl<N> SharedInformer<N> {
                 n.kind = Kind::Update;
                 n.resync = match kind {
                     DeltaType::Sync => true,
-                    DeltaType::Replaced => resource_version(old) == resource_version(&n.object),
+                    DeltaType::Replaced => old.resource_version() == n.object.resource_version(),
                     _ => false,
                 };
             }
@@ -251,8 +250,8 @@ impl<N> SharedInformer<N> {
 
     /// A LIST: every item as a Replaced delta, then a deletion for each key
     /// the store held that the LIST no longer has.
-    fn replace(&mut self, items: Vec<(Arc<Value>, u64)>, out: &mut Vec<Distribution>) {
-        let listed: HashSet<String> = items.iter().map(|(o, _)| key_of(o)).collect();
+    fn replace(&mut self, items: Vec<(O, u64)>, out: &mut Vec<Distribution<O>>) {
+        let listed: HashSet<String> = items.iter().map(|(o, _)| o.key().to_string()).collect();
         let mut vanished: Vec<String> = self
             .indexer
             .keys()
@@ -283,7 +282,7 @@ impl<N> SharedInformer<N> {
     }
 
     /// A resync: every stored object as a Sync delta.
-    fn resync(&mut self, out: &mut Vec<Distribution>) {
+    fn resync(&mut self, out: &mut Vec<Distribution<O>>) {
         for listener in &mut self.listeners {
             listener.syncing = listener.resyncs;
         }
@@ -299,7 +298,7 @@ impl<N> SharedInformer<N> {
 
     /// client-go's `sharedProcessor.distribute`: a resync goes only to the
     /// syncing listeners, anything else to all.
-    fn distribute(&mut self, n: Notification, synthesized: bool, out: &mut Vec<Distribution>) {
+    fn distribute(&mut self, n: Notification<O>, synthesized: bool, out: &mut Vec<Distribution<O>>) {
         let mut listeners = Vec::new();
         for (index, listener) in self.listeners.iter_mut().enumerate() {
             if n.resync && !listener.syncing {

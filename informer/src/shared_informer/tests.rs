@@ -4,8 +4,8 @@
 use super::*;
 use serde_json::json;
 
-fn cm(name: &str, rv: u64) -> Arc<Value> {
-    Arc::new(
+fn cm(name: &str, rv: u64) -> Object {
+    Object::from(
         json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}}),
     )
 }
@@ -20,8 +20,8 @@ fn drain(informer: &mut SharedInformer<&'static str>, listener: usize) -> Vec<Se
             (
                 n.kind,
                 n.key.clone(),
-                resource_version(&n.object).to_string(),
-                n.old.as_deref().map(|o| resource_version(o).to_string()),
+                n.object.resource_version().to_string(),
+                n.old.as_ref().map(|o| o.resource_version().to_string()),
                 n.final_state_unknown,
                 n.resync,
             )
