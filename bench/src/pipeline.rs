@@ -15,10 +15,10 @@ use crate::report::{Report, Section, Table};
 use crate::stats::{Spread, micros, num, ratio};
 use serde::Deserialize;
 use serde_json::Value;
-use std::sync::Arc;
+
 use std::time::Instant;
 use watchlife_controlplane::Clock;
-use watchlife_informer::Informer;
+use watchlife_informer::{Informer, Object};
 use watchlife_protocol::{
     EventType, FrameBody, ObjectRef, ServerFrame, Stage, StageMark, StageTimes, WatchEvent,
 };
@@ -193,24 +193,19 @@ fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
 }
 
 /// The event the Reflector makes of a watch line, as the bridge's does.
-fn reflector_event(line: Line, at: u64) -> (WatchEvent, Arc<Value>) {
-    let object = Arc::new(line.object);
-    let meta = |field: &str| {
-        object
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_str)
-            .map(String::from)
-    };
+fn reflector_event(line: Line, at: u64) -> (WatchEvent, Object) {
+    let object = Object::from_value(&line.object);
+    let meta = object.meta();
     let event = WatchEvent {
         event_type: line.event_type,
         target: ObjectRef {
             resource: "pods".into(),
             kind: "Pod".into(),
-            namespace: meta("namespace"),
-            name: meta("name").unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
         },
-        resource_version: meta("resourceVersion").unwrap_or_default(),
-        object: (*object).clone(),
+        resource_version: meta.resource_version.clone(),
+        object: object.json().clone(),
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
         initial: false,
         coalesced: false,

@@ -23,7 +23,7 @@ use tokio_tungstenite::tungstenite::Message;
 use watchlife_controlplane::limits::Limits;
 use watchlife_controlplane::resource::CONFIGMAPS;
 use watchlife_controlplane::{Clock, ControlPlane};
-use watchlife_informer::Informer;
+use watchlife_informer::{Informer, Object};
 use watchlife_protocol::{EventType, ObjectRef, Stage, StageMark, StageTimes, WatchEvent};
 
 /// How long one listing may take before the bench gives up on it.
@@ -227,7 +227,7 @@ fn indexer_bytes_per_object(n: usize) -> Sizes {
         .iter()
         .map(|t| {
             let object: Value = serde_json::from_str(t).expect("the bench's own JSON");
-            listed_event(Arc::new(object), clock.now())
+            listed_event(Object::from_value(&object), clock.now())
         })
         .collect();
     informer.enqueue_list(items, clock.now());
@@ -249,23 +249,18 @@ struct Sizes {
 }
 
 /// A listed object as the Reflector hands it to the FIFO.
-fn listed_event(object: Arc<Value>, at: u64) -> (WatchEvent, Arc<Value>) {
-    let meta = |field: &str| {
-        object
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_str)
-            .map(String::from)
-    };
+fn listed_event(object: Object, at: u64) -> (WatchEvent, Object) {
+    let meta = object.meta();
     let event = WatchEvent {
         event_type: EventType::Added,
         target: ObjectRef {
             resource: "pods".into(),
             kind: "Pod".into(),
-            namespace: meta("namespace"),
-            name: meta("name").unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
         },
-        resource_version: meta("resourceVersion").unwrap_or_default(),
-        object: (*object).clone(),
+        resource_version: meta.resource_version.clone(),
+        object: object.json().clone(),
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
         initial: true,
         coalesced: false,

@@ -367,7 +367,7 @@ mod tests {
                     name: name.to_string(),
                 },
                 resource_version: seq.to_string(),
-                object: serde_json::Value::Null,
+                object: watchlife_protocol::ObjectJson::null(),
                 stages: stages
                     .iter()
                     .map(|(s, at)| (*s, StageMark::at(*at)))

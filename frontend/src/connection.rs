@@ -8,7 +8,7 @@
 
 use crate::model::{Link, Model, now_ms};
 use crate::tape::Tape;
-use crate::view_state::encode;
+use watchlife_protocol::StreamQuery;
 use futures::StreamExt;
 use futures::channel::{mpsc, oneshot};
 use futures::future::{Either, select};
@@ -99,8 +99,8 @@ async fn connection(model: Model, token: &str, tape: Tape) -> bool {
             let Some(text) = message.data().as_string() else {
                 return;
             };
-            // The page asks for batches: one frame per line.
-            for line in text.split('\n') {
+            // The page asks for batches: several frames to a message.
+            for line in watchlife_protocol::connection::split_batch(&text) {
                 if !read_frame(line, model, tape, &shared.greeted) {
                     shared.end();
                     return;
@@ -232,17 +232,15 @@ fn url(model: &Model, token: &str) -> String {
 
 /// The stream URL from its parts (see [`url`]).
 fn ws_url(scheme: &str, host: &str, cursor: Option<(&str, u64)>, token: &str) -> String {
-    // Under load a batch of frames in one message costs the page one message
-    // event instead of dozens.
-    let mut query = vec!["batch=true".to_string()];
-    if let Some((stream, since)) = cursor {
-        query.push(format!("stream={}", encode(stream)));
-        query.push(format!("since={since}"));
-    }
-    if !token.is_empty() {
-        query.push(format!("token={}", encode(token)));
-    }
-    format!("{scheme}://{host}/ws?{}", query.join("&"))
+    let query = StreamQuery {
+        stream: cursor.map(|(stream, _)| stream.to_string()),
+        since: cursor.map(|(_, since)| since),
+        token: Some(token.to_string()),
+        // Under load a batch of frames in one message costs the page one
+        // message event instead of dozens.
+        batch: true,
+    };
+    format!("{scheme}://{host}/ws?{}", query.to_query())
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ mod tests {
                 name: "web-1".into(),
             },
             resource_version: "12".into(),
-            object: serde_json::Value::Null,
+            object: watchlife_protocol::ObjectJson::null(),
             stages: stages
                 .iter()
                 .map(|(s, at)| (*s, StageMark::at(*at)))

@@ -3,8 +3,7 @@
 
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::sync::Arc;
-use watchlife_protocol::{EventType, ObjectRef};
+use watchlife_protocol::{EventType, ObjectJson, ObjectRef};
 
 /// Versions kept per object: enough to tell a story (ADDED, MODIFIED, …),
 /// bounded so that a busy object cannot grow the page without limit.
@@ -31,7 +30,9 @@ pub struct Version {
     /// A deletion found by a relist (DeletedFinalStateUnknown): the object
     /// is the Indexer's last copy, its final state unknown.
     pub final_state_unknown: bool,
-    pub object: Arc<Value>,
+    /// The object's JSON text; `None` when it came in a light snapshot and
+    /// has not been fetched (see [`crate::bodies`]).
+    pub object: Option<ObjectJson>,
 }
 
 /// An object's recent history, oldest first.
@@ -231,7 +232,7 @@ mod tests {
                 initial: false,
                 resync: false,
                 final_state_unknown: false,
-                object: Arc::new(Value::Null),
+                object: None,
             });
         }
         assert_eq!(h.versions.len(), VERSIONS_KEPT);

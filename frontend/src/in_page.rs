@@ -34,7 +34,7 @@ use watchlife_controlplane::resource::{CONFIGMAPS, DEPLOYMENTS, PODS, REPLICASET
 use watchlife_controlplane::watch_cache::Delivery;
 use watchlife_controlplane::watch_cache_report::report;
 use watchlife_controlplane::{Clock, ControlPlane, Origin, WatchOptions};
-use watchlife_informer::Informer;
+use watchlife_informer::{Informer, Object};
 use watchlife_informer::informer::Options;
 use watchlife_informer::reflector::{
     Config as ReflectorConfig, Effect, Failure, Reflector, Request, WatchEnd,
@@ -445,6 +445,7 @@ impl Page {
                     let items = pages
                         .drain(..)
                         .map(|object| {
+                            let object = Object::from_value(&object);
                             let mut event = watch_event(rt, EventType::Added, &object, now);
                             event.initial = true;
                             (event, object)
@@ -479,7 +480,8 @@ impl Page {
     fn deliver(&self, stages: &Stages, delivery: Delivery) {
         let cached = &delivery.event;
         let now = self.clock.now();
-        let mut event = watch_event(stages.rt, cached.event_type, &cached.object, now);
+        let object = Object::from_value(&cached.object);
+        let mut event = watch_event(stages.rt, cached.event_type, &object, now);
         let origin = match delivery.origin {
             Origin::Replayed => watchlife_protocol::Origin::Replayed,
             Origin::Synthetic => watchlife_protocol::Origin::Synthetic,
@@ -523,7 +525,7 @@ impl Page {
         stages
             .informer
             .borrow_mut()
-            .enqueue(event, cached.object.clone(), self.clock.now());
+            .enqueue(event, object, self.clock.now());
         stages.fifo.wake();
     }
 
@@ -566,18 +568,18 @@ impl Page {
 }
 
 /// The event the Reflector makes of an object, stamped at `now`.
-fn watch_event(rt: ResourceType, event_type: EventType, object: &Value, now: Micros) -> WatchEvent {
-    let meta = |field: &str| object["metadata"][field].as_str().map(String::from);
+fn watch_event(rt: ResourceType, event_type: EventType, object: &Object, now: Micros) -> WatchEvent {
+    let meta = object.meta();
     WatchEvent {
         event_type,
         target: ObjectRef {
             resource: rt.qualified_name(),
             kind: rt.kind.to_string(),
-            namespace: meta("namespace"),
-            name: meta("name").unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
         },
-        resource_version: meta("resourceVersion").unwrap_or_default(),
-        object: object.clone(),
+        resource_version: meta.resource_version.clone(),
+        object: object.json().clone(),
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(now))]),
         initial: false,
         coalesced: false,

@@ -24,6 +24,7 @@
 //! - [`components`]: what is drawn.
 
 pub mod animator;
+pub mod bodies;
 pub mod components;
 pub mod connection;
 pub mod deletions;

@@ -8,7 +8,8 @@ use leptos::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use watchlife_protocol::{
-    ClientMessage, EventType, FrameBody, Hello, PROTOCOL_VERSION, ReflectorState, ServerFrame,
+    ClientMessage, EventType, FrameBody, Hello, ObjectJson, PROTOCOL_VERSION, ReflectorState,
+    ServerFrame,
     Snapshot, WatchCacheReport, WatchEvent,
 };
 
@@ -386,7 +387,7 @@ impl Model {
     /// [`Model::notify_events`]).
     fn apply_event(&self, seq: u64, mut event: WatchEvent) {
         // The object is kept by its history only (see [`EventRow`]).
-        let object = Arc::new(std::mem::take(&mut event.object));
+        let object = Some(std::mem::take(&mut event.object));
         let row = EventRow {
             seq,
             event: Arc::new(event),
@@ -429,7 +430,7 @@ impl Model {
         self.unnotified.update_value(|u| u.events = true);
     }
 
-    fn track_object(&self, row: &EventRow, object: Arc<serde_json::Value>, now: f64) {
+    fn track_object(&self, row: &EventRow, object: Option<ObjectJson>, now: f64) {
         let e = &row.event;
         if matches!(e.event_type, EventType::Bookmark | EventType::Error) {
             return;
@@ -472,6 +473,29 @@ impl Model {
         });
     }
 
+    /// Keeps a body fetched for the object `key` at `resource_version`, on
+    /// the version that lacks it. Returns whether a version took it.
+    pub fn fill_body(&self, key: &ObjectKey, resource_version: &str, body: ObjectJson) -> bool {
+        let filled = self.objects.try_update_untracked(|objects| {
+            let Some(history) = objects.get_mut(key) else {
+                return false;
+            };
+            let mut filled = false;
+            for v in history.versions.iter_mut() {
+                if v.object.is_none() && v.resource_version == resource_version {
+                    v.object = Some(body.clone());
+                    filled = true;
+                }
+            }
+            filled
+        }) == Some(true);
+        if filled {
+            self.unnotified.update_value(|u| u.objects = true);
+            self.notify_events();
+        }
+        filled
+    }
+
     fn replace_objects(&self, snapshot: Snapshot) {
         self.reflectors.set(
             snapshot
@@ -496,7 +520,7 @@ impl Model {
                         initial: true,
                         resync: false,
                         final_state_unknown: false,
-                        object: Arc::new(o.object),
+                        object: o.object,
                     });
                 }
                 next.insert(key, history);

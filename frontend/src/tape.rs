@@ -73,7 +73,8 @@ impl Tape {
                         Some(SnapshotObject {
                             target: h.target.clone(),
                             resource_version: v.resource_version.clone(),
-                            object: (*v.object).clone(),
+                            summary: Default::default(),
+                            object: v.object.clone(),
                         })
                     })
                     .collect()
@@ -87,16 +88,14 @@ impl Tape {
                     .collect()
             }),
         };
-        // Each frame's fields after its `seq` and `type`, spliced, rather than
-        // a whole `ServerFrame` serialized: that would bring the serializer of
-        // every kind of frame into the page for two of them.
+        // Each frame's payload spliced under its `seq` and `type`, rather
+        // than a whole `ServerFrame` serialized: that would bring the
+        // serializer of every kind of frame into the page for two of them.
         let frame = |kind: &str, body: serde_json::Result<String>| {
-            let body = body.unwrap_or_default();
-            let fields = body.strip_prefix('{').unwrap_or(&body);
-            let comma = if fields.starts_with('}') { "" } else { "," };
+            let data = body.unwrap_or_else(|_| "{}".into());
             line(
                 0,
-                &format!("{{\"seq\":{seq},\"type\":\"{kind}\"{comma}{fields}"),
+                &format!("{{\"seq\":{seq},\"type\":\"{kind}\",\"data\":{data}}}"),
             )
         };
         self.lines.set_value(vec![

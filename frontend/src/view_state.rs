@@ -202,18 +202,7 @@ fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
 }
 
-/// Percent-encodes everything but unreserved characters.
-pub fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~/:".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub use watchlife_protocol::connection::encode;
 
 /// The view as signals. `Copy`: every field is a signal handle.
 #[derive(Clone, Copy)]
@@ -421,7 +410,7 @@ mod tests {
                 name: name.into(),
             },
             resource_version: "9".into(),
-            object: serde_json::Value::Null,
+            object: watchlife_protocol::ObjectJson::null(),
             stages: Default::default(),
             initial: false,
             coalesced: false,

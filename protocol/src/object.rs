@@ -99,6 +99,12 @@ impl std::fmt::Debug for ObjectJson {
     }
 }
 
+impl std::fmt::Display for ObjectJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Serialize for ObjectJson {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(serializer)

@@ -334,7 +334,7 @@ mod scripted {
                         Some(Ok(_)) => continue,
                         _ => return Ok(()),
                     },
-                    _ = heartbeat.tick() => r#"{"seq":0,"type":"heartbeat","at":0}"#.to_string(),
+                    _ = heartbeat.tick() => r#"{"seq":0,"type":"heartbeat","data":{"at":0}}"#.to_string(),
                 };
                 ws.send(Message::text(out))
                     .await

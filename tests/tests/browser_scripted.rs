@@ -72,7 +72,7 @@ fn event(
             event_type,
             target,
             resource_version: rv.to_string(),
-            object,
+            object: object.into(),
             stages: times,
             initial: false,
             coalesced: false,
@@ -91,8 +91,12 @@ fn snapshot_of(objects: &[(&str, u64)]) -> ServerFrame {
                 .map(|(name, rv)| watchlife_protocol::frame::SnapshotObject {
                     target: pod(name),
                     resource_version: rv.to_string(),
-                    object: json!({"kind": "Pod", "metadata": {"name": name, "namespace": "default",
-                                   "resourceVersion": rv.to_string()}}),
+                    summary: Default::default(),
+                    object: Some(
+                        json!({"kind": "Pod", "metadata": {"name": name, "namespace": "default",
+                                   "resourceVersion": rv.to_string()}})
+                        .into(),
+                    ),
                 })
                 .collect(),
             reflectors: vec![],

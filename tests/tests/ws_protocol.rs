@@ -63,7 +63,7 @@ async fn frames_parse_and_carry_live_demo_events() {
             "{event:?}"
         );
         assert_eq!(
-            event.object["metadata"]["resourceVersion"],
+            event.object.parse()["metadata"]["resourceVersion"],
             event.resource_version
         );
         let times: Vec<u64> = event.stages.values().map(|m| m.at).collect();

@@ -5,7 +5,7 @@
 //! upstream one, and a viewer of its hub collects every finished event.
 
 use crate::objects::{pod, pod_name};
-use std::sync::Arc;
+
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast::error::RecvError;
 use watchlife::hub::Hub;
@@ -64,7 +64,7 @@ pub fn run(load: &Load) -> Outcome {
 async fn drive(load: Load) -> Outcome {
     let clock = Clock::system();
     let hub = Hub::new("bench");
-    let mut live = hub.attach(None).live;
+    let mut live = hub.attach(None, watchlife::hub::Bodies::Light).live;
     let pipeline = Pipeline::start_with_slow_listener(
         hub,
         clock.clone(),
@@ -99,7 +99,7 @@ async fn drive(load: Load) -> Outcome {
                 ..
             }) => {
                 // Only the times are read: the object need not be kept.
-                event.object = serde_json::Value::Null;
+                event.object = watchlife_protocol::ObjectJson::null();
                 Some(event)
             }
             _ => None,
@@ -136,7 +136,7 @@ async fn generate(pipeline: Pipeline, clock: Clock, rate: f64, count: usize) -> 
 }
 
 /// The `i`-th event: pod `i % KEYS` at the phase of its cycle.
-fn event(i: usize, stamp: u64) -> (WatchEvent, Arc<serde_json::Value>) {
+fn event(i: usize, stamp: u64) -> (WatchEvent, watchlife_informer::Object) {
     let key = i % KEYS;
     let (event_type, scheduled) = phase(i / KEYS);
     let name = pod_name(key);
@@ -155,14 +155,15 @@ fn event(i: usize, stamp: u64) -> (WatchEvent, Arc<serde_json::Value>) {
             name,
         },
         resource_version: (1000 + i).to_string(),
-        object: object.clone(),
+        object: watchlife_protocol::ObjectJson::from_value(&object),
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(stamp))]),
         initial: false,
         coalesced: false,
         handled: Default::default(),
         server: None,
     };
-    (event, Arc::new(object))
+    let object = watchlife_informer::Object::from_json(event.object.clone());
+    (event, object)
 }
 
 /// A pod's life in four events, so that every listener has calls: ADDED

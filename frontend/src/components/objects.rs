@@ -32,6 +32,10 @@ const RESYNC: &str = "resync: handed to the handlers again at the same resourceV
 /// A deletion found by a relist, in the history.
 const DFSU: &str =
     "DeletedFinalStateUnknown (found by relist): removed from the Indexer, its final state unknown";
+/// A change whose earlier body the page never had: it came in a light
+/// snapshot and changed before anyone opened the object.
+const NOT_FETCHED: &str =
+    "changed: the earlier body came without its fields (light snapshot), so no diff";
 
 /// What one row of the table shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +186,13 @@ fn object_slot(
 #[component]
 fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl IntoView {
     let model = expect_context::<Model>();
+    let token = expect_context::<crate::view_state::ViewState>().token;
+    // An object from a light snapshot has no body yet: fetch it when chosen.
+    Effect::new(move |_| {
+        if let Some(key) = chosen.get() {
+            crate::bodies::fetch_if_missing(model, key, token.get_value());
+        }
+    });
     // What the history depends on: recomputed on every redraw of the table,
     // but the diffs are worked out again only when the object changed.
     let latest = Memo::new(move |_| {
@@ -203,9 +214,12 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
         model.objects.with_untracked(|o| {
             let h = o.get(&key)?;
             let mut out = Vec::new();
-            let mut previous: Option<&serde_json::Value> = None;
+            // The previous version: `Some(None)` when its body was never fetched.
+            let mut previous: Option<Option<serde_json::Value>> = None;
+            let mut parsed = h.versions.iter().map(|v| v.object.as_ref().map(|o| o.parse()));
             for v in &h.versions {
-                let changes: Vec<String> = match previous {
+                let current = parsed.next().flatten();
+                let changes: Vec<String> = match &previous {
                     _ if v.final_state_unknown => vec![DFSU.into()],
                     _ if v.event_type == watchlife_protocol::EventType::Deleted => {
                         vec!["deleted: removed from the Indexer".into()]
@@ -213,15 +227,18 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
                     _ if v.resync => vec![RESYNC.into()],
                     None if v.initial => vec!["as listed".into()],
                     None => vec!["created".into()],
-                    Some(p) => {
-                        let c: Vec<String> =
-                            diff(p, &v.object).iter().map(|c| c.describe()).collect();
-                        if c.is_empty() {
-                            vec!["no visible change".into()]
-                        } else {
-                            c
+                    Some(p) => match (p, &current) {
+                        (Some(p), Some(now)) => {
+                            let c: Vec<String> =
+                                diff(p, now).iter().map(|c| c.describe()).collect();
+                            if c.is_empty() {
+                                vec!["no visible change".into()]
+                            } else {
+                                c
+                            }
                         }
-                    }
+                        _ => vec![NOT_FETCHED.into()],
+                    },
                 };
                 let mark = if v.final_state_unknown {
                     "dfsu"
@@ -236,7 +253,7 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
                     mark,
                     changes,
                 ));
-                previous = Some(&v.object);
+                previous = Some(current);
             }
             Some((key.1.clone(), h.dropped, h.deleted, out))
         })
