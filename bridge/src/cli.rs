@@ -54,6 +54,13 @@ pub struct Args {
     #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_viewers: u32,
 
+    /// A new viewer's snapshot carries the objects' bodies while they total
+    /// at most this many bytes; above, only each object's reference,
+    /// resourceVersion and a few columns, and the page fetches a body when
+    /// the object is opened (0: always so).
+    #[arg(long, default_value_t = watchlife_snapshot_default(), value_name = "BYTES")]
+    pub snapshot_bodies_limit: usize,
+
     /// Use the embedded demo control plane even when a cluster is configured.
     #[arg(global = true, long)]
     pub demo: bool,
@@ -265,4 +272,9 @@ mod duration_tests {
         assert!(duration("1y").is_err());
         assert!(duration("99999999h").is_err());
     }
+}
+
+/// The default of `--snapshot-bodies-limit` (see [`crate::hub::SNAPSHOT_BODIES_LIMIT`]).
+const fn watchlife_snapshot_default() -> usize {
+    crate::hub::SNAPSHOT_BODIES_LIMIT
 }

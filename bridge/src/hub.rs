@@ -59,11 +59,21 @@ pub struct Published {
     pub namespace: Option<Arc<str>>,
 }
 
+/// Bodies a live viewer's snapshot carries at most, in bytes of JSON. Below
+/// it (a demo, a small cluster) a snapshot holds every body and every diff
+/// has both sides from the start; above it (150,000 objects are 150 MB and
+/// more) it holds references and summaries, some 80 bytes an object, and the
+/// page fetches a body when someone opens the object. 4 MiB is a second of a
+/// slow link, and a few thousand typical objects.
+pub const SNAPSHOT_BODIES_LIMIT: usize = 4 * 1024 * 1024;
+
 /// Whether a snapshot carries the objects' bodies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bodies {
-    /// References, resourceVersions and summaries only: what a live viewer
-    /// gets, fetching a body when someone opens the object (`/objects`).
+    /// What a live viewer gets: the bodies while they total at most the
+    /// hub's limit ([`SNAPSHOT_BODIES_LIMIT`] by default), else references,
+    /// resourceVersions and summaries only, the page fetching a body when
+    /// someone opens the object (`/objects`).
     Light,
     /// Every body too: for recordings, which have no bridge to ask.
     Full,
@@ -100,6 +110,8 @@ struct State {
     /// Indexer's). Shared with snapshots being encoded, so taking one under
     /// the lock is a reference count per object, not a deep copy.
     objects: BTreeMap<ObjectKey, Arc<SnapshotObject>>,
+    /// The bodies' lengths, summed.
+    body_bytes: usize,
     reflectors: BTreeMap<String, ReflectorUpdate>,
 }
 
@@ -112,6 +124,8 @@ pub struct Hub {
     /// The newest encoded light snapshot and its `seq`. Its own lock:
     /// encoding never holds up [`Hub::publish`].
     snapshot: Arc<Mutex<Option<(u64, Utf8Bytes)>>>,
+    /// Bodies a light snapshot carries at most (see [`Bodies::Light`]).
+    bodies_limit: usize,
     metrics: Metrics,
 }
 
@@ -124,13 +138,21 @@ impl Hub {
                 window: VecDeque::with_capacity(WINDOW),
                 window_bytes: 0,
                 objects: BTreeMap::new(),
+                body_bytes: 0,
                 reflectors: BTreeMap::new(),
             })),
             live: broadcast::channel(VIEWER_LAG).0,
             stream_id: stream_id.into(),
             snapshot: Arc::new(Mutex::new(None)),
+            bodies_limit: SNAPSHOT_BODIES_LIMIT,
             metrics: Metrics::default(),
         }
+    }
+
+    /// Light snapshots carry the bodies while they total at most `bytes`.
+    pub fn with_snapshot_bodies_limit(mut self, bytes: usize) -> Self {
+        self.bodies_limit = bytes;
+        self
     }
 
     /// The bridge's metrics: the Reflector counts its watches and relists
@@ -185,7 +207,8 @@ impl Hub {
             match event.event_type {
                 EventType::Added | EventType::Modified => {
                     let summary = summarize(&event.target.kind, &event.object);
-                    state.objects.insert(
+                    state.body_bytes += event.object.len();
+                    let old = state.objects.insert(
                         key,
                         Arc::new(SnapshotObject {
                             target: event.target,
@@ -194,9 +217,11 @@ impl Hub {
                             object: Some(event.object),
                         }),
                     );
+                    state.forget_body(old);
                 }
                 EventType::Deleted => {
-                    state.objects.remove(&key);
+                    let old = state.objects.remove(&key);
+                    state.forget_body(old);
                 }
                 EventType::Bookmark | EventType::Error => {}
             }
@@ -219,7 +244,9 @@ impl Hub {
 
     /// Forgets every object of `resource`: a relist replaces them all.
     pub fn clear_objects(&self, resource: &str) {
-        self.lock().objects.retain(|(r, _), _| r != resource);
+        let mut state = self.lock();
+        state.objects.retain(|(r, _), _| r != resource);
+        state.body_bytes = state.objects.values().map(|o| body_len(o)).sum();
     }
 
     /// The current body of the object `key` (`namespace/name`, or `name`) of
@@ -255,7 +282,7 @@ impl Hub {
                 }
             }
             _ => {
-                let parts = SnapshotParts::take(&state);
+                let parts = SnapshotParts::take(&state, bodies, self.bodies_limit);
                 drop(state);
                 Attached {
                     cursor,
@@ -277,7 +304,7 @@ impl Hub {
         {
             return (seq, text);
         }
-        let parts = SnapshotParts::take(&state);
+        let parts = SnapshotParts::take(&state, bodies, self.bodies_limit);
         drop(state);
         (seq, self.encode_snapshot(seq, parts, bodies))
     }
@@ -297,7 +324,7 @@ impl Hub {
         if bodies == Bodies::Full {
             return encode(&ServerFrame {
                 seq,
-                body: FrameBody::Snapshot(parts.into_snapshot(bodies)),
+                body: FrameBody::Snapshot(parts.into_snapshot()),
             });
         }
         let mut cache = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
@@ -308,7 +335,7 @@ impl Hub {
         }
         let text = encode(&ServerFrame {
             seq,
-            body: FrameBody::Snapshot(parts.into_snapshot(bodies)),
+            body: FrameBody::Snapshot(parts.into_snapshot()),
         });
         if cache.as_ref().is_none_or(|(at, _)| *at < seq) {
             *cache = Some((seq, text.clone()));
@@ -321,21 +348,44 @@ impl Hub {
     }
 }
 
+impl State {
+    /// Takes a replaced or removed object's body out of the sum.
+    fn forget_body(&mut self, old: Option<Arc<SnapshotObject>>) {
+        if let Some(old) = old {
+            self.body_bytes -= body_len(&old);
+        }
+    }
+}
+
+fn body_len(o: &SnapshotObject) -> usize {
+    o.object.as_ref().map_or(0, |b| b.len())
+}
+
 /// What a snapshot is made of, taken under the lock without copying objects.
 struct SnapshotParts {
     objects: Vec<Arc<SnapshotObject>>,
     reflectors: Vec<ReflectorUpdate>,
+    /// Whether the snapshot carries the bodies.
+    bodies: Bodies,
 }
 
 impl SnapshotParts {
-    fn take(state: &State) -> SnapshotParts {
+    /// `bodies`, or `Full` for a light snapshot whose bodies fit `limit`.
+    fn take(state: &State, bodies: Bodies, limit: usize) -> SnapshotParts {
+        let bodies = if state.body_bytes <= limit {
+            Bodies::Full
+        } else {
+            bodies
+        };
         SnapshotParts {
             objects: state.objects.values().cloned().collect(),
             reflectors: state.reflectors.values().cloned().collect(),
+            bodies,
         }
     }
 
-    fn into_snapshot(self, bodies: Bodies) -> Snapshot {
+    fn into_snapshot(self) -> Snapshot {
+        let bodies = self.bodies;
         Snapshot {
             objects: self
                 .objects
@@ -388,7 +438,7 @@ mod tests {
 
     #[test]
     fn publish_numbers_frames_and_tracks_objects() {
-        let hub = Hub::new("s");
+        let hub = Hub::new("s").with_snapshot_bodies_limit(0);
         assert_eq!(hub.publish(event("a", EventType::Added)), 1);
         hub.publish(FrameBody::Reflector(ReflectorUpdate {
             resource: "pods".into(),
@@ -414,6 +464,28 @@ mod tests {
         assert_eq!(rv, "1");
         assert_eq!(&fetched, body);
         assert!(hub.object("pods", "default/a").is_none(), "deleted");
+    }
+
+    #[test]
+    fn a_light_snapshot_keeps_the_bodies_while_they_fit_the_limit() {
+        let body = ObjectJson::from_value(&serde_json::json!({"metadata": {"name": "a"}}));
+        let hub = Hub::new("s").with_snapshot_bodies_limit(2 * body.len());
+        hub.publish(event("a", EventType::Added));
+        hub.publish(event("b", EventType::Added));
+        let bodies = |hub: &Hub| {
+            let (seq, text) = hub.snapshot(Bodies::Light);
+            let s = decode_snapshot(&text, seq);
+            s.objects.iter().filter(|o| o.object.is_some()).count()
+        };
+        assert_eq!(bodies(&hub), 2, "two small bodies fit");
+        hub.publish(event("c", EventType::Added));
+        assert_eq!(bodies(&hub), 0, "three do not: references only");
+        hub.publish(event("c", EventType::Deleted));
+        assert_eq!(bodies(&hub), 2, "a deletion gives its bytes back");
+        hub.publish(event("a", EventType::Modified));
+        assert_eq!(bodies(&hub), 2, "a change replaces its bytes");
+        hub.clear_objects("pods");
+        assert_eq!(hub.lock().body_bytes, 0);
     }
 
     #[test]

@@ -207,6 +207,80 @@ async fn a_label_added_from_the_panel_travels_and_shows_in_the_history() {
     browser.close().await;
 }
 
+/// A light snapshot (`--snapshot-bodies-limit 0`) gives the page each
+/// object without its body: opening the object fetches it (`/objects`), and
+/// the next change shows the same diff as with a full snapshot.
+#[tokio::test]
+async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_before() {
+    use watchlife_protocol::FrameBody;
+    let bridge = Bridge::start(&["--demo", "--demo-idle", "--snapshot-bodies-limit", "0"]).await;
+    // Wait until the bridge holds the deployment, so that the page gets it in
+    // its snapshot rather than as an event.
+    let mut viewer = watchlife_tests::ws::Viewer::connect(&bridge.ws_url()).await;
+    let deployment = viewer
+        .until(Duration::from_secs(60), |f| match &f.body {
+            FrameBody::Event(e) if e.target.resource == "deployments.apps" => {
+                Some(e.target.clone())
+            }
+            FrameBody::Snapshot(s) => s
+                .objects
+                .iter()
+                .find(|o| o.target.resource == "deployments.apps")
+                .map(|o| o.target.clone()),
+            _ => None,
+        })
+        .await;
+    let key = deployment.key();
+    let browser = open(&bridge, "", 1440, 1000).await;
+    let row = format!("tr.object-row[data-resource='deployments.apps'][data-key='{key}']");
+    browser
+        .wait_until("the deployment is listed", &format!("document.querySelector(\"{row}\")"))
+        .await;
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#history .version').length").await,
+        serde_json::json!(0),
+        "no object chosen yet"
+    );
+    let fetched_before = browser
+        .eval("performance.getEntriesByType('resource').filter(e => e.name.includes('/objects/')).length")
+        .await;
+    assert_eq!(fetched_before, serde_json::json!(0), "nothing fetched before");
+    browser.click(&row).await;
+    browser
+        .wait_until(
+            "the body is fetched from /objects",
+            &format!(
+                "performance.getEntriesByType('resource').some(e => e.name.endsWith('/objects/deployments.apps/{key}'))"
+            ),
+        )
+        .await;
+    browser
+        .wait_until(
+            "the page keeps the fetched body",
+            "document.querySelector('#history .version[data-body=kept]')",
+        )
+        .await;
+    let (namespace, name) = key.split_once('/').expect("a namespaced deployment");
+    viewer
+        .send(&watchlife_protocol::ClientMessage::Action {
+            action: watchlife_protocol::DemoAction::Label {
+                resource: "deployments.apps".into(),
+                namespace: namespace.into(),
+                name: name.into(),
+                key: "tier".into(),
+                value: "frontend".into(),
+            },
+        })
+        .await;
+    browser
+        .wait_until(
+            "the history shows the label added, diffed against the fetched body",
+            "[...document.querySelectorAll('#history .change')].some(c => c.textContent === 'label tier=frontend added')",
+        )
+        .await;
+    browser.close().await;
+}
+
 #[tokio::test]
 async fn pause_stops_the_tokens_and_step_lets_exactly_one_travel() {
     let bridge = Bridge::start(&["--demo", "--demo-rate", "5"]).await;

@@ -181,6 +181,24 @@ async fn events_match_what_kubectl_sees_and_secrets_never_leave() {
         let text = late.next_text(WAIT).await;
         assert!(!text.contains(VALUE) && !text.contains(&encoded), "{text}");
     }
+    // Nor does a body fetched on demand: the same redacted object.
+    let body = watchlife_tests::http::get(_bridge.addr, "/objects/secrets/default/db")
+        .await
+        .unwrap();
+    assert_eq!(body.status, 200, "{}", body.text());
+    let text = body.text();
+    assert!(
+        !text.contains(VALUE) && !text.contains(&encoded),
+        "a Secret value left through /objects: {text}"
+    );
+    let object: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(object["metadata"]["name"], "db");
+    assert!(
+        object["data"]["password"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("(redacted")),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -112,6 +112,64 @@ async fn a_page_from_another_origin_is_refused_with_403() {
     );
 }
 
+/// Bodies on demand (`/objects/…`) are guarded as the stream is: the token,
+/// and a browser page's Origin.
+#[tokio::test]
+async fn object_bodies_need_the_token_and_the_page_origin() {
+    let bridge = Bridge::start(&["--demo", "--token", "s3cret"]).await;
+    let mut viewer = Client::connect(&format!("{}?token=s3cret", bridge.ws_url())).await;
+    // The first object of the first snapshot that has one: light, no body.
+    let target = loop {
+        let (frame, _) = viewer.frame().await;
+        if let watchlife_protocol::FrameBody::Snapshot(s) = frame.body
+            && let Some(o) = s.objects.into_iter().next()
+        {
+            assert!(o.object.is_none(), "a viewer's snapshot is light");
+            break o;
+        }
+    };
+    let path = format!("/objects/{}/{}", target.target.resource, target.target.key());
+    let get = |path: String, origin: Option<&'static str>| {
+        let addr = bridge.addr;
+        async move {
+            let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+            http::request(
+                addr,
+                &format!(
+                    "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{origin}Connection: close\r\n\r\n"
+                ),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(get(path.clone(), None).await.status, 401, "no token");
+    assert_eq!(
+        get(format!("{path}?token=guess"), None).await.status,
+        401,
+        "wrong token"
+    );
+    let foreign = get(format!("{path}?token=s3cret"), Some("http://evil.example")).await;
+    assert_eq!(foreign.status, 403, "{}", foreign.text());
+    let own = format!("http://{}", bridge.addr);
+    let own: &'static str = Box::leak(own.into_boxed_str());
+    let ok = get(format!("{path}?token=s3cret"), Some(own)).await;
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    assert_eq!(ok.header("content-type"), Some("application/json"));
+    let body: serde_json::Value = serde_json::from_str(&ok.text()).unwrap();
+    assert_eq!(body["metadata"]["name"], target.target.name.as_str());
+    let missing = get(
+        format!("/objects/{}/no-such/object?token=s3cret", target.target.resource),
+        None,
+    )
+    .await;
+    assert_eq!(missing.status, 404, "{}", missing.text());
+    assert_eq!(
+        get("/objects/pods?token=s3cret".into(), None).await.status,
+        404
+    );
+}
+
 #[tokio::test]
 async fn a_loopback_bridge_without_token_refuses_other_host_names() {
     let bridge = Bridge::start(&["--demo", "--demo-idle"]).await;

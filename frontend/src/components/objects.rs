@@ -247,10 +247,14 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
                 } else {
                     ""
                 };
+                // Whether the page holds this version's body (a light
+                // snapshot's is fetched when the object is opened).
+                let body = if current.is_some() { "kept" } else { "absent" };
                 out.push((
                     v.event_type.as_str(),
                     v.resource_version.clone(),
                     mark,
+                    body,
                     changes,
                 ));
                 previous = Some(current);
@@ -271,10 +275,10 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
                     <ol>
                         {versions
                             .into_iter()
-                            .map(|(t, rv, mark, changes)| {
+                            .map(|(t, rv, mark, body, changes)| {
                                 let rv_attr = rv.clone();
                                 view! {
-                                <li class="version" data-type=t data-rv=rv_attr data-mark=mark>
+                                <li class="version" data-type=t data-rv=rv_attr data-mark=mark data-body=body>
                                     <span class=format!("badge {}", t.to_lowercase())>{t}</span>
                                     " "<span class="rv">{rv}</span>
                                     <ul>
