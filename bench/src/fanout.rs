@@ -72,6 +72,9 @@ struct Figures {
     delivered_share: Spread,
     resyncs_per_viewer_minute: Spread,
     cpu_percent: Spread,
+    /// watchlife's CPU time per frame written to a viewer, and per message.
+    cpu_per_frame: Spread,
+    cpu_per_message: Spread,
     viewers_cpu_percent: Spread,
     rss: Spread,
     reflector: Histogram,
@@ -184,6 +187,8 @@ pub fn run(report: &mut Report, config: &Config) {
             "events each viewer got ÷ published",
             "resyncs per viewer-minute",
             "watchlife CPU (100% = one core)",
+            "watchlife CPU per frame sent",
+            "per message sent",
             "the viewers' CPU (the bench)",
             "watchlife RSS",
         ],
@@ -210,6 +215,8 @@ pub fn run(report: &mut Report, config: &Config) {
             f.delivered_share.show(|v| format!("{:.0}%", v * 100.0)),
             f.resyncs_per_viewer_minute.show(num),
             f.cpu_percent.show(|v| format!("{v:.0}%")),
+            f.cpu_per_frame.show(micros),
+            f.cpu_per_message.show(micros),
             f.viewers_cpu_percent.show(|v| format!("{v:.0}%")),
             f.rss.show(bytes),
         ]);
@@ -477,6 +484,12 @@ async fn measure_step(
     f.resyncs_per_viewer_minute
         .push(resyncs / n as f64 / seconds * 60.0);
     f.cpu_percent.push(measured.cpu / seconds * 100.0);
+    if measured.frames_sent > 0.0 {
+        f.cpu_per_frame
+            .push(measured.cpu * 1e6 / measured.frames_sent);
+        f.cpu_per_message
+            .push(measured.cpu * 1e6 / measured.messages_sent.max(1.0));
+    }
     f.viewers_cpu_percent
         .push(measured.viewers_cpu / seconds * 100.0);
     f.rss.push(rss);
@@ -629,6 +642,9 @@ struct Window {
     viewers_cpu: f64,
     frames_published: f64,
     events_published: f64,
+    /// Frames written to viewers, and the WebSocket messages they went in.
+    frames_sent: f64,
+    messages_sent: f64,
 }
 
 /// Watches `watchlife` for `length`: its CPU time and what its hub published.
@@ -643,23 +659,27 @@ async fn window(bridge: &Watchlife, length: Duration) -> Result<Window, String> 
                 &m,
                 "watchlife_stage_latency_seconds_count{stage=\"reconcile\"}",
             ),
+            metric(&m, "watchlife_frames_sent_total").unwrap_or(0.0),
+            metric(&m, "watchlife_messages_sent_total").unwrap_or(0.0),
         )
     };
     let me = std::process::id();
     let cpu0 = cpu_time(pid).ok_or("watchlife is gone")?;
     let own0 = cpu_time(me).unwrap_or_default();
-    let (frames0, events0) = read().await;
+    let (frames0, events0, sent0, messages0) = read().await;
     let t0 = Instant::now();
     tokio::time::sleep(length).await;
     let cpu1 = cpu_time(pid).ok_or("watchlife is gone")?;
     let own1 = cpu_time(me).unwrap_or_default();
-    let (frames1, events1) = read().await;
+    let (frames1, events1, sent1, messages1) = read().await;
     Ok(Window {
         seconds: t0.elapsed().as_secs_f64(),
         cpu: (cpu1 - cpu0).as_secs_f64(),
         viewers_cpu: own1.saturating_sub(own0).as_secs_f64(),
         frames_published: frames1 - frames0,
         events_published: events1 - events0,
+        frames_sent: sent1 - sent0,
+        messages_sent: messages1 - messages0,
     })
 }
 

@@ -256,8 +256,8 @@ fn listed_event(object: Object, at: u64) -> (WatchEvent, Object) {
         target: ObjectRef {
             resource: "pods".into(),
             kind: "Pod".into(),
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone(),
+            namespace: meta.namespace().map(String::from),
+            name: meta.name().to_string(),
         },
         resource_version: meta.resource_version.clone(),
         object: object.json().clone(),

@@ -83,6 +83,18 @@ pub enum Bodies {
 /// (`namespace/name`, or `name`).
 pub type ObjectKey = (String, String);
 
+/// A name for a stream started at `now`: its start time, and random bits, so
+/// that two replicas started in the same microsecond still differ (a cursor
+/// of one must never resume on the other).
+pub fn stream_id(now: u64) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // std's hasher keys are random per process: no dependency for 32 bits.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish() as u32;
+    format!("{now:x}-{random:08x}")
+}
+
 /// How a viewer joins the stream.
 pub enum Join {
     /// Frames after the viewer's cursor, still in the window: send them.
@@ -253,7 +265,9 @@ impl Hub {
     /// `resource`, and its resourceVersion.
     pub fn object(&self, resource: &str, key: &str) -> Option<(String, ObjectJson)> {
         let state = self.lock();
-        let o = state.objects.get(&(resource.to_string(), key.to_string()))?;
+        let o = state
+            .objects
+            .get(&(resource.to_string(), key.to_string()))?;
         Some((o.resource_version.clone(), o.object.clone()?))
     }
 
@@ -458,7 +472,10 @@ mod tests {
         assert_eq!(snap.objects[0].object, None, "a viewer's snapshot is light");
         let (_, full) = hub.snapshot(Bodies::Full);
         let full = decode_snapshot(&full, 4);
-        let body = full.objects[0].object.as_ref().expect("a recording's has bodies");
+        let body = full.objects[0]
+            .object
+            .as_ref()
+            .expect("a recording's has bodies");
         assert_eq!(body.parse()["metadata"]["name"], "b");
         let (rv, fetched) = hub.object("pods", "default/b").unwrap();
         assert_eq!(rv, "1");
@@ -513,8 +530,14 @@ mod tests {
         for i in 0..(WINDOW + 10) {
             hub.publish(event(&format!("p{}", i % 3), EventType::Added));
         }
-        assert!(matches!(hub.attach(Some(5), Bodies::Light).join, Join::Snapshot(_)));
-        assert!(matches!(hub.attach(Some(10), Bodies::Light).join, Join::Resume(_)));
+        assert!(matches!(
+            hub.attach(Some(5), Bodies::Light).join,
+            Join::Snapshot(_)
+        ));
+        assert!(matches!(
+            hub.attach(Some(10), Bodies::Light).join,
+            Join::Resume(_)
+        ));
         assert!(matches!(
             hub.attach(Some(10 + WINDOW as u64 * 2), Bodies::Light).join,
             Join::Snapshot(_)
@@ -532,7 +555,8 @@ mod tests {
         let hub = Hub::new("s");
         let big = |i: usize| match event(&format!("p{i}"), EventType::Modified) {
             FrameBody::Event(mut e) => {
-                e.object = ObjectJson::from_value(&serde_json::json!({"data": "x".repeat(64 * 1024)}));
+                e.object =
+                    ObjectJson::from_value(&serde_json::json!({"data": "x".repeat(64 * 1024)}));
                 FrameBody::Event(e)
             }
             _ => unreachable!(),
@@ -543,9 +567,14 @@ mod tests {
         }
         assert!(hub.lock().window_bytes <= WINDOW_BYTES);
         assert!(hub.lock().window.len() < WINDOW);
-        assert!(matches!(hub.attach(Some(1), Bodies::Light).join, Join::Snapshot(_)));
+        assert!(matches!(
+            hub.attach(Some(1), Bodies::Light).join,
+            Join::Snapshot(_)
+        ));
         let recent = frames as u64 - 10;
-        assert!(matches!(hub.attach(Some(recent), Bodies::Light).join, Join::Resume(f) if f.len() == 10));
+        assert!(
+            matches!(hub.attach(Some(recent), Bodies::Light).join, Join::Resume(f) if f.len() == 10)
+        );
     }
 
     fn decode_snapshot(text: &Utf8Bytes, seq: u64) -> Snapshot {

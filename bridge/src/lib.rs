@@ -96,7 +96,7 @@ pub async fn run(args: Args) -> Result<(), RunError> {
         })?;
     let local = listener.local_addr().map_err(RunError::Serve)?;
     let clock = Clock::system();
-    let hub = Hub::new(format!("{:x}", clock.now()))
+    let hub = Hub::new(hub::stream_id(clock.now()))
         .with_snapshot_bodies_limit(args.snapshot_bodies_limit);
     let app = Arc::new(start_on(&args, hub, clock).await?);
     if !assets::is_built() {

@@ -11,12 +11,12 @@
 
 use crate::hub::Hub;
 use crate::reflector::ServerStages;
-use watchlife_informer::Object;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
 use watchlife_controlplane::Clock;
 use watchlife_informer::Informer;
+use watchlife_informer::Object;
 use watchlife_informer::informer::Options;
 use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate, WatchEvent};
 

@@ -43,7 +43,7 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
         args.demo_api = ([127, 0, 0, 1], 0).into();
     }
     let clock = Clock::system();
-    let hub = Hub::new(format!("{:x}", clock.now()));
+    let hub = Hub::new(crate::hub::stream_id(clock.now()));
     // Joined before anything is published: the snapshot is empty and every
     // frame after it is received.
     let mut attached = hub.attach(None, Bodies::Full);

@@ -248,14 +248,15 @@ async fn websocket(
     };
     // A cursor from another run of the bridge means nothing here: such a
     // viewer is resynced, as one whose cursor left the window.
-    let since = match (query.since, query.stream.as_deref()) {
-        (Some(since), Some(stream)) if stream == shared.app.hub.stream_id() => Some(since),
-        (Some(_), _) => Some(u64::MAX),
-        (None, _) => None,
+    let (since, foreign_cursor) = match (query.since, query.stream.as_deref()) {
+        (Some(since), Some(stream)) if stream == shared.app.hub.stream_id() => (Some(since), false),
+        (Some(_), _) => (Some(u64::MAX), true),
+        (None, _) => (None, false),
     };
     let session = viewer::Session {
         app: shared.app.clone(),
         since,
+        foreign_cursor,
         batch: query.batch,
         shutdown: shared.shutdown.clone(),
         permit,
@@ -295,13 +296,18 @@ async fn object_body(
     let Some((resource, key)) = path.split_once('/') else {
         return refuse(Denied {
             status: 404,
-            message: "ask for /objects/<resource>/<namespace>/<name>, or /objects/<resource>/<name>".into(),
+            message:
+                "ask for /objects/<resource>/<namespace>/<name>, or /objects/<resource>/<name>"
+                    .into(),
         });
     };
     match shared.app.hub.object(resource, key) {
         Some((resource_version, body)) => (
             [
-                (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                ),
                 (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
             ],
             [(

@@ -123,6 +123,9 @@ pub struct Session {
     pub app: Arc<App>,
     /// The cursor the viewer resumes from, when it is one of this stream.
     pub since: Option<u64>,
+    /// The viewer came with a cursor of another stream (another run, or
+    /// another replica, of the bridge): it is resynced, and told why.
+    pub foreign_cursor: bool,
     /// The viewer takes several frames in one message, one per line.
     pub batch: bool,
     /// Becomes `true` (or closes) when the bridge shuts down.
@@ -148,6 +151,7 @@ pub async fn serve(socket: WebSocket, session: Session) {
         app,
         since,
         batch,
+        foreign_cursor,
         mut shutdown,
         permit: _permit,
     } = session;
@@ -170,10 +174,12 @@ pub async fn serve(socket: WebSocket, session: Session) {
         Join::Snapshot(snapshot) => {
             if since.is_some() {
                 metrics.resynced(ResyncCause::Cursor);
-                opening.push(resync(
-                    cursor,
-                    "your cursor is no longer in the bridge's window",
-                ));
+                let why = if foreign_cursor {
+                    "your cursor is of another stream (another run or replica of the bridge)"
+                } else {
+                    "your cursor is no longer in the bridge's window"
+                };
+                opening.push(resync(cursor, why));
             }
             opening.push(snapshot);
         }

@@ -77,6 +77,9 @@ mod tests {
     fn the_path_names_the_resource_and_the_key() {
         let key = ("pods".to_string(), "default/web-1".to_string());
         assert_eq!(body_path(&key, ""), "/objects/pods/default/web-1");
-        assert_eq!(body_path(&key, "a b"), "/objects/pods/default/web-1?token=a%20b");
+        assert_eq!(
+            body_path(&key, "a b"),
+            "/objects/pods/default/web-1?token=a%20b"
+        );
     }
 }

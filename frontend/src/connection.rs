@@ -8,7 +8,6 @@
 
 use crate::model::{Link, Model, now_ms};
 use crate::tape::Tape;
-use watchlife_protocol::StreamQuery;
 use futures::StreamExt;
 use futures::channel::{mpsc, oneshot};
 use futures::future::{Either, select};
@@ -19,6 +18,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
+use watchlife_protocol::StreamQuery;
 use watchlife_protocol::{FrameBody, ServerFrame};
 use web_sys::{MessageEvent, WebSocket};
 
@@ -182,7 +182,8 @@ fn read_frame(text: &str, model: Model, tape: Tape, greeted: &Cell<bool>) -> boo
             let newer = serde_json::from_str::<serde_json::Value>(text)
                 .ok()
                 .filter(|v| v["type"] == "hello")
-                .and_then(|v| v["protocol"].as_u64())
+                // Under `data` since protocol 2; beside `type` before.
+                .and_then(|v| v["data"]["protocol"].as_u64().or(v["protocol"].as_u64()))
                 .filter(|p| *p > u64::from(watchlife_protocol::PROTOCOL_VERSION));
             if let Some(p) = newer {
                 let bridge = u32::try_from(p).unwrap_or(u32::MAX);

@@ -34,11 +34,11 @@ use watchlife_controlplane::resource::{CONFIGMAPS, DEPLOYMENTS, PODS, REPLICASET
 use watchlife_controlplane::watch_cache::Delivery;
 use watchlife_controlplane::watch_cache_report::report;
 use watchlife_controlplane::{Clock, ControlPlane, Origin, WatchOptions};
-use watchlife_informer::{Informer, Object};
 use watchlife_informer::informer::Options;
 use watchlife_informer::reflector::{
     Config as ReflectorConfig, Effect, Failure, Reflector, Request, WatchEnd,
 };
+use watchlife_informer::{Informer, Object};
 use watchlife_protocol::{
     ActionResult, ClientMessage, ErrorFrame, EventType, FrameBody, Hello, Micros, ObjectRef,
     PROTOCOL_VERSION, ReflectorState, ReflectorUpdate, ServerAnswer, ServerFrame, ServerPath,
@@ -568,15 +568,20 @@ impl Page {
 }
 
 /// The event the Reflector makes of an object, stamped at `now`.
-fn watch_event(rt: ResourceType, event_type: EventType, object: &Object, now: Micros) -> WatchEvent {
+fn watch_event(
+    rt: ResourceType,
+    event_type: EventType,
+    object: &Object,
+    now: Micros,
+) -> WatchEvent {
     let meta = object.meta();
     WatchEvent {
         event_type,
         target: ObjectRef {
             resource: rt.qualified_name(),
             kind: rt.kind.to_string(),
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone(),
+            namespace: meta.namespace().map(String::from),
+            name: meta.name().to_string(),
         },
         resource_version: meta.resource_version.clone(),
         object: object.json().clone(),

@@ -9,8 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use watchlife_protocol::{
     ClientMessage, EventType, FrameBody, Hello, ObjectJson, PROTOCOL_VERSION, ReflectorState,
-    ServerFrame,
-    Snapshot, WatchCacheReport, WatchEvent,
+    ServerFrame, Snapshot, WatchCacheReport, WatchEvent,
 };
 
 /// Events kept for the log. Older ones are dropped and counted, so the page's

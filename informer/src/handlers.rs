@@ -5,8 +5,8 @@
 //! in OnUpdate is what the Indexer held before; a slow handler delays only
 //! its own listener.
 
-use crate::shared_informer::{Kind, Notification};
 use crate::object::Object;
+use crate::shared_informer::{Kind, Notification};
 use watchlife_protocol::Callback;
 
 /// A registered handler: runs the callback a notification asks for, or

@@ -205,13 +205,25 @@ mod tests {
     #[test]
     fn a_named_index_follows_adds_changes_of_value_and_deletions() {
         let mut ix = Indexer::default().with_index("owner", owner);
-        ix.upsert("a", Object::from(json!({"metadata": {"labels": {"owner": "rs1"}}})));
-        ix.upsert("b", Object::from(json!({"metadata": {"labels": {"owner": "rs1"}}})));
+        ix.upsert(
+            "a",
+            Object::from(json!({"metadata": {"labels": {"owner": "rs1"}}})),
+        );
+        ix.upsert(
+            "b",
+            Object::from(json!({"metadata": {"labels": {"owner": "rs1"}}})),
+        );
         assert_eq!(ix.by_index("owner", "rs1").count(), 2);
-        ix.upsert("a", Object::from(json!({"metadata": {"labels": {"owner": "rs2"}}})));
+        ix.upsert(
+            "a",
+            Object::from(json!({"metadata": {"labels": {"owner": "rs2"}}})),
+        );
         assert_eq!(ix.by_index("owner", "rs1").count(), 1);
         assert_eq!(ix.by_index("owner", "rs2").count(), 1);
-        ix.upsert("a", Object::from(json!({"metadata": {"labels": {"owner": "rs2"}}, "x": 1})));
+        ix.upsert(
+            "a",
+            Object::from(json!({"metadata": {"labels": {"owner": "rs2"}}, "x": 1})),
+        );
         assert_eq!(ix.by_index("owner", "rs2").count(), 1, "same value kept");
         ix.remove("b");
         assert_eq!(ix.by_index("owner", "rs1").count(), 0);

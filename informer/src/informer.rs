@@ -19,11 +19,11 @@
 use crate::fifo::DeltaType;
 use crate::handlers::{Filtering, Handler, Unfiltered, is_scheduled, is_unscheduled};
 use crate::indexer::Indexer;
+use crate::object::Object;
 use crate::shared_informer::{
     Distribution, Kind, Notification, Processed as Popped, SharedInformer,
 };
 use crate::workqueue::Workqueue;
-use crate::object::Object;
 use std::collections::HashMap;
 use watchlife_protocol::{
     EventType, FrameBody, HandlerCall, Micros, ObjectRef, ReconcileRun, Stage, StageMark,
@@ -433,8 +433,8 @@ impl Informer {
             target: ObjectRef {
                 resource: self.options.resource.clone(),
                 kind: self.options.kind.clone(),
-                namespace: meta.namespace.clone(),
-                name: meta.name.clone(),
+                namespace: meta.namespace().map(String::from),
+                name: meta.name().to_string(),
             },
             resource_version: object.resource_version().to_string(),
             object: object.json().clone(),

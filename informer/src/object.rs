@@ -23,10 +23,8 @@ struct Kept {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Meta {
     /// `namespace/name`, or `name` when cluster-scoped (client-go's
-    /// `MetaNamespaceKeyFunc`).
+    /// `MetaNamespaceKeyFunc`); the namespace and the name are read from it.
     pub key: String,
-    pub namespace: Option<String>,
-    pub name: String,
     /// `metadata.resourceVersion`, or "" when absent.
     pub resource_version: String,
     pub labels: BTreeMap<String, String>,
@@ -38,6 +36,17 @@ pub struct Meta {
     pub phase: Option<String>,
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
+}
+
+impl Meta {
+    /// The namespace; `None` when cluster-scoped.
+    pub fn namespace(&self) -> Option<&str> {
+        self.key.split_once('/').map(|(ns, _)| ns)
+    }
+
+    pub fn name(&self) -> &str {
+        self.key.split_once('/').map_or(&self.key, |(_, name)| name)
+    }
 }
 
 impl Object {
@@ -168,8 +177,6 @@ impl Fields {
         };
         Meta {
             key,
-            namespace,
-            name: m.name,
             resource_version: m.resource_version,
             labels: m.labels,
             controller_uid: m
@@ -206,6 +213,8 @@ mod tests {
         }));
         let m = o.meta();
         assert_eq!(o.key(), "default/web-1");
+        assert_eq!(m.namespace(), Some("default"));
+        assert_eq!(m.name(), "web-1");
         assert_eq!(o.resource_version(), "42");
         assert_eq!(m.labels["app"], "web");
         assert_eq!(m.controller_uid.as_deref(), Some("u1"));
@@ -217,7 +226,8 @@ mod tests {
 
     #[test]
     fn cluster_scoped_and_odd_objects_get_what_they_have() {
-        assert_eq!(Object::from_value(&json!({"metadata": {"name": "n"}})).key(), "n");
+        let node = Object::from_value(&json!({"metadata": {"name": "n"}}));
+        assert_eq!((node.key(), node.meta().namespace()), ("n", None));
         let odd = Object::from_value(&json!({"metadata": {"name": 3}}));
         assert_eq!(odd.meta(), &Meta::default());
         assert_eq!(Object::from_value(&json!(null)).key(), "");

@@ -300,7 +300,10 @@ mod tests {
         let json = serde_json::to_value(&object).unwrap();
         assert!(json.get("object").is_none());
         assert_eq!(json["summary"]["phase"], "Running");
-        assert_eq!(serde_json::from_value::<SnapshotObject>(json).unwrap(), object);
+        assert_eq!(
+            serde_json::from_value::<SnapshotObject>(json).unwrap(),
+            object
+        );
     }
 
     #[test]

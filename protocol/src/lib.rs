@@ -32,8 +32,8 @@ pub mod v1;
 pub mod watch_cache;
 
 pub use client::{ClientMessage, DemoAction, Filter};
-pub use event::{Callback, EventType, Handled, HandlerCall, ObjectRef, ReconcileRun, WatchEvent};
 pub use connection::StreamQuery;
+pub use event::{Callback, EventType, Handled, HandlerCall, ObjectRef, ReconcileRun, WatchEvent};
 pub use frame::{
     ActionResult, ErrorCode, ErrorFrame, FrameBody, Heartbeat, Hello, Resync, ServerFrame,
     Snapshot, SnapshotObject, Source,

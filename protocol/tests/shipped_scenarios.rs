@@ -29,7 +29,11 @@ fn every_shipped_scenario_plays_whole() {
             recording.problems
         );
         let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
-        assert_eq!(recording.frames.len(), lines - 1, "{name}: every frame read");
+        assert_eq!(
+            recording.frames.len(),
+            lines - 1,
+            "{name}: every frame read"
+        );
         let mut events = 0;
         for f in &recording.frames {
             match &f.frame.body {

@@ -212,39 +212,91 @@ async fn a_label_added_from_the_panel_travels_and_shows_in_the_history() {
 /// the next change shows the same diff as with a full snapshot.
 #[tokio::test]
 async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_before() {
-    use watchlife_protocol::FrameBody;
+    use watchlife_protocol::{FrameBody, Source};
     let bridge = Bridge::start(&["--demo", "--demo-idle", "--snapshot-bodies-limit", "0"]).await;
-    // Wait until the bridge holds the deployment, so that the page gets it in
-    // its snapshot rather than as an event.
     let mut viewer = watchlife_tests::ws::Viewer::connect(&bridge.ws_url()).await;
-    let deployment = viewer
-        .until(Duration::from_secs(60), |f| match &f.body {
-            FrameBody::Event(e) if e.target.resource == "deployments.apps" => {
-                Some(e.target.clone())
-            }
-            FrameBody::Snapshot(s) => s
-                .objects
-                .iter()
-                .find(|o| o.target.resource == "deployments.apps")
-                .map(|o| o.target.clone()),
-            _ => None,
-        })
-        .await;
-    let key = deployment.key();
+    let api = match viewer.next_frame(Duration::from_secs(30)).await.body {
+        FrameBody::Hello(h) => match h.source {
+            Source::Demo { api } => api,
+            other => panic!("the demo, got {other:?}"),
+        },
+        other => panic!("hello first, got {other:?}"),
+    };
+    // A deployment, made with kubectl and left until its controllers are
+    // done with it, so that the page gets it in its snapshot and nothing
+    // but the label below changes it afterwards.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: d, cluster: {{server: \"{api}\"}}}}]\n\
+             contexts: [{{name: d, context: {{cluster: d, user: u}}}}]\nusers: [{{name: u, user: {{}}}}]\n\
+             current-context: d\n"
+        ),
+    )
+    .unwrap();
+    let created = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["create", "deployment", "web", "--image=nginx"])
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let key = "default/web";
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut stable = None;
+    loop {
+        let r = watchlife_tests::http::get(bridge.addr, "/objects/deployments.apps/default/web")
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_str(&r.text()).unwrap_or_default();
+        // Ready, and its resourceVersion unchanged for a second.
+        let rv = body["metadata"]["resourceVersion"].clone();
+        if body["status"]["readyReplicas"] == 1 && stable.as_ref() == Some(&rv) {
+            break;
+        }
+        if stable.as_ref() != Some(&rv) {
+            stable = Some(rv);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the deployment settles: {}",
+            r.text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let browser = open(&bridge, "", 1440, 1000).await;
+    // The table draws only the rows in view: narrow it to the deployment.
+    browser.fill("#filter-search", "web").await;
     let row = format!("tr.object-row[data-resource='deployments.apps'][data-key='{key}']");
     browser
-        .wait_until("the deployment is listed", &format!("document.querySelector(\"{row}\")"))
+        .wait_until(
+            "the deployment is listed",
+            &format!("document.querySelector(\"{row}\")"),
+        )
         .await;
     assert_eq!(
-        browser.eval("document.querySelectorAll('#history .version').length").await,
+        browser
+            .eval("document.querySelectorAll('#history .version').length")
+            .await,
         serde_json::json!(0),
         "no object chosen yet"
     );
     let fetched_before = browser
         .eval("performance.getEntriesByType('resource').filter(e => e.name.includes('/objects/')).length")
         .await;
-    assert_eq!(fetched_before, serde_json::json!(0), "nothing fetched before");
+    assert_eq!(
+        fetched_before,
+        serde_json::json!(0),
+        "nothing fetched before"
+    );
     browser.click(&row).await;
     browser
         .wait_until(

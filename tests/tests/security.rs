@@ -128,11 +128,17 @@ async fn object_bodies_need_the_token_and_the_page_origin() {
             break o;
         }
     };
-    let path = format!("/objects/{}/{}", target.target.resource, target.target.key());
+    let path = format!(
+        "/objects/{}/{}",
+        target.target.resource,
+        target.target.key()
+    );
     let get = |path: String, origin: Option<&'static str>| {
         let addr = bridge.addr;
         async move {
-            let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+            let origin = origin
+                .map(|o| format!("Origin: {o}\r\n"))
+                .unwrap_or_default();
             http::request(
                 addr,
                 &format!(
@@ -159,7 +165,10 @@ async fn object_bodies_need_the_token_and_the_page_origin() {
     let body: serde_json::Value = serde_json::from_str(&ok.text()).unwrap();
     assert_eq!(body["metadata"]["name"], target.target.name.as_str());
     let missing = get(
-        format!("/objects/{}/no-such/object?token=s3cret", target.target.resource),
+        format!(
+            "/objects/{}/no-such/object?token=s3cret",
+            target.target.resource
+        ),
         None,
     )
     .await;

@@ -333,8 +333,8 @@ impl Reflector {
             target: ObjectRef {
                 resource: self.target.name.clone(),
                 kind: self.target.resource.kind.clone(),
-                namespace: meta.namespace.clone(),
-                name: meta.name.clone(),
+                namespace: meta.namespace().map(String::from),
+                name: meta.name().to_string(),
             },
             resource_version: meta.resource_version.clone(),
             object: object.json().clone(),
@@ -408,4 +408,3 @@ impl Drop for OpenWatch<'_> {
         self.0.metrics().upstream_watch_closed();
     }
 }
-

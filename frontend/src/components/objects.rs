@@ -206,6 +206,8 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
                 h.versions.len(),
                 h.dropped,
                 h.deleted,
+                // A body fetched later changes the diffs too.
+                h.versions.iter().filter(|v| v.object.is_some()).count(),
             ))
         })
     });
@@ -216,7 +218,10 @@ fn History(chosen: RwSignal<Option<ObjectKey>>, redraw: ReadSignal<u64>) -> impl
             let mut out = Vec::new();
             // The previous version: `Some(None)` when its body was never fetched.
             let mut previous: Option<Option<serde_json::Value>> = None;
-            let mut parsed = h.versions.iter().map(|v| v.object.as_ref().map(|o| o.parse()));
+            let mut parsed = h
+                .versions
+                .iter()
+                .map(|v| v.object.as_ref().map(|o| o.parse()));
             for v in &h.versions {
                 let current = parsed.next().flatten();
                 let changes: Vec<String> = match &previous {

@@ -57,11 +57,7 @@ pub struct Notification<O = Object> {
 /// What the FIFO holds.
 #[derive(Debug)]
 enum Item<N, O> {
-    Delta {
-        kind: DeltaType,
-        object: O,
-        id: u64,
-    },
+    Delta { kind: DeltaType, object: O, id: u64 },
     Replace(Vec<(O, u64)>),
     Resync,
     Note(N),
@@ -298,7 +294,12 @@ impl<N, O: Stored> SharedInformer<N, O> {
 
     /// client-go's `sharedProcessor.distribute`: a resync goes only to the
     /// syncing listeners, anything else to all.
-    fn distribute(&mut self, n: Notification<O>, synthesized: bool, out: &mut Vec<Distribution<O>>) {
+    fn distribute(
+        &mut self,
+        n: Notification<O>,
+        synthesized: bool,
+        out: &mut Vec<Distribution<O>>,
+    ) {
         let mut listeners = Vec::new();
         for (index, listener) in self.listeners.iter_mut().enumerate() {
             if n.resync && !listener.syncing {
