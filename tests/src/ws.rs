@@ -52,6 +52,27 @@ impl Viewer {
             .unwrap_or_else(|e| panic!("frame does not parse as the protocol says ({e}): {text}"))
     }
 
+    /// The next frame, or `None` once the connection has ended: closed by
+    /// the bridge, or cut (its process killed). Waits as long as it takes.
+    pub async fn next_frame_or_end(&mut self) -> Option<ServerFrame> {
+        let text = match self.pending.pop_front() {
+            Some(text) => text,
+            None => loop {
+                match self.socket.next().await {
+                    Some(Ok(Message::Text(text))) => break text.to_string(),
+                    Some(Ok(Message::Binary(b))) => panic!("expected a text frame, got {b:?}"),
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => return None,
+                    Some(Ok(_)) => continue,
+                }
+            },
+        };
+        Some(
+            serde_json::from_str(&text).unwrap_or_else(|e| {
+                panic!("frame does not parse as the protocol says ({e}): {text}")
+            }),
+        )
+    }
+
     /// Reads frames until `pick` returns something, within `timeout` in all.
     pub async fn until<T>(
         &mut self,
