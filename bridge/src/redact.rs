@@ -1,11 +1,14 @@
 //! What never leaves the bridge: Secret values, managed fields, and the bulk
 //! of oversized objects.
 //!
-//! Every object the Reflector receives passes through [`redact`] before any
-//! other stage sees it, so no frame, snapshot, history or recording can carry
-//! what was removed.
+//! Every object the Reflector receives passes through [`redact_text`] (or
+//! [`redact`], for a tree) before any other stage sees it, so no frame,
+//! snapshot, history or recording can carry what was removed.
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use watchlife_protocol::ObjectJson;
 
 /// Largest object, in bytes of JSON, relayed whole. Viewers keep every
 /// version of every object they show; 64 KiB covers ordinary pods and
@@ -55,6 +58,72 @@ pub fn redact(kind: &str, mut obj: Value) -> Value {
         return cut(obj, size);
     }
     obj
+}
+
+/// An object as received, as text: its kind and apiVersion (absent from
+/// the items of a LIST) and the object's JSON.
+pub struct Received<'a> {
+    pub kind: &'a str,
+    pub api_version: &'a str,
+    pub json: &'a RawValue,
+}
+
+/// [`redact`] on the object's text, without building its tree: the top
+/// level and `metadata` are read as fields of raw text, `managedFields`
+/// dropped, the kind and apiVersion filled in when absent, and the fields
+/// written out again as they came. A Secret, an oversized object, or text
+/// that is not an object goes through [`redact`]. The result is the same
+/// object as [`redact`] gives (`redact_text_is_redact` checks it).
+pub fn redact_text(received: Received<'_>) -> ObjectJson {
+    let Received {
+        kind,
+        api_version,
+        json,
+    } = received;
+    let by_tree = || {
+        let mut value: Value = serde_json::from_str(json.get()).unwrap_or(Value::Null);
+        if let Some(map) = value.as_object_mut() {
+            map.entry("kind").or_insert_with(|| kind.into());
+            map.entry("apiVersion")
+                .or_insert_with(|| api_version.into());
+        }
+        ObjectJson::from_value(&redact(kind, value))
+    };
+    if kind == "Secret" || json.get().len() > MAX_OBJECT_BYTES {
+        return by_tree();
+    }
+    let Ok(mut fields) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(json.get()) else {
+        return by_tree();
+    };
+    // Held here so that the fields can borrow them.
+    let kind_text = serde_json::value::to_raw_value(kind).expect("a string encodes");
+    let api_text = serde_json::value::to_raw_value(api_version).expect("a string encodes");
+    let mut changed = false;
+    if !fields.contains_key("kind") {
+        fields.insert("kind", &kind_text);
+        changed = true;
+    }
+    if !fields.contains_key("apiVersion") {
+        fields.insert("apiVersion", &api_text);
+        changed = true;
+    }
+    let metadata;
+    if let Some(meta) = fields.get("metadata")
+        && meta.get().contains("\"managedFields\"")
+    {
+        let Ok(mut meta) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(meta.get()) else {
+            return by_tree();
+        };
+        meta.remove("managedFields");
+        metadata = serde_json::value::to_raw_value(&meta).expect("raw fields encode");
+        fields.insert("metadata", &metadata);
+        changed = true;
+    }
+    if !changed {
+        return ObjectJson::from_raw(json.to_owned());
+    }
+    let raw = serde_json::value::to_raw_value(&fields).expect("raw fields encode");
+    ObjectJson::from_raw(raw)
 }
 
 /// Keeps only the identity of an oversized object.
@@ -111,6 +180,69 @@ mod tests {
         let out = redact("ConfigMap", cm);
         assert_eq!(out["data"]["k"], "v");
         assert!(out["metadata"].get("managedFields").is_none());
+    }
+
+    /// What [`redact_text`] gives, parsed, against what [`redact`] gives.
+    fn both(kind: &str, obj: &Value) -> (Value, Value) {
+        let text = serde_json::value::to_raw_value(obj).unwrap();
+        let by_text = redact_text(Received {
+            kind,
+            api_version: "v1",
+            json: &text,
+        })
+        .parse();
+        let mut filled = obj.clone();
+        if let Some(map) = filled.as_object_mut() {
+            map.entry("kind").or_insert_with(|| kind.into());
+            map.entry("apiVersion").or_insert_with(|| "v1".into());
+        }
+        (by_text, redact(kind, filled))
+    }
+
+    #[test]
+    fn redact_text_is_redact() {
+        let cases = [
+            (
+                "ConfigMap",
+                json!({"metadata": {"name": "listed", "managedFields": [{"manager": "m"}]}, "data": {"k": "v"}}),
+            ),
+            (
+                "ConfigMap",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plain"}}),
+            ),
+            (
+                "Pod",
+                json!({"kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}, "managedFields": []}, "spec": {"nodeName": "n"}}),
+            ),
+            (
+                "Secret",
+                json!({"kind": "Secret", "metadata": {"name": "s"}, "data": {"password": "aHVudGVyMg=="}}),
+            ),
+            (
+                "ConfigMap",
+                json!({"kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"k": "x".repeat(MAX_OBJECT_BYTES)}}),
+            ),
+            ("ConfigMap", json!([1, 2])),
+            ("ConfigMap", json!({"metadata": "odd, \"managedFields\""})),
+        ];
+        for (kind, obj) in cases {
+            let (by_text, by_tree) = both(kind, &obj);
+            assert_eq!(by_text, by_tree, "{kind} {obj}");
+        }
+    }
+
+    #[test]
+    fn an_object_with_nothing_to_remove_keeps_its_text() {
+        let text = RawValue::from_string(
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"data":{"z":"1","a":"2"}}"#.into(),
+        )
+        .unwrap();
+        let out = redact_text(Received {
+            kind: "ConfigMap",
+            api_version: "v1",
+            json: &text,
+        });
+        assert_eq!(out.as_str(), text.get());
     }
 
     #[test]

@@ -9,8 +9,8 @@
 use serde_json::json;
 use watchlife_protocol::{
     CacheState, Callback, ClosedWatcherState, EventType, FrameBody, Handled, HandlerCall, Hello,
-    ObjectRef, ReconcileRun, ReflectorState, ReflectorUpdate, ServerFrame, Snapshot, Source, Stage,
-    StageMark, StageTimes, WatchCacheReport, WatchEvent, WatcherState,
+    ObjectRef, PROTOCOL_VERSION, ReconcileRun, ReflectorState, ReflectorUpdate, ServerFrame,
+    Snapshot, Source, Stage, StageMark, StageTimes, WatchCacheReport, WatchEvent, WatcherState,
 };
 use watchlife_tests::browser::{Browser, ScriptedBridge};
 
@@ -122,7 +122,8 @@ async fn open(bridge: &ScriptedBridge, query: &str) -> Browser {
 
 #[tokio::test]
 async fn a_coalesced_event_merges_into_its_queued_key() {
-    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[("web-1", 10)])]).await;
+    let bridge =
+        ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[("web-1", 10)])]).await;
     let browser = open(&bridge, "?speed=0").await;
     // web-1 waits 0.9 s in the workqueue; a second change to it arrives
     // meanwhile and merges: both are reconciled at the same moment.
@@ -160,7 +161,8 @@ async fn a_coalesced_event_merges_into_its_queued_key() {
 
 #[tokio::test]
 async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
-    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[("web-1", 10)])]).await;
+    let bridge =
+        ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[("web-1", 10)])]).await;
     let browser = open(&bridge, "?speed=0").await;
     let watcher = |id, name: &str, buffered| WatcherState {
         id,
@@ -249,8 +251,11 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
 
 #[tokio::test]
 async fn a_deleted_object_stays_greyed_with_its_history_ending_in_deleted() {
-    let bridge =
-        ScriptedBridge::start(hello(1), vec![snapshot_of(&[("web-1", 10), ("web-2", 11)])]).await;
+    let bridge = ScriptedBridge::start(
+        hello(PROTOCOL_VERSION),
+        vec![snapshot_of(&[("web-1", 10), ("web-2", 11)])],
+    )
+    .await;
     let browser = open(&bridge, "").await;
     bridge.send(&event(
         1,
@@ -294,7 +299,7 @@ async fn hundreds_of_objects_draw_only_the_rows_in_view_and_offer_a_few_to_act_o
     let objects: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 10)).collect();
     let with_actions = Hello {
         demo_actions: true,
-        ..hello(1)
+        ..hello(PROTOCOL_VERSION)
     };
     let bridge = ScriptedBridge::start(with_actions, vec![snapshot_of(&objects)]).await;
     let browser = open(&bridge, "").await;
@@ -362,7 +367,7 @@ async fn hundreds_of_objects_draw_only_the_rows_in_view_and_offer_a_few_to_act_o
 
 #[tokio::test]
 async fn a_search_hides_objects_but_never_a_bookmark_or_an_error() {
-    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[])]).await;
+    let bridge = ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[])]).await;
     let browser = open(&bridge, "?q=web&ns=default").await;
     let whole_watch = ObjectRef {
         resource: "pods".into(),
@@ -419,7 +424,7 @@ async fn a_search_hides_objects_but_never_a_bookmark_or_an_error() {
 
 #[tokio::test]
 async fn a_relist_is_animated_whole_however_many_objects_it_lists() {
-    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[])]).await;
+    let bridge = ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[])]).await;
     let browser = open(&bridge, "").await;
     const LISTED: u64 = 40;
     for i in 0..LISTED {
@@ -514,7 +519,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
             Stage::Workqueue,
             Stage::Reconcile,
         ],
-        ..hello(1)
+        ..hello(PROTOCOL_VERSION)
     };
     let bridge =
         ScriptedBridge::start(cluster, vec![snapshot_of(&[("web-1", 11), ("web-2", 9)])]).await;
@@ -738,7 +743,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
 
 #[tokio::test]
 async fn a_bridge_with_a_newer_protocol_is_told_plainly() {
-    let bridge = ScriptedBridge::start(hello(2), vec![]).await;
+    let bridge = ScriptedBridge::start(hello(PROTOCOL_VERSION + 1), vec![]).await;
     let browser = Browser::start(1280, 800).await;
     browser.client.goto(&bridge.url()).await.unwrap();
     browser
@@ -749,7 +754,8 @@ async fn a_bridge_with_a_newer_protocol_is_told_plainly() {
         .await;
     let notice = browser.text("#notice").await;
     assert!(
-        notice.contains("protocol 2") && notice.contains("Reload the page"),
+        notice.contains(&format!("protocol {}", PROTOCOL_VERSION + 1))
+            && notice.contains("Reload the page"),
         "{notice}"
     );
     browser.close().await;
@@ -757,7 +763,7 @@ async fn a_bridge_with_a_newer_protocol_is_told_plainly() {
 
 #[tokio::test]
 async fn the_token_in_the_address_is_passed_on_to_the_stream() {
-    let bridge = ScriptedBridge::start(hello(1), vec![snapshot_of(&[])]).await;
+    let bridge = ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[])]).await;
     let browser = open(&bridge, "?token=s3cr%2Bt&theme=dark").await;
     let requests = bridge.ws_requests();
     assert_eq!(requests, vec!["/ws?batch=true&token=s3cr%2Bt".to_string()]);

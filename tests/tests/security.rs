@@ -116,23 +116,37 @@ async fn a_page_from_another_origin_is_refused_with_403() {
 /// and a browser page's Origin.
 #[tokio::test]
 async fn object_bodies_need_the_token_and_the_page_origin() {
-    let bridge = Bridge::start(&["--demo", "--token", "s3cret"]).await;
+    use watchlife_protocol::{EventType, FrameBody};
+    let bridge = Bridge::start(&[
+        "--demo",
+        "--token",
+        "s3cret",
+        "--snapshot-bodies-limit",
+        "0",
+    ])
+    .await;
     let mut viewer = Client::connect(&format!("{}?token=s3cret", bridge.ws_url())).await;
-    // The first object of the first snapshot that has one: light, no body.
+    // The first object the viewer hears of: from its (light) snapshot, or
+    // from an event if it came before the first LIST.
     let target = loop {
         let (frame, _) = viewer.frame().await;
-        if let watchlife_protocol::FrameBody::Snapshot(s) = frame.body
-            && let Some(o) = s.objects.into_iter().next()
-        {
-            assert!(o.object.is_none(), "a viewer's snapshot is light");
-            break o;
+        match frame.body {
+            FrameBody::Snapshot(s) if !s.objects.is_empty() => {
+                assert!(
+                    s.objects.iter().all(|o| o.object.is_none()),
+                    "with a limit of 0 bytes, a viewer's snapshot is light"
+                );
+                break s.objects[0].target.clone();
+            }
+            FrameBody::Event(e)
+                if matches!(e.event_type, EventType::Added | EventType::Modified) =>
+            {
+                break e.target;
+            }
+            _ => {}
         }
     };
-    let path = format!(
-        "/objects/{}/{}",
-        target.target.resource,
-        target.target.key()
-    );
+    let path = format!("/objects/{}/{}", target.resource, target.key());
     let get = |path: String, origin: Option<&'static str>| {
         let addr = bridge.addr;
         async move {
@@ -163,11 +177,11 @@ async fn object_bodies_need_the_token_and_the_page_origin() {
     assert_eq!(ok.status, 200, "{}", ok.text());
     assert_eq!(ok.header("content-type"), Some("application/json"));
     let body: serde_json::Value = serde_json::from_str(&ok.text()).unwrap();
-    assert_eq!(body["metadata"]["name"], target.target.name.as_str());
+    assert_eq!(body["metadata"]["name"], target.name.as_str());
     let missing = get(
         format!(
             "/objects/{}/no-such/object?token=s3cret",
-            target.target.resource
+            target.resource
         ),
         None,
     )

@@ -15,12 +15,12 @@ pub mod requests;
 
 use crate::hub::Hub;
 use crate::pipeline::Pipeline;
-use crate::redact::redact;
+use crate::redact::{Received, redact_text};
 use crate::target::Target;
 use error::ReflectorError;
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use std::time::Duration;
 use watchlife_controlplane::Clock;
 use watchlife_informer::Object;
@@ -166,10 +166,7 @@ impl Reflector {
             .items
             .unwrap_or_default()
             .into_iter()
-            .map(|raw| {
-                let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
-                self.received(value)
-            })
+            .map(|raw| self.received(&raw))
             .collect();
         Ok(Page {
             items,
@@ -225,7 +222,7 @@ impl Reflector {
                 return machine.watch_failed(e.failure(), self.clock.now());
             }
         };
-        let stream = match self.client.request_events::<Value>(request).await {
+        let stream = match self.client.request_events::<Box<RawValue>>(request).await {
             Ok(s) => s,
             Err(source) => {
                 let e = ReflectorError::Watch { source };
@@ -280,7 +277,7 @@ impl Reflector {
                     return machine.watch_ended(WatchEnd::Failed(failure), received_at);
                 }
             };
-            let object = self.received(object);
+            let object = self.received(&object);
             machine.watch_event(object.resource_version(), false);
             let stages = StageTimes::from([(Stage::Reflector, StageMark::at(received_at))]);
             let event = self.event(event_type, &object, stages, false);
@@ -309,15 +306,13 @@ impl Reflector {
     }
 
     /// An object as it arrived, with what must not leave the bridge removed.
-    fn received(&self, mut object: Value) -> Object {
-        // Items of a LIST carry no kind of their own.
-        if let Some(map) = object.as_object_mut() {
-            map.entry("kind")
-                .or_insert_with(|| self.target.resource.kind.clone().into());
-            map.entry("apiVersion")
-                .or_insert_with(|| self.target.resource.api_version.clone().into());
-        }
-        Object::from_value(&redact(&self.target.resource.kind, object))
+    fn received(&self, json: &RawValue) -> Object {
+        // Items of a LIST carry no kind of their own: the target's is filled in.
+        Object::from_json(redact_text(Received {
+            kind: &self.target.resource.kind,
+            api_version: &self.target.resource.api_version,
+            json,
+        }))
     }
 
     fn event(
@@ -366,7 +361,7 @@ struct ListBody {
     #[serde(default)]
     metadata: ListMeta,
     #[serde(default)]
-    items: Option<Vec<Box<serde_json::value::RawValue>>>,
+    items: Option<Vec<Box<RawValue>>>,
 }
 
 /// A LIST's `metadata`.
