@@ -179,10 +179,7 @@ async fn object_bodies_need_the_token_and_the_page_origin() {
     let body: serde_json::Value = serde_json::from_str(&ok.text()).unwrap();
     assert_eq!(body["metadata"]["name"], target.name.as_str());
     let missing = get(
-        format!(
-            "/objects/{}/no-such/object?token=s3cret",
-            target.resource
-        ),
+        format!("/objects/{}/no-such/object?token=s3cret", target.resource),
         None,
     )
     .await;
