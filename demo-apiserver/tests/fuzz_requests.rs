@@ -842,6 +842,55 @@ proptest! {
     }
 }
 
+/// Times as clients write them in the fields the server reads times from
+/// (an event's, a pod's conditions'): RFC 3339, almost, and anything.
+fn timestamp() -> BoxedStrategy<String> {
+    prop_oneof![
+        Just("2026-11-22T10:15:04Z".to_string()),
+        "[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,12})?(Z|z|[+-][0-9]{2}:[0-9]{2})",
+        "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9+-]{2}:[0-9+-]{2}:[0-9+-]{2}\\PC{0,8}",
+        "2026-11-22T10:15:04[.+-]\\PC{0,7}",
+        "\\PC{0,30}",
+    ]
+    .boxed()
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    /// Times a client wrote are served back in JSON, in protobuf and as
+    /// `kubectl get`'s table, whatever they say.
+    #[test]
+    fn client_written_times_are_served_in_every_form(
+        first in timestamp(),
+        last in timestamp(),
+        event_time in timestamp(),
+        accept in proptest::sample::select(vec![
+            "application/json",
+            "application/vnd.kubernetes.protobuf, */*",
+            "application/json;as=Table;v=v1;g=meta.k8s.io, application/json",
+        ]),
+    ) {
+        let (_cp, router) = world();
+        let event = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Scheduled", "type": "Normal", "message": "m",
+            "firstTimestamp": first, "lastTimestamp": last, "eventTime": event_time,
+        });
+        RUNTIME.block_on(async {
+            let created = send(&router, json_request(Method::POST, "/api/v1/namespaces/default/events", &event)).await;
+            check(&created)?;
+            for url in ["/api/v1/namespaces/default/events/e", "/api/v1/namespaces/default/events"] {
+                let got = send(&router, request(Method::GET, url, None, Some(accept), Vec::new()).unwrap()).await;
+                check(&got)?;
+            }
+            Ok::<_, TestCaseError>(())
+        })?;
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Properties: the parsers alone, many more cases for the time
 // ---------------------------------------------------------------------------
