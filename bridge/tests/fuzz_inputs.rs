@@ -502,6 +502,10 @@ fn yaml_scalar() -> impl Strategy<Value = String> {
             "{}",
             "''",
             "!!binary AAAA",
+            // Tokens no HTTP header can carry (a line break, a NUL).
+            "\"abc\\n\"",
+            "\"tok\\u0000en\"",
+            "\"\\t\\r\"",
             "&a x",
             "*a",
             "ctx",
