@@ -891,6 +891,53 @@ proptest! {
     }
 }
 
+/// The collection a valid object of [`valid_object`] is created in.
+fn collection_of(obj: &Value) -> &'static str {
+    match obj["kind"].as_str() {
+        Some("Deployment") => DEPLOYS,
+        Some("Pod") => "/api/v1/namespaces/default/pods",
+        Some("Secret") => "/api/v1/namespaces/default/secrets",
+        Some("Service") => "/api/v1/namespaces/default/services",
+        Some("Namespace") => "/api/v1/namespaces",
+        _ => CMS,
+    }
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    /// Whatever odd object the server took (a valid one with any value
+    /// anywhere inside) is served back in JSON, in protobuf and as a table,
+    /// alone and in its list.
+    #[test]
+    fn whatever_is_stored_is_served_in_every_form(obj in structurally_mutated()) {
+        let (_cp, router) = world();
+        let collection = collection_of(&obj);
+        RUNTIME.block_on(async {
+            let created = send(&router, json_request(Method::POST, collection, &obj)).await;
+            check(&created)?;
+            let name = created.json()["metadata"]["name"].as_str().map(String::from);
+            for accept in [
+                "application/json",
+                "application/vnd.kubernetes.protobuf, */*",
+                "application/vnd.kubernetes.protobuf",
+                "application/json;as=Table;v=v1;g=meta.k8s.io, application/json",
+            ] {
+                let mut urls = vec![collection.to_string()];
+                if let Some(name) = &name {
+                    urls.push(format!("{collection}/{name}"));
+                }
+                for url in urls {
+                    if let Some(request) = request(Method::GET, &url, None, Some(accept), Vec::new()) {
+                        check(&send(&router, request).await)?;
+                    }
+                }
+            }
+            Ok::<_, TestCaseError>(())
+        })?;
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Properties: the parsers alone, many more cases for the time
 // ---------------------------------------------------------------------------
