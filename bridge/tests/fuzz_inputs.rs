@@ -545,6 +545,12 @@ fn any_kubeconfig() -> impl Strategy<Value = Vec<u8>> {
         4 => mutated(valid),
         1 => "[a-z:\\- \n{}\\[\\]&*!|>'\"#,?0-9]{0,200}".prop_map(String::into_bytes),
         1 => proptest::collection::vec(any::<u8>(), 0..200),
+        // UTF-16, as some editors save files, with its byte order mark.
+        1 => (any::<bool>(), proptest::collection::vec(any::<u8>(), 0..40)).prop_map(|(le, rest)| {
+            let mut bytes = if le { vec![0xFF, 0xFE] } else { vec![0xFE, 0xFF] };
+            bytes.extend(rest);
+            bytes
+        }),
     ]
 }
 
@@ -678,4 +684,25 @@ fn the_tls_files_the_mutations_start_from_are_taken() {
         let _ = std::fs::remove_file(path);
     }
     result.unwrap();
+}
+
+/// kube's reader indexes past the end of a UTF-16 kubeconfig of an odd
+/// length (found by the property above): such a file is refused first.
+#[test]
+fn an_odd_length_utf16_kubeconfig_is_refused_not_a_panic() {
+    for bytes in [
+        &b"\xff\xfe\x00"[..],
+        b"\xfe\xff\x00\x00\x00",
+        b"\xff\xfe\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+    ] {
+        let path = file("kubeconfig", bytes);
+        let args = Args::try_parse_from(["watchlife", "--kubeconfig", &path.display().to_string()])
+            .unwrap();
+        let result = runtime().block_on(watchlife::source::cluster::connect(&args));
+        let _ = std::fs::remove_file(&path);
+        let Err(e) = result else {
+            panic!("{bytes:?} was taken");
+        };
+        assert!(e.to_string().contains("UTF-16"), "{e}");
+    }
 }
