@@ -755,7 +755,7 @@ fn patch_body() -> BoxedStrategy<(String, Vec<u8>)> {
 // ---------------------------------------------------------------------------
 
 proptest! {
-    #![proptest_config(config(3000))]
+    #![proptest_config(config(2000))]
 
     /// Any body, in any declared type, to any path with any method.
     #[test]
@@ -856,7 +856,7 @@ fn timestamp() -> BoxedStrategy<String> {
 }
 
 proptest! {
-    #![proptest_config(config(3000))]
+    #![proptest_config(config(1500))]
 
     /// Times a client wrote are served back in JSON, in protobuf and as
     /// `kubectl get`'s table, whatever they say.
@@ -904,7 +904,7 @@ fn collection_of(obj: &Value) -> &'static str {
 }
 
 proptest! {
-    #![proptest_config(config(3000))]
+    #![proptest_config(config(1000))]
 
     /// Whatever odd object the server took (a valid one with any value
     /// anywhere inside) is served back in JSON, in protobuf and as a table,
@@ -987,7 +987,7 @@ proptest! {
 // ---------------------------------------------------------------------------
 
 proptest! {
-    #![proptest_config(config(1000))]
+    #![proptest_config(config(500))]
 
     /// A config map written in JSON, in protobuf or by an apply reads back
     /// with its labels and data; a merge patch and a JSON patch of a label
