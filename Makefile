@@ -8,7 +8,7 @@ WATCHLIFE := $(TARGET_DIR)/release/watchlife
 ARGS ?=
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: install run build frontend setup test test-setup lint bench embed scenarios clean image deploy-token
+.PHONY: install run build frontend setup test test-setup lint bench embed scenarios clean image deploy-token fuzz
 
 ## run: build everything and start watchlife on 127.0.0.1:8080 (the embedded demo)
 run: build
@@ -61,6 +61,14 @@ test-setup: setup
 ## test: formatting, lints and every test (unit, integration, browser)
 test: test-setup build embed lint image
 	WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace
+
+## fuzz: the property tests of every parser of others' input (viewer messages, selectors, the
+##       demo API's bodies, patches and queries, flags, kubeconfigs), CASES cases each
+CASES ?= 100000
+fuzz: setup
+	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife-controlplane --test fuzz_selectors
+	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife-demo-apiserver --test fuzz_requests
+	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife --test fuzz_inputs
 
 ## bench: measure watchlife beside its references and write BENCHMARKS.md (about 12 minutes)
 # Up to 20,000 open files for the viewers, or as many as the hard limit allows.

@@ -189,6 +189,11 @@ impl RecordArgs {
     pub fn gzipped(&self) -> bool {
         self.gzip || self.out.extension().is_some_and(|e| e == "gz")
     }
+
+    /// When to stop: `--duration`, if given.
+    pub fn stop_after(&self) -> Option<Duration> {
+        self.duration.map(Duration::from_secs_f64)
+    }
 }
 
 /// A duration as `90`, `500ms`, `30s`, `5m` or `1h` (a bare number is seconds).
@@ -220,12 +225,20 @@ fn duration(text: &str) -> Result<Duration, String> {
 /// Longest resync period accepted: a week; longer is the same as none.
 const MAX_RESYNC_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 
+/// Longest `watchlife record --duration`: a year. The bound keeps every
+/// accepted value a `Duration` ([`RecordArgs::stop_after`]): `1e300`
+/// seconds is finite and above 0, yet no `Duration`, and made the recorder
+/// panic at start.
+const MAX_RECORD_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
 fn positive_seconds(text: &str) -> Result<f64, String> {
     let seconds: f64 = text.parse().map_err(|e| format!("{e}"))?;
-    if seconds > 0.0 && seconds.is_finite() {
+    if seconds > 0.0 && seconds <= MAX_RECORD_SECONDS {
         Ok(seconds)
     } else {
-        Err("must be a number of seconds above 0".into())
+        Err(format!(
+            "must be a number of seconds above 0 and at most {MAX_RECORD_SECONDS} (a year)"
+        ))
     }
 }
 
@@ -249,12 +262,20 @@ impl Args {
 /// a load generator rather than a story.
 const MAX_DEMO_RATE: f64 = 10_000.0;
 
+/// Lowest demo rate: one change a day, already a still demo. A rate must
+/// have a lower bound: [`Args::demo_pace`] is its inverse, and the pace of
+/// a rate near 0 (`1e-20`) is beyond any `Duration`, which would panic at
+/// start.
+const MIN_DEMO_RATE: f64 = 1.0 / 86_400.0;
+
 fn positive_rate(text: &str) -> Result<f64, String> {
     let rate: f64 = text.parse().map_err(|e| format!("{e}"))?;
-    if rate > 0.0 && rate <= MAX_DEMO_RATE {
+    if (MIN_DEMO_RATE..=MAX_DEMO_RATE).contains(&rate) {
         Ok(rate)
     } else {
-        Err(format!("must be above 0 and at most {MAX_DEMO_RATE}"))
+        Err(format!(
+            "must be at least {MIN_DEMO_RATE:.6} (one change a day) and at most {MAX_DEMO_RATE}"
+        ))
     }
 }
 
@@ -271,6 +292,34 @@ mod duration_tests {
         assert!(duration("-1s").is_err());
         assert!(duration("1y").is_err());
         assert!(duration("99999999h").is_err());
+    }
+
+    #[test]
+    fn demo_rates_near_zero_are_refused_not_a_panic() {
+        assert!(positive_rate("1e-20").is_err());
+        assert!(positive_rate("0").is_err());
+        assert!(positive_rate("NaN").is_err());
+        let slowest = Args::try_parse_from(["watchlife", "--demo-rate", "0.0000116"]).unwrap();
+        assert!(slowest.demo_pace() <= Duration::from_secs(86_400));
+    }
+
+    #[test]
+    fn record_durations_beyond_a_year_are_refused_not_a_panic() {
+        assert!(positive_seconds("1e300").is_err());
+        assert!(positive_seconds("inf").is_err());
+        let year = Args::try_parse_from([
+            "watchlife",
+            "record",
+            "--out",
+            "x",
+            "--duration",
+            "31536000",
+        ])
+        .unwrap();
+        let Some(Command::Record(record)) = year.command else {
+            panic!("record is a subcommand");
+        };
+        assert_eq!(record.stop_after(), Some(Duration::from_secs(31_536_000)));
     }
 }
 

@@ -81,8 +81,8 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
         }
     };
     let duration = async {
-        match record.duration {
-            Some(s) => tokio::time::sleep(std::time::Duration::from_secs_f64(s)).await,
+        match record.stop_after() {
+            Some(d) => tokio::time::sleep(d).await,
             None => std::future::pending().await,
         }
     };

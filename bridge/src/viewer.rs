@@ -541,32 +541,52 @@ async fn handle(
     filter: &mut Filter,
     cursor: u64,
 ) -> Vec<Utf8Bytes> {
-    let refuse = |code: ErrorCode, message: &str| {
-        metrics.message_rejected(code);
-        vec![error(cursor, code, message)]
-    };
+    match parse_message(text) {
+        Err(refused) => {
+            metrics.message_rejected(refused.code);
+            vec![error(cursor, refused.code, &refused.message)]
+        }
+        Ok(ClientMessage::Subscribe { filter: new }) => {
+            *filter = new;
+            vec![]
+        }
+        Ok(ClientMessage::Action { action }) => vec![match app.run_action(action).await {
+            Ok(result) => control(cursor, FrameBody::ActionResult(result)),
+            Err(e) => error(cursor, e.code, &e.message),
+        }],
+    }
+}
+
+/// Why a viewer's message was refused: what its `error` frame says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// Reads one text message from a viewer, as [`serve`] does: a message over
+/// [`MAX_MESSAGE_BYTES`], one that is not a [`ClientMessage`] (bad JSON, an
+/// unknown type, a missing field) and a filter that names no resource or
+/// namespace Kubernetes could have are refused, each with the code and
+/// words of its `error` frame. Never panics, whatever the text.
+pub fn parse_message(text: &str) -> Result<ClientMessage, Refused> {
+    let refuse = |code, message: String| Err(Refused { code, message });
     if text.len() > MAX_MESSAGE_BYTES {
         return refuse(
             ErrorCode::TooLarge,
-            &format!(
+            format!(
                 "message of {} bytes is over the limit of {MAX_MESSAGE_BYTES}",
                 text.len()
             ),
         );
     }
     match serde_json::from_str::<ClientMessage>(text) {
-        Err(e) => refuse(ErrorCode::Malformed, &format!("not a valid message: {e}")),
-        Ok(ClientMessage::Subscribe { filter: new }) => match check_filter(&new) {
-            Err(why) => refuse(ErrorCode::Malformed, &why),
-            Ok(()) => {
-                *filter = new;
-                vec![]
-            }
+        Err(e) => refuse(ErrorCode::Malformed, format!("not a valid message: {e}")),
+        Ok(ClientMessage::Subscribe { filter }) => match check_filter(&filter) {
+            Err(why) => refuse(ErrorCode::Malformed, why),
+            Ok(()) => Ok(ClientMessage::Subscribe { filter }),
         },
-        Ok(ClientMessage::Action { action }) => vec![match app.run_action(action).await {
-            Ok(result) => control(cursor, FrameBody::ActionResult(result)),
-            Err(e) => error(cursor, e.code, &e.message),
-        }],
+        Ok(action) => Ok(action),
     }
 }
 

@@ -54,10 +54,38 @@ pub fn is_apply(content_type: Option<&str>) -> bool {
         .is_some_and(|m| m.trim().eq_ignore_ascii_case(APPLY_YAML))
 }
 
+/// What the YAML reader may be asked to do for one apply body, in bytes
+/// times flow collections (`[`, `{`): libyaml's scanner, which serde_yaml
+/// runs, pays for every token once per flow collection open around it, so
+/// `a: [[[[...` costs the square of its length: 40 KB took seconds, and a
+/// 3 MiB body would have held a thread for hours. Within this budget (a
+/// 3 MiB body with 128 of them, as deep as serde_yaml reads anyway) the
+/// worst body costs about a second, the order of a flat 3 MiB one.
+pub const YAML_FLOW_BUDGET: usize = 3 * 1024 * 1024 * 128;
+
 /// Reads an apply body (YAML, of which JSON is a part) as a JSON object.
+/// JSON, what kubectl sends, is read as JSON (in linear time); other YAML
+/// must keep within [`YAML_FLOW_BUDGET`], or is a 400 that says to send
+/// JSON.
 pub fn parse(body: &[u8]) -> Result<Value, Status> {
-    let value: Value = serde_yaml::from_slice(body)
-        .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(value) => value,
+        Err(_) => {
+            // Every flow collection starts with one of these bytes, so
+            // their count bounds how many can be open at once, whatever
+            // the quoting and the comments around them.
+            let openers = body.iter().filter(|b| matches!(b, b'[' | b'{')).count();
+            let allowed = (YAML_FLOW_BUDGET / body.len().max(1)).max(128);
+            if openers > allowed {
+                return Err(Status::bad_request(format!(
+                    "error decoding YAML: a YAML apply body of {} bytes may hold at most {allowed} '[' and '{{' (it holds {openers}); send it as JSON, as kubectl does",
+                    body.len()
+                )));
+            }
+            serde_yaml::from_slice(body)
+                .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?
+        }
+    };
     if !value.is_object() {
         return Err(Status::bad_request(
             "error decoding YAML: an apply patch must be an object",
@@ -824,5 +852,26 @@ mod tests {
             manager(None, Some("kubectl/v1.32.0 (linux/amd64)")).unwrap(),
             "kubectl"
         );
+    }
+
+    #[test]
+    fn bodies_parse_as_json_or_yaml_within_the_flow_budget() {
+        let json = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"{[{["}}"#;
+        let yaml = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: '{[{['\n";
+        assert_eq!(parse(json).unwrap(), parse(yaml).unwrap());
+        // Nested flow collections cost the square of their length in
+        // libyaml: refused at once rather than scanned for seconds.
+        let nested = format!("a: {}", "[".repeat(40_000));
+        let started = std::time::Instant::now();
+        let refused = parse(nested.as_bytes()).unwrap_err();
+        assert_eq!(refused.code, 400);
+        assert!(
+            refused.message.contains("send it as JSON"),
+            "{}",
+            refused.message
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // As many in a JSON body are JSON's business (its depth limit).
+        assert_eq!(parse("[".repeat(40_000).as_bytes()).unwrap_err().code, 400);
     }
 }

@@ -78,6 +78,32 @@ pub fn apply(kind: PatchType, target: &Value, body: &[u8]) -> Result<Value, Stat
     }
 }
 
+/// Deepest nesting a JSON patch may give an object: as deep as a request
+/// body may be nested (serde_json's limit), or as the object already was.
+/// A merge patch cannot nest deeper than its body and the object; a JSON
+/// patch could, each operation adding a value at the deepest point of the
+/// last one: 150 operations in one body nested an object 15,000 levels
+/// deep, beyond what the recursive walks of an object (its managed fields,
+/// its serialization, dropping it) can go without exhausting the stack.
+pub const MAX_PATCHED_DEPTH: usize = 128;
+
+/// How many arrays and objects deep `v` is nested (0 for a scalar),
+/// counted without recursion, whatever the depth.
+fn depth(v: &Value) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(v, 1)];
+    while let Some((v, level)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(level);
+        pending.extend(children.map(|c| (c, level + 1)));
+    }
+    deepest
+}
+
 /// RFC 7386 merge of `patch` into `target`; with `strategic`, the rules of
 /// the module doc for lists and `$` directives.
 pub fn merge(target: &mut Value, patch: &Value, strategic: bool) {
@@ -167,11 +193,53 @@ fn merge_named_lists(current: &[Value], patch: &[Value]) -> Option<Vec<Value>> {
     Some(out)
 }
 
-/// RFC 6902 JSON patch.
+/// Most operations one JSON patch may hold: the apiserver's
+/// `maxJSONPatchOperations`. More is a 413.
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// Most bytes (as JSON) the `copy` operations of one JSON patch may copy,
+/// in all: the apiserver's `--json-patch-max-copy-bytes` default. Without
+/// it a patch that copies the document into itself doubles it with every
+/// operation, and a few dozen operations exhaust the server's memory; past
+/// it the patch is a 422 and the document is left as it was.
+pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+
+/// RFC 6902 JSON patch, within [`MAX_JSON_PATCH_OPERATIONS`],
+/// [`MAX_JSON_PATCH_COPY_BYTES`] and [`MAX_PATCHED_DEPTH`].
 fn json_patch(target: &Value, patch: &Value) -> Result<Value, Status> {
     let ops = patch
         .as_array()
         .ok_or_else(|| Status::bad_request("a JSON patch must be an array of operations"))?;
+    if ops.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(Status::new(
+            413,
+            "RequestEntityTooLarge",
+            format!(
+                "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                ops.len()
+            ),
+        ));
+    }
+    let mut copied = 0usize;
+    // An upper bound of the document's depth, kept within `limit` by
+    // checking each value where it lands, so that no operation ever makes
+    // a document too deep to walk.
+    let mut deepest = depth(target);
+    let limit = MAX_PATCHED_DEPTH.max(deepest);
+    let lands = |deepest: &mut usize, path: &str, value_depth: usize| {
+        let reached = path.matches('/').count() + value_depth;
+        if reached > limit {
+            return Err(Status::new(
+                422,
+                "Invalid",
+                format!(
+                    "the patched object would be nested {reached} levels deep; at most {limit} are allowed"
+                ),
+            ));
+        }
+        *deepest = (*deepest).max(reached);
+        Ok(())
+    };
     let mut doc = target.clone();
     for op in ops {
         let field = |name: &str| {
@@ -181,23 +249,44 @@ fn json_patch(target: &Value, patch: &Value) -> Result<Value, Status> {
         };
         let path = field("path")?;
         match field("op")? {
-            "add" => add(&mut doc, path, value_of(op)?)?,
+            "add" => {
+                let v = value_of(op)?;
+                lands(&mut deepest, path, depth(&v))?;
+                add(&mut doc, path, v)?;
+            }
             "remove" => {
                 remove(&mut doc, path)?;
             }
             "replace" => {
+                let v = value_of(op)?;
+                lands(&mut deepest, path, depth(&v))?;
                 remove(&mut doc, path)?;
-                add(&mut doc, path, value_of(op)?)?;
+                add(&mut doc, path, v)?;
             }
             "move" => {
-                let v = remove(&mut doc, field("from")?)?;
+                let from = field("from")?;
+                // The value's depth is bounded by where it sits, without
+                // walking it: moves may repeat, the walk would too.
+                let bound = deepest.saturating_sub(from.matches('/').count());
+                lands(&mut deepest, path, bound)?;
+                let v = remove(&mut doc, from)?;
                 add(&mut doc, path, v)?;
             }
             "copy" => {
-                let v = doc
-                    .pointer(field("from")?)
-                    .cloned()
-                    .ok_or_else(|| missing(field("from").unwrap_or_default()))?;
+                let from = field("from")?;
+                let original = doc.pointer(from).ok_or_else(|| missing(from))?;
+                copied = copied.saturating_add(json_size(original, MAX_JSON_PATCH_COPY_BYTES));
+                if copied > MAX_JSON_PATCH_COPY_BYTES {
+                    return Err(Status::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "Unable to complete the copy, the accumulated size increase of copy exceeds the limit {MAX_JSON_PATCH_COPY_BYTES}"
+                        ),
+                    ));
+                }
+                lands(&mut deepest, path, depth(original))?;
+                let v = original.clone();
                 add(&mut doc, path, v)?;
             }
             "test" => {
@@ -219,6 +308,27 @@ fn json_patch(target: &Value, patch: &Value) -> Result<Value, Status> {
         }
     }
     Ok(doc)
+}
+
+/// The length of `v` as JSON, counted up to just past `limit` (a larger
+/// value is not written out whole to learn by how much).
+fn json_size(v: &Value, limit: usize) -> usize {
+    struct Count(usize, usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > self.1 {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0, limit);
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
 }
 
 fn value_of(op: &Value) -> Result<Value, Status> {

@@ -462,7 +462,11 @@ pub(crate) fn parse_time(text: &str) -> Option<(i64, i32)> {
         "Z" | "z" => 0,
         o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) => {
             let sign = if o.starts_with('-') { -1 } else { 1 };
-            sign * (o[1..3].parse::<i64>().ok()? * 3600 + o[4..6].parse::<i64>().ok()? * 60)
+            // `get`, not indexing: six bytes may still hold a character
+            // that straddles the hours' end (`+1é12`), and a client's
+            // time must be refused, not panic the server.
+            let part = |r: std::ops::Range<usize>| o.get(r)?.parse::<i64>().ok();
+            sign * (part(1..3)? * 3600 + part(4..6)? * 60)
         }
         _ => return None,
     };
@@ -536,6 +540,8 @@ mod tests {
             "2026-11-22T09:15:04.500000Z"
         );
         assert_eq!(parse_time("yesterday"), None);
+        assert_eq!(parse_time("2026-11-22T10:15:04+1é12"), None);
+        assert_eq!(parse_time("2026-11-22T10:15:04+0é:0"), None);
     }
 
     #[test]

@@ -35,10 +35,16 @@ const DEMO_CONTEXT: &str = watchlife_demo_apiserver::kubeconfig::CONTEXT;
 /// `--kubeconfig` that cannot be used is an error, never a silent fallback.
 pub async fn connect(args: &Args) -> Result<Result<Upstream, String>, SourceError> {
     let kubeconfig = match &args.kubeconfig {
-        Some(path) => Kubeconfig::read_from(path).map_err(|e| {
-            SourceError::Config(format!("cannot read --kubeconfig {}: {e}", path.display()))
-        })?,
-        None => match Kubeconfig::read() {
+        Some(path) => readable_by_kube(path)
+            .and_then(|()| Kubeconfig::read_from(path).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                SourceError::Config(format!("cannot read --kubeconfig {}: {e}", path.display()))
+            })?,
+        None => match implicit_kubeconfigs()
+            .iter()
+            .try_for_each(|path| readable_by_kube(path))
+            .and_then(|()| Kubeconfig::read().map_err(|e| e.to_string()))
+        {
             Ok(k) => k,
             Err(_) if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => {
                 return in_cluster(args).map(Ok);
@@ -68,6 +74,38 @@ pub async fn connect(args: &Args) -> Result<Result<Upstream, String>, SourceErro
         .await
         .map_err(|e| SourceError::Config(format!("context {context:?}: {e}")))?;
     upstream(config, context, args).map(Ok)
+}
+
+/// The files `Kubeconfig::read` reads: those of `$KUBECONFIG`, else
+/// `~/.kube/config`.
+fn implicit_kubeconfigs() -> Vec<std::path::PathBuf> {
+    match std::env::var_os("KUBECONFIG") {
+        Some(paths) => std::env::split_paths(&paths)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect(),
+        None => std::env::home_dir()
+            .map(|home| home.join(".kube").join("config"))
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Refuses a kubeconfig file that kube's reader would panic on: one that
+/// starts with a UTF-16 byte order mark and has an odd number of bytes
+/// after it (kube reads it two bytes at a time and indexes the second of
+/// the last one). A file that cannot be read is left to kube, which says
+/// so.
+fn readable_by_kube(path: &std::path::Path) -> Result<(), String> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(());
+    };
+    match bytes.as_slice() {
+        [0xFF, 0xFE, rest @ ..] | [0xFE, 0xFF, rest @ ..] if rest.len() % 2 == 1 => Err(format!(
+            "{} is not a kubeconfig: it starts as UTF-16 but has an odd number of bytes",
+            path.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The service account of the pod watchlife runs in.

@@ -67,6 +67,18 @@ pub async fn choose(args: &Args) -> Result<Upstream, SourceError> {
 /// A kube client for `config` that refuses, before it leaves the bridge, any
 /// request but GET: watchlife lists, watches and discovers, and never writes.
 pub fn read_only_client(config: kube::Config) -> Result<kube::Client, SourceError> {
+    // kube writes a kubeconfig's token into the Authorization header with
+    // tower-http's `bearer`, which panics on a token that is no header
+    // value (a control character, a line break pasted with it): such a
+    // kubeconfig is refused here, with a message, instead.
+    if let Some(token) = &config.auth_info.token {
+        use secrecy::ExposeSecret;
+        if http::HeaderValue::try_from(format!("Bearer {}", token.expose_secret())).is_err() {
+            return Err(SourceError::Config(
+                "the kubeconfig's token cannot be sent in an HTTP header: it holds a control character or a line break".into(),
+            ));
+        }
+    }
     let builder = kube::client::ClientBuilder::try_from(config)
         .map_err(|e| SourceError::Config(format!("cannot build a client: {e}")))?;
     Ok(builder
@@ -111,5 +123,21 @@ mod tests {
         let get = http::Request::get("/api/v1/pods").body(Vec::new()).unwrap();
         let error = client.request_text(get).await.unwrap_err().to_string();
         assert!(!error.contains("only reads"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_token_that_is_no_header_value_is_refused_not_a_panic() {
+        for token in ["abc\n", "\0\0\0", "tok\u{7f}"] {
+            let mut config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+            config.auth_info.token = Some(token.to_string().into());
+            let Err(error) = read_only_client(config) else {
+                panic!("{token:?} was taken");
+            };
+            let error = error.to_string();
+            assert!(error.contains("token"), "{token:?}: {error}");
+        }
+        let mut config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        config.auth_info.token = Some("a-good-token".to_string().into());
+        read_only_client(config).unwrap();
     }
 }
