@@ -434,6 +434,11 @@ impl Driver {
         })
     }
 
+    /// chromedriver's process id: the Chromium it starts is below it.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub async fn session(&self) -> Result<Client, String> {
         let mut caps = serde_json::Map::new();
         caps.insert(

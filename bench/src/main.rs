@@ -13,6 +13,8 @@
 //! - [`apiserver`]: the demo API beside kube-apiserver + etcd, with 1, 100, 1,000 watchers.
 //! - [`kubectl_latency`]: on kube-apiserver, the same writes seen by `kubectl get -w`,
 //!   watchlife's Reflector, a WebSocket viewer and the page.
+//! - [`big_cluster`]: on kube-apiserver, 10k–150k configmaps written straight into etcd: the
+//!   bridge's LIST and memory per object, a new viewer's snapshot, the page, idle viewers.
 //! - [`etcd_order`]: on kube-apiserver with `--etcd-endpoints`, whether etcd's notification
 //!   of a write reaches watchlife before the Reflector's event.
 //! - [`upstream_cost`]: watches and apiserver/etcd CPU with 1, 100, 1,000 viewers,
@@ -29,6 +31,7 @@ macro_rules! progress {
 
 mod alloc;
 mod apiserver;
+mod big_cluster;
 mod browser;
 mod controlplane;
 mod etcd_order;
@@ -89,9 +92,17 @@ struct Args {
     /// Small sizes and one run each: to check the bench itself, not to publish.
     #[arg(long)]
     quick: bool,
+    /// Objects of the big-cluster measurement, one run each (comma
+    /// separated; by default 10000,50000,150000, or 2000 with --quick).
+    #[arg(long, value_delimiter = ',', env = "WATCHLIFE_BENCH_BIG_SIZES")]
+    big_sizes: Vec<usize>,
+    /// Idle viewers of the big-cluster measurement, in steps (comma
+    /// separated; by default 1000,10000, or 100,1000 with --quick).
+    #[arg(long, value_delimiter = ',')]
+    big_viewers: Vec<usize>,
     /// Only these measurements (comma separated: controlplane, apiserver,
     /// latency, etcd, upstream, fanout, pipeline, informer, scale, page,
-    /// browser).
+    /// browser, big-cluster).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The command to name in the report.
@@ -234,6 +245,23 @@ fn main() {
         };
         browser::run(&mut report, &config);
     }
+    if wanted("big-cluster") {
+        let or = |given: &Vec<usize>, quick: &[usize], full: &[usize]| {
+            if !given.is_empty() {
+                given.clone()
+            } else if args.quick {
+                quick.to_vec()
+            } else {
+                full.to_vec()
+            }
+        };
+        let config = big_cluster::Config {
+            watchlife: args.watchlife.clone(),
+            sizes: or(&args.big_sizes, &[2000], &[10_000, 50_000, 150_000]),
+            viewers: or(&args.big_viewers, &[100, 1000], &[1000, 10_000]),
+        };
+        big_cluster::run(&mut report, &config);
+    }
     not_measured(&mut report, &wanted);
 
     report.total_seconds = started.elapsed().as_secs_f64();
@@ -294,6 +322,10 @@ fn not_measured(report: &mut Report, wanted: &dyn Fn(&str) -> bool) {
         (
             "page",
             "the browser app's weight (left out of this run with --only)",
+        ),
+        (
+            "big-cluster",
+            "a big cluster: 10k–150k objects on a real kube-apiserver, idle viewers (left out of this run with --only)",
         ),
     ] {
         if !wanted(name) {
