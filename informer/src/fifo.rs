@@ -47,7 +47,9 @@ impl<T> Fifo<T> {
 
     /// The oldest item.
     pub fn pop(&mut self) -> Option<T> {
-        self.items.pop_front()
+        let item = self.items.pop_front();
+        crate::drained::Drained::shrink_when_drained(&mut self.items);
+        item
     }
 
     /// Items waiting.

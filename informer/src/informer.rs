@@ -16,6 +16,7 @@
 //! every listener that got it has run and the reconcile of its key (when a
 //! handler queued it) has returned.
 
+use crate::drained::Drained;
 use crate::fifo::DeltaType;
 use crate::handlers::{Filtering, Handler, Unfiltered, is_scheduled, is_unscheduled};
 use crate::indexer::Indexer;
@@ -417,7 +418,10 @@ impl Informer {
         if t.pending > 0 {
             return None;
         }
-        self.tracked.remove(&id).map(|t| t.event)
+        let event = self.tracked.remove(&id).map(|t| t.event);
+        self.tracked.shrink_when_drained();
+        self.queued.shrink_when_drained();
+        event
     }
 
     /// The event of a delta the informer made itself: a relist's deletion

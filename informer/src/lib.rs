@@ -3,7 +3,8 @@
 //!
 //! # Layout
 //! - [`reflector`]: ListAndWatch as a state machine; drivers do the requests.
-//! - [`fifo`]: the queue between the Reflector and the processing loop.
+//! - [`fifo`]: the queue between the Reflector and the processing loop;
+//!   [`drained`]: queues that give their memory back once drained.
 //! - [`object`]: an object as its shared JSON text, with the fields the
 //!   stages read parsed beside it.
 //! - [`indexer`]: the store: state as the accumulation of events, with indexes.
@@ -16,6 +17,7 @@
 //! Nothing here does IO or reads a clock of its own: the caller passes the
 //! time, and decides which task drives which stage.
 
+pub mod drained;
 pub mod fifo;
 pub mod handlers;
 pub mod indexer;

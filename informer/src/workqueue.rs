@@ -17,6 +17,7 @@
 //! instrumented informer can tell which events a reconcile finished.
 
 use crate::Micros;
+use crate::drained::Drained;
 use crate::rate_limiter::RateLimiter;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::Duration;
@@ -124,6 +125,9 @@ impl Workqueue {
         if self.dirty.contains_key(key) {
             self.queue.push_back(key.to_string());
         }
+        self.queue.shrink_when_drained();
+        self.dirty.shrink_when_drained();
+        self.processing.shrink_when_drained();
     }
 
     /// Keys waiting to be taken (not counting delayed ones).

@@ -1,15 +1,15 @@
 //! Frames from the bridge to a viewer: one JSON object per frame, one frame
 //! per WebSocket text message or several to a message (see [`crate::batch`]).
 
-use crate::event::{ObjectRef, WatchEvent};
-use crate::object::ObjectJson;
+use crate::event::WatchEvent;
 use crate::reflector::ReflectorUpdate;
 use crate::stage::Stage;
 use crate::watch_cache::WatchCacheReport;
+
+pub use crate::snapshot::{Snapshot, SnapshotObject};
 use crate::{Micros, client::DemoAction};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
-use std::collections::BTreeMap;
 
 /// A frame from the bridge: `{"seq":7,"type":"event","data":{…}}`.
 ///
@@ -168,34 +168,6 @@ pub struct Resync {
     pub reason: String,
 }
 
-/// One current object in a snapshot.
-///
-/// A live viewer's snapshot is light: each object's reference, its
-/// resourceVersion and a few columns ([`crate::summary`]), without its body,
-/// which the viewer fetches when someone opens the object
-/// (`GET /objects/…`). A recording's snapshot carries the bodies: it has no
-/// bridge to ask.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SnapshotObject {
-    pub target: ObjectRef,
-    pub resource_version: String,
-    /// A few columns of the object, by name (a pod's phase and node).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub summary: BTreeMap<String, String>,
-    /// The object's body, as [`WatchEvent::object`]; absent in a light snapshot.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<ObjectJson>,
-}
-
-/// Every current object the bridge knows, and the state of every Reflector,
-/// as of the frame's `seq`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Snapshot {
-    pub objects: Vec<SnapshotObject>,
-    #[serde(default)]
-    pub reflectors: Vec<ReflectorUpdate>,
-}
-
 /// Why a viewer's request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -230,7 +202,7 @@ pub struct ActionResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EventType, StageMark, StageTimes};
+    use crate::{EventType, ObjectJson, ObjectRef, StageMark, StageTimes};
 
     fn round_trip(frame: &ServerFrame) -> serde_json::Value {
         let text = serde_json::to_string(frame).unwrap();

@@ -1,7 +1,8 @@
 //! The wire protocol between the watchlife bridge and the browser app.
 //!
 //! # Layout
-//! - [`frame`]: what the bridge sends: `{"seq","type","data"}` JSON frames.
+//! - [`frame`]: what the bridge sends: `{"seq","type","data"}` JSON frames;
+//!   [`snapshot`]: every current object, grouped by resource on the wire.
 //! - [`connection`]: the `/ws` query, and several frames to a message.
 //! - [`client`]: what a viewer sends back (subscribe, demo actions).
 //! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times.
@@ -26,6 +27,7 @@ pub mod object;
 pub mod recording;
 pub mod reflector;
 pub mod server_path;
+pub mod snapshot;
 pub mod stage;
 pub mod summary;
 pub mod v1;

@@ -174,7 +174,10 @@ impl<N, O: Stored> SharedInformer<N, O> {
 
     /// Takes the oldest notification from listener `index`'s buffer.
     pub fn pop(&mut self, index: usize) -> Option<Notification<O>> {
-        self.listeners.get_mut(index)?.buffer.pop_front()
+        let buffer = &mut self.listeners.get_mut(index)?.buffer;
+        let n = buffer.pop_front();
+        crate::drained::Drained::shrink_when_drained(buffer);
+        n
     }
 
     /// The Indexer (read-only).
