@@ -157,16 +157,15 @@ impl Reflector {
         let request = requests::list(&self.target, from, limit, continue_token)
             .map_err(|source| ReflectorError::Build { source })?;
         let body = self.read_list(request).await?;
-        let page: ListBody = serde_json::from_slice(&body)
+        let page: ListBody<'_> = serde_json::from_slice(&body)
             .map_err(|source| ReflectorError::DecodeList { source })?;
-        drop(body);
-        // Each item becomes an object as it is read: the page never holds
-        // more than one parsed tree at a time.
+        // Each item is read in place from the body and becomes an object
+        // at once: no tree is built, and no second copy of the list is made.
         let items = page
             .items
             .unwrap_or_default()
             .into_iter()
-            .map(|raw| self.received(&raw))
+            .map(|raw| self.received(raw))
             .collect();
         Ok(Page {
             items,
@@ -357,11 +356,11 @@ impl Reflector {
 
 /// A LIST answer's body: its items kept as text until each is read.
 #[derive(serde::Deserialize)]
-struct ListBody {
+struct ListBody<'a> {
     #[serde(default)]
     metadata: ListMeta,
-    #[serde(default)]
-    items: Option<Vec<Box<RawValue>>>,
+    #[serde(default, borrow)]
+    items: Option<Vec<&'a RawValue>>,
 }
 
 /// A LIST's `metadata`.
