@@ -203,6 +203,7 @@ fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
                     kind: "Pod",
                     api_version: "v1",
                     json: &read.object,
+                    listed: false,
                 }));
                 let (event, object) = reflector_event(read.event_type, object, clock.now());
                 informer.enqueue(event, object, clock.now());

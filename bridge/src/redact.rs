@@ -66,6 +66,9 @@ pub struct Received<'a> {
     pub kind: &'a str,
     pub api_version: &'a str,
     pub json: &'a RawValue,
+    /// An item of a LIST, which carries no kind or apiVersion of its own; a
+    /// watched object carries both.
+    pub listed: bool,
 }
 
 /// [`redact`] on the object's text, without building its tree: the top
@@ -79,6 +82,7 @@ pub fn redact_text(received: Received<'_>) -> ObjectJson {
         kind,
         api_version,
         json,
+        listed,
     } = received;
     let by_tree = || {
         let mut value: Value = serde_json::from_str(json.get()).unwrap_or(Value::Null);
@@ -91,6 +95,10 @@ pub fn redact_text(received: Received<'_>) -> ObjectJson {
     };
     if kind == "Secret" || json.get().len() > MAX_OBJECT_BYTES {
         return by_tree();
+    }
+    // A watched object with nothing to remove is kept as it came, unread.
+    if !listed && !json.get().contains("\"managedFields\"") {
+        return ObjectJson::from_raw_ref(json);
     }
     let Ok(mut fields) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(json.get()) else {
         return by_tree();
@@ -120,7 +128,7 @@ pub fn redact_text(received: Received<'_>) -> ObjectJson {
         changed = true;
     }
     if !changed {
-        return ObjectJson::from_raw(json.to_owned());
+        return ObjectJson::from_raw_ref(json);
     }
     let raw = serde_json::value::to_raw_value(&fields).expect("raw fields encode");
     ObjectJson::from_raw(raw)
@@ -183,12 +191,13 @@ mod tests {
     }
 
     /// What [`redact_text`] gives, parsed, against what [`redact`] gives.
-    fn both(kind: &str, obj: &Value) -> (Value, Value) {
+    fn both(kind: &str, obj: &Value, listed: bool) -> (Value, Value) {
         let text = serde_json::value::to_raw_value(obj).unwrap();
         let by_text = redact_text(Received {
             kind,
             api_version: "v1",
             json: &text,
+            listed,
         })
         .parse();
         let mut filled = obj.clone();
@@ -226,8 +235,16 @@ mod tests {
             ("ConfigMap", json!({"metadata": "odd, \"managedFields\""})),
         ];
         for (kind, obj) in cases {
-            let (by_text, by_tree) = both(kind, &obj);
+            let (by_text, by_tree) = both(kind, &obj, true);
             assert_eq!(by_text, by_tree, "{kind} {obj}");
+            // A watched object carries its kind and apiVersion.
+            let mut whole = obj.clone();
+            if let Some(map) = whole.as_object_mut() {
+                map.entry("kind").or_insert_with(|| kind.into());
+                map.entry("apiVersion").or_insert_with(|| "v1".into());
+            }
+            let (by_text, by_tree) = both(kind, &whole, false);
+            assert_eq!(by_text, by_tree, "watched {kind} {whole}");
         }
     }
 
@@ -241,6 +258,7 @@ mod tests {
             kind: "ConfigMap",
             api_version: "v1",
             json: &text,
+            listed: false,
         });
         assert_eq!(out.as_str(), text.get());
     }

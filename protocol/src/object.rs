@@ -33,6 +33,15 @@ impl ObjectJson {
         ObjectJson(Arc::from(raw))
     }
 
+    /// Copies text already checked by a parser: one allocation, the shared one.
+    pub fn from_raw_ref(raw: &RawValue) -> Self {
+        let text: Arc<str> = Arc::from(raw.get());
+        // SAFETY: `RawValue` is `#[repr(transparent)]` over `str`, so an
+        // `Arc<str>` holding valid JSON is an `Arc<RawValue>` (serde_json
+        // turns its own `Box<str>` into a `Box<RawValue>` the same way).
+        ObjectJson(unsafe { Arc::from_raw(Arc::into_raw(text) as *const RawValue) })
+    }
+
     /// Checks `text` is JSON and keeps it as it is.
     pub fn from_text(text: String) -> serde_json::Result<Self> {
         RawValue::from_string(text).map(Self::from_raw)
@@ -139,6 +148,14 @@ mod tests {
         let back: Holder = serde_json::from_str(&text).unwrap();
         assert_eq!(back.object, object);
         assert_eq!(back.object.parse()["a"], 2);
+    }
+
+    #[test]
+    fn a_borrowed_text_is_kept_as_it_is() {
+        let raw = RawValue::from_string(r#"{"a": [1, 2]}"#.into()).unwrap();
+        let o = ObjectJson::from_raw_ref(&raw);
+        assert_eq!(o.as_str(), raw.get());
+        assert_eq!(o.parse()["a"][1], 2);
     }
 
     #[test]

@@ -165,7 +165,7 @@ impl Reflector {
             .items
             .unwrap_or_default()
             .into_iter()
-            .map(|raw| self.received(raw))
+            .map(|raw| self.received(raw, true))
             .collect();
         Ok(Page {
             items,
@@ -276,7 +276,7 @@ impl Reflector {
                     return machine.watch_ended(WatchEnd::Failed(failure), received_at);
                 }
             };
-            let object = self.received(&object);
+            let object = self.received(&object, false);
             machine.watch_event(object.resource_version(), false);
             let stages = StageTimes::from([(Stage::Reflector, StageMark::at(received_at))]);
             let event = self.event(event_type, &object, stages, false);
@@ -304,13 +304,15 @@ impl Reflector {
         self.pipeline.report(&self.target.name, state);
     }
 
-    /// An object as it arrived, with what must not leave the bridge removed.
-    fn received(&self, json: &RawValue) -> Object {
-        // Items of a LIST carry no kind of their own: the target's is filled in.
+    /// An object as it arrived (`listed`: as an item of a LIST, which
+    /// carries no kind of its own, so the target's is filled in), with what
+    /// must not leave the bridge removed.
+    fn received(&self, json: &RawValue, listed: bool) -> Object {
         Object::from_json(redact_text(Received {
             kind: &self.target.resource.kind,
             api_version: &self.target.resource.api_version,
             json,
+            listed,
         }))
     }
 
