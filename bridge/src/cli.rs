@@ -58,7 +58,7 @@ pub struct Args {
     /// at most this many bytes; above, only each object's reference,
     /// resourceVersion and a few columns, and the page fetches a body when
     /// the object is opened (0: always so).
-    #[arg(long, default_value_t = watchlife_snapshot_default(), value_name = "BYTES")]
+    #[arg(long, default_value_t = crate::hub::SNAPSHOT_BODIES_LIMIT, value_name = "BYTES")]
     pub snapshot_bodies_limit: usize,
 
     /// Use the embedded demo control plane even when a cluster is configured.
@@ -321,9 +321,4 @@ mod duration_tests {
         };
         assert_eq!(record.stop_after(), Some(Duration::from_secs(31_536_000)));
     }
-}
-
-/// The default of `--snapshot-bodies-limit` (see [`crate::hub::SNAPSHOT_BODIES_LIMIT`]).
-const fn watchlife_snapshot_default() -> usize {
-    crate::hub::SNAPSHOT_BODIES_LIMIT
 }
