@@ -52,15 +52,16 @@ async fn fault_rounds_keep_every_viewer_exact() {
     if rounds >= 20 {
         config.viewer_stall = Duration::from_secs(30);
     }
-    let run = chaos::run(&config)
-        .await
-        .unwrap_or_else(|failure| panic!("{failure}"));
+    let (run, failure) = chaos::run(&config).await;
     if let Ok(path) = std::env::var("CHAOS_REPORT")
         && !path.is_empty()
     {
         let path = watchlife_tests::workspace().join(path);
         std::fs::write(&path, run.markdown()).expect("write the report");
         eprintln!("chaos: wrote {}", path.display());
+    }
+    if let Some(failure) = failure {
+        panic!("{failure}");
     }
 }
 
@@ -72,11 +73,11 @@ async fn broken(switch: &str, faults: &[Fault], rounds: usize) -> chaos::Failure
     config.only = faults.to_vec();
     config.bridge_env = vec![("WATCHLIFE_TEST_BREAK".into(), switch.into())];
     match chaos::run(&config).await {
-        Ok(run) => panic!(
+        (run, None) => panic!(
             "the harness passed a bridge broken by WATCHLIFE_TEST_BREAK={switch}: {}",
             run.summary()
         ),
-        Err(failure) => {
+        (_, Some(failure)) => {
             eprintln!("as expected, WATCHLIFE_TEST_BREAK={switch} fails:\n{failure}");
             failure
         }

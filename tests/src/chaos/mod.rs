@@ -200,8 +200,23 @@ impl Rig {
 }
 
 /// Runs the rounds of `config`; the first round that breaks an invariant
-/// ends the run with a [`Failure`]. Prints a line per round.
-pub async fn run(config: &Config) -> Result<report::Run, Failure> {
+/// ends the run with a [`Failure`], beside what the rounds before it
+/// measured. Prints a line per round.
+pub async fn run(config: &Config) -> (report::Run, Option<Failure>) {
+    let mut run = report::Run {
+        seed: config.seed,
+        resources: RESOURCES.to_vec(),
+        namespaces: NAMESPACES.to_vec(),
+        ..report::Run::default()
+    };
+    let outcome = rounds(config, &mut run).await;
+    if let Err(failure) = &outcome {
+        run.failure = Some(failure.to_string());
+    }
+    (run, outcome.err())
+}
+
+async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
     let started = Instant::now();
     let plan = faults::plan(
         config.seed,
@@ -222,13 +237,7 @@ pub async fn run(config: &Config) -> Result<report::Run, Failure> {
             .join(", ")
     );
     let mut rig = setup(config).await;
-    let mut run = report::Run {
-        seed: config.seed,
-        viewers: rig.followers.len(),
-        resources: RESOURCES.to_vec(),
-        namespaces: NAMESPACES.to_vec(),
-        ..report::Run::default()
-    };
+    run.viewers = rig.followers.len();
     let fail = |invariant, message: String, round: usize, fault, timeline: String, log| Failure {
         invariant,
         message,
@@ -255,6 +264,7 @@ pub async fn run(config: &Config) -> Result<report::Run, Failure> {
             Ok(round) => round,
             Err((invariant, message, timeline)) => {
                 run.elapsed = started.elapsed();
+                run.memory = memory(&run.rounds);
                 eprintln!("{}", run.summary());
                 return Err(fail(
                     invariant,
@@ -301,7 +311,7 @@ pub async fn run(config: &Config) -> Result<report::Run, Failure> {
         }
     }
     eprintln!("{}", run.summary());
-    Ok(run)
+    Ok(())
 }
 
 /// The RSS drift, in words.

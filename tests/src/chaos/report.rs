@@ -51,6 +51,8 @@ pub struct Run {
     pub elapsed: Duration,
     /// The RSS drift verdict, when there were enough rounds.
     pub memory: String,
+    /// The failure that ended the run early, if one did.
+    pub failure: Option<String>,
 }
 
 impl Run {
@@ -104,6 +106,9 @@ impl Run {
             self.namespaces.join(", "),
             self.viewers
         );
+        if let Some(failure) = &self.failure {
+            let _ = writeln!(md, "**This run FAILED**:\n\n```\n{failure}\n```\n");
+        }
         let _ = writeln!(md, "| | |\n|---|---|");
         let _ = writeln!(md, "| Seed | {} |", self.seed);
         let _ = writeln!(md, "| Rounds | {} |", self.rounds.len());
