@@ -83,6 +83,26 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The command that runs this plan again.
+    pub fn replay(&self) -> String {
+        if self.bridge_env.is_empty() && self.only.is_empty() {
+            format!("make chaos SEED={} ROUNDS={}", self.seed, self.rounds)
+        } else {
+            format!(
+                "CHAOS_SEED={} cargo test -p watchlife-tests --test chaos (the test of {}; its faults: {})",
+                self.seed,
+                self.label,
+                self.only
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    }
+}
+
 /// A round that broke an invariant.
 #[derive(Debug)]
 pub struct Failure {
@@ -95,13 +115,15 @@ pub struct Failure {
     pub fault: Option<Fault>,
     pub timeline: String,
     pub log: PathBuf,
+    /// How to run the same plan again.
+    pub replay: String,
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "chaos round {} of seed {} ({}) broke {}:\n  {}\nfault timeline (from the round's start):\n{}\nbridge log: {}\nreplay: make chaos SEED={} ROUNDS={}",
+            "chaos round {} of seed {} ({}) broke {}:\n  {}\nfault timeline (from the round's start):\n{}\nbridge log: {}\nreplay: {}",
             self.round,
             self.seed,
             self.fault.map_or("no fault yet", Fault::name),
@@ -109,8 +131,7 @@ impl fmt::Display for Failure {
             self.message,
             self.timeline,
             self.log.display(),
-            self.seed,
-            self.rounds
+            self.replay
         )
     }
 }
@@ -225,12 +246,11 @@ async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
         config.viewer_stall,
     );
     eprintln!(
-        "chaos[{}]: seed {} ({} rounds; replay with make chaos SEED={} ROUNDS={}); plan: {}",
+        "chaos[{}]: seed {} ({} rounds; replay with {}); plan: {}",
         config.label,
         config.seed,
         config.rounds,
-        config.seed,
-        config.rounds,
+        config.replay(),
         plan.iter()
             .map(|p| p.fault.name())
             .collect::<Vec<_>>()
@@ -247,6 +267,7 @@ async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
         fault,
         timeline,
         log,
+        replay: config.replay(),
     };
     // The viewers agree with the apiserver before any fault.
     if let Err(message) = rig.settle().await {

@@ -1,7 +1,9 @@
 //! A TCP proxy between the bridge and the apiserver, told to misbehave for
 //! a while: stall (bytes stop flowing both ways, connections stay open),
 //! drop (connections closed cleanly, new ones closed at once) or reset
-//! (connections reset, new ones too). TLS passes through untouched.
+//! (connections reset, new ones too). TLS passes through untouched. In
+//! front of a plain-HTTP API (the demo's), it can also answer every request
+//! with an HTTP status of its own (429, 500, 503), its connections closed.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -17,6 +19,9 @@ pub enum Mode {
     Stall,
     Drop,
     Reset,
+    /// Open connections are closed; each new request is answered with this
+    /// status (plain HTTP only).
+    Status(u16),
 }
 
 /// A running proxy, stopped on drop.
@@ -43,6 +48,9 @@ impl Proxy {
                 match now {
                     Mode::Drop => drop(client),
                     Mode::Reset => reset(client),
+                    Mode::Status(code) => {
+                        tokio::spawn(answer(client, code));
+                    }
                     _ => {
                         tokio::spawn(relay(client, upstream, modes.clone()));
                     }
@@ -88,7 +96,7 @@ async fn relay(client: TcpStream, upstream: SocketAddr, mut modes: watch::Receiv
     loop {
         let mode = *modes.borrow_and_update();
         match mode {
-            Mode::Drop => return,
+            Mode::Drop | Mode::Status(_) => return,
             Mode::Reset => {
                 if let (Ok(c), Ok(s)) = (
                     client_read.reunite(client_write),
@@ -121,9 +129,45 @@ async fn relay(client: TcpStream, upstream: SocketAddr, mut modes: watch::Receiv
     }
 }
 
+/// Reads one request's head and answers it with `code`, as an overloaded
+/// or failing apiserver does (a `Status` body, `Retry-After: 1` on 429).
+async fn answer(mut client: TcpStream, code: u16) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+        match client.read(&mut byte).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&byte[..n]),
+        }
+    }
+    let reason = match code {
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Error",
+    };
+    let body = serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": format!("injected {code}"),
+        "reason": reason.replace(' ', ""), "code": code,
+    })
+    .to_string();
+    let retry = if code == 429 {
+        "Retry-After: 1\r\n"
+    } else {
+        ""
+    };
+    let reply = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{retry}Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = client.write_all(reply.as_bytes()).await;
+    let _ = client.shutdown().await;
+}
+
 /// A copy of the kubeconfig at `from`, written to `to`, whose server is
-/// `proxy` instead of `base` (`https://127.0.0.1:PORT`): the certificate
-/// names 127.0.0.1, whatever the port.
+/// `proxy` instead of `base` (`https://127.0.0.1:PORT`, or `http://` for
+/// the demo's API): the certificate names 127.0.0.1, whatever the port.
 pub fn kubeconfig_through(
     from: &std::path::Path,
     to: &std::path::Path,
@@ -132,6 +176,7 @@ pub fn kubeconfig_through(
 ) {
     let text = std::fs::read_to_string(from).expect("the kubeconfig");
     assert!(text.contains(base), "the kubeconfig names {base}");
-    std::fs::write(to, text.replace(base, &format!("https://{proxy}")))
+    let scheme = base.split("://").next().unwrap_or("https");
+    std::fs::write(to, text.replace(base, &format!("{scheme}://{proxy}")))
         .expect("write the kubeconfig");
 }
