@@ -26,8 +26,9 @@ pub struct Round {
     /// Writes the writer made in the round, and those that failed.
     pub writes: u64,
     pub failed_writes: u64,
-    /// Bridge RSS after the round, KiB.
+    /// Bridge RSS after the round, KiB, and the bridge's process id.
     pub rss_kib: u64,
+    pub bridge_pid: u32,
 }
 
 impl Round {
