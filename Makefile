@@ -8,7 +8,7 @@ WATCHLIFE := $(TARGET_DIR)/release/watchlife
 ARGS ?=
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: install run build frontend setup test test-setup lint bench embed scenarios clean image deploy-token fuzz
+.PHONY: install run build frontend setup test test-setup lint bench embed scenarios clean image deploy-token fuzz chaos
 
 ## run: build everything and start watchlife on 127.0.0.1:8080 (the embedded demo)
 run: build
@@ -69,6 +69,14 @@ fuzz: setup
 	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife-controlplane --test fuzz_selectors
 	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife-demo-apiserver --test fuzz_requests
 	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife --test fuzz_inputs
+## chaos: fault rounds on a real etcd and kube-apiserver (ROUNDS=100, about 10 s a round;
+##        SEED=… replays a run's plan) and RELIABILITY.md written from the run.
+##        `make test` runs the short form (10 rounds, every fault once).
+ROUNDS ?= 100
+SEED ?=
+chaos: test-setup build
+	CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) CHAOS_REPORT=RELIABILITY.md WATCHLIFE_BIN=$(WATCHLIFE) \
+		$(CARGO) test -p watchlife-tests --test chaos -- --nocapture --exact fault_rounds_keep_every_viewer_exact
 
 ## bench: measure watchlife beside its references and write BENCHMARKS.md (about 12 minutes)
 # Up to 20,000 open files for the viewers, or as many as the hard limit allows.

@@ -125,6 +125,8 @@ struct State {
     /// The bodies' lengths, summed.
     body_bytes: usize,
     reflectors: BTreeMap<String, ReflectorUpdate>,
+    /// Event frames published (only counted for a test-only fault).
+    events: u64,
 }
 
 /// The hub. Cheap to clone.
@@ -152,6 +154,7 @@ impl Hub {
                 objects: BTreeMap::new(),
                 body_bytes: 0,
                 reflectors: BTreeMap::new(),
+                events: 0,
             })),
             live: broadcast::channel(VIEWER_LAG).0,
             stream_id: stream_id.into(),
@@ -207,6 +210,7 @@ impl Hub {
                 body: body.clone(),
             }),
         };
+        let is_event = matches!(body, FrameBody::Event(_));
         if let FrameBody::Reflector(update) = &body {
             state
                 .reflectors
@@ -236,6 +240,14 @@ impl Hub {
                     state.forget_body(old);
                 }
                 EventType::Bookmark | EventType::Error => {}
+            }
+        }
+        // Test-only: see crate::test_break.
+        if is_event && crate::test_break::is(crate::test_break::Break::DropEvent) {
+            state.events += 1;
+            if state.events == crate::test_break::DROPPED_EVENT {
+                tracing::warn!("WATCHLIFE_TEST_BREAK: event frame {seq} dropped");
+                return seq;
             }
         }
         state.window_bytes += published.text.len();

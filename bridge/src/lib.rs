@@ -40,6 +40,7 @@ pub mod scenario;
 pub mod server;
 pub mod source;
 pub mod target;
+pub mod test_break;
 pub mod upstream;
 pub mod viewer;
 pub mod watches;

@@ -44,6 +44,7 @@ async fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    watchlife::test_break::announce();
     match watchlife::run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

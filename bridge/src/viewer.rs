@@ -179,7 +179,10 @@ pub async fn serve(socket: WebSocket, session: Session) {
                 } else {
                     "your cursor is no longer in the bridge's window"
                 };
-                opening.push(resync(cursor, why));
+                // Test-only: see crate::test_break.
+                if !crate::test_break::is(crate::test_break::Break::SkipResync) {
+                    opening.push(resync(cursor, why));
+                }
             }
             opening.push(snapshot);
         }
@@ -329,6 +332,10 @@ fn catch_up(app: &App, metrics: &Metrics, missed: u64, cursor: &mut u64) -> Vec<
     let (seq, snapshot) = app.hub.snapshot(Bodies::Light);
     *cursor = seq;
     metrics.resynced(ResyncCause::Lagged);
+    // Test-only: see crate::test_break.
+    if crate::test_break::is(crate::test_break::Break::SkipResync) {
+        return vec![snapshot];
+    }
     vec![
         resync(
             seq,

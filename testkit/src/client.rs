@@ -143,7 +143,9 @@ impl Client {
         self.try_call("GET", path, None, Vec::new(), None).await
     }
 
-    async fn try_call(
+    /// Sends a request and reads the whole answer, or the error that kept
+    /// it from being answered whole.
+    pub async fn try_call(
         &self,
         method: &str,
         path: &str,

@@ -65,17 +65,44 @@ impl Bridge {
         Bridge::launch(&crate::workspace(), addr, args).await
     }
 
+    /// Like [`Bridge::start_at`], with extra environment variables, and its
+    /// stderr appended to `log` instead of the test's own.
+    pub async fn start_logged(
+        addr: SocketAddr,
+        args: &[&str],
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> Bridge {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap_or_else(|e| panic!("opening {}: {e}", log.display()));
+        Bridge::launch_with(&crate::workspace(), addr, args, env, Stdio::from(file)).await
+    }
+
     async fn launch(dir: &Path, addr: SocketAddr, args: &[&str]) -> Bridge {
+        Bridge::launch_with(dir, addr, args, &[], Stdio::inherit()).await
+    }
+
+    async fn launch_with(
+        dir: &Path,
+        addr: SocketAddr,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Bridge {
         let cache = tempfile::tempdir().expect("a temporary folder");
         let child = Command::new(binary())
             .current_dir(dir)
             .env("XDG_CACHE_HOME", cache.path())
+            .envs(env.iter().copied())
             .arg("--listen")
             .arg(addr.to_string())
             .args(isolation(args))
             .args(args)
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("the watchlife binary starts");
         let bridge = Bridge {
@@ -108,6 +135,11 @@ impl Bridge {
     /// The bridge's cache folder (`XDG_CACHE_HOME`).
     pub fn cache_dir(&self) -> &Path {
         self._cache.path()
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Stops the process as a service manager does (SIGTERM) and waits for

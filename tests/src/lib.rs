@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - [`bridge`]: starts the real `watchlife` binary on a free loopback port and stops it on drop.
+//! - [`chaos`]: fault rounds on a real cluster, one bridge and several viewers, and their invariants.
 //! - [`browser`]: headless Chromium through chromedriver (fantoccini), stopped on drop.
 //! - [`client_go`]: client-go v1.20.2's own informer, run as a reference.
 //! - [`deploy`]: `deploy/` with a token, kubectl, and the image's root run read-only with chroot.
@@ -13,6 +14,7 @@
 
 pub mod bridge;
 pub mod browser;
+pub mod chaos;
 pub mod client_go;
 pub mod deploy;
 pub mod differential;

@@ -40,6 +40,12 @@ impl RealCluster {
     /// apiserver is ready (`/readyz` is 200 and the `default` namespace
     /// exists). Panics, quoting the logs, if either does not come up.
     pub async fn start() -> RealCluster {
+        RealCluster::start_with(&[]).await
+    }
+
+    /// Like [`RealCluster::start`], with `extra` flags for kube-apiserver
+    /// (`--storage-media-type=application/json`, say), kept across restarts.
+    pub async fn start_with(extra: &[&str]) -> RealCluster {
         let bin = scripts::binaries();
         let dir = tempfile::Builder::new()
             .prefix("watchlife-real-cluster-")
@@ -55,6 +61,7 @@ impl RealCluster {
             &etcd.endpoint,
             crate::free_port(),
             dir.path(),
+            extra,
         )
         .await;
         let kubeconfig = dir.path().join("kubeconfig");
@@ -115,6 +122,18 @@ impl RealCluster {
     /// from the current revision; open watches end.
     pub async fn restart_apiserver(&mut self) {
         self.apiserver.restart().await;
+    }
+
+    /// Stops kube-apiserver as a kubelet does: SIGTERM (it stops accepting
+    /// connections and drains), SIGKILL if it has not exited after `grace`.
+    /// Then starts it again on the same port and waits until it is ready.
+    /// Returns whether it exited by itself within `grace`.
+    ///
+    /// v1.20 waits up to 60 s for open requests on SIGTERM, and a watch
+    /// stays open until then: with a grace period under that (a pod's is
+    /// 30 s by default), open watches make it end by SIGKILL.
+    pub async fn restart_apiserver_gracefully(&mut self, grace: std::time::Duration) -> bool {
+        self.apiserver.restart_gracefully(grace).await
     }
 
     /// Kills kube-apiserver and leaves it stopped (its port refuses

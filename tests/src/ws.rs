@@ -26,6 +26,17 @@ impl Viewer {
         }
     }
 
+    /// Connects to `url`, or says why not (the bridge not listening yet).
+    pub async fn try_connect(url: &str) -> Result<Viewer, String> {
+        let (socket, _) = connect_async(url)
+            .await
+            .map_err(|e| format!("WebSocket connect to {url}: {e}"))?;
+        Ok(Viewer {
+            socket,
+            pending: Default::default(),
+        })
+    }
+
     /// The next text message, as raw text, within `timeout`.
     pub async fn next_text(&mut self, timeout: Duration) -> String {
         if let Some(text) = self.pending.pop_front() {

@@ -13,14 +13,14 @@
 
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use watchlife_protocol::{EventType, FrameBody, ObjectRef, ServerFrame};
 use watchlife_testkit::client::Client;
 use watchlife_tests::bridge::Bridge;
+use watchlife_tests::chaos::model::{Model, differences};
+use watchlife_tests::chaos::writer::{Writing, Written, listed};
 use watchlife_tests::real_cluster::RealCluster;
 use watchlife_tests::ws::Viewer;
 
@@ -32,93 +32,19 @@ const NAMESPACES: [&str; 3] = ["shop", "billing", "search"];
 const WAIT: Duration = Duration::from_secs(30);
 /// Changes a viewer sees on a bridge before the test moves on.
 const CHANGES_PER_PHASE: u64 = 80;
-
-/// What a viewer has made of one connection's frames.
-#[derive(Debug, Default)]
-struct Mirror {
-    /// The stream named by the connection's `hello`.
-    stream: Option<String>,
-    /// The `seq` of the latest frame: the cursor to resume from.
-    last_seq: u64,
-    /// Key (`resource/namespace/name`) → resourceVersion.
-    objects: BTreeMap<String, String>,
-    /// The kinds of the connection's first frames, heartbeats and the like left out.
-    opening: Vec<&'static str>,
-    /// ADDED, MODIFIED and DELETED events applied.
-    changes: u64,
-    snapshots: u32,
-    resyncs: u32,
-    /// Events that came before any snapshot on this connection.
-    events_before_snapshot: u64,
-}
-
-impl Mirror {
-    /// A viewer's state as it connects, holding `objects` from before.
-    fn holding(objects: BTreeMap<String, String>) -> Arc<Mutex<Mirror>> {
-        Arc::new(Mutex::new(Mirror {
-            objects,
-            ..Mirror::default()
-        }))
-    }
-
-    fn apply(&mut self, frame: ServerFrame) {
-        self.last_seq = frame.seq;
-        let kind = match &frame.body {
-            FrameBody::Hello(_) => "hello",
-            FrameBody::Resync(_) => "resync",
-            FrameBody::Snapshot(_) => "snapshot",
-            FrameBody::Event(_) => "event",
-            _ => "other",
-        };
-        if kind != "other" && self.opening.len() < 4 {
-            self.opening.push(kind);
-        }
-        match frame.body {
-            FrameBody::Hello(hello) => self.stream = Some(hello.stream),
-            FrameBody::Resync(_) => self.resyncs += 1,
-            FrameBody::Snapshot(snapshot) => {
-                self.snapshots += 1;
-                self.objects = snapshot
-                    .objects
-                    .iter()
-                    .map(|o| (key(&o.target), o.resource_version.clone()))
-                    .collect();
-            }
-            FrameBody::Event(event) => {
-                if self.snapshots == 0 {
-                    self.events_before_snapshot += 1;
-                }
-                match event.event_type {
-                    EventType::Added | EventType::Modified => {
-                        self.objects
-                            .insert(key(&event.target), event.resource_version);
-                    }
-                    EventType::Deleted => {
-                        self.objects.remove(&key(&event.target));
-                    }
-                    EventType::Bookmark | EventType::Error => return,
-                }
-                self.changes += 1;
-            }
-            _ => {}
-        }
-    }
-}
-
-fn key(target: &ObjectRef) -> String {
-    format!("{}/{}", target.resource, target.key())
-}
+/// Between two writes: room for the bridges on a small machine.
+const WRITE_PAUSE: Duration = Duration::from_millis(5);
 
 /// A viewer connected to a bridge, its frames applied to `mirror` as they
 /// come, until the connection ends.
 struct Following {
     name: &'static str,
-    mirror: Arc<Mutex<Mirror>>,
+    mirror: Arc<Mutex<Model>>,
     task: JoinHandle<()>,
 }
 
 impl Following {
-    async fn start(name: &'static str, url: &str, mirror: Arc<Mutex<Mirror>>) -> Following {
+    async fn start(name: &'static str, url: &str, mirror: Arc<Mutex<Model>>) -> Following {
         let mut viewer = Viewer::connect(url).await;
         let shared = mirror.clone();
         let task = tokio::spawn(async move {
@@ -129,7 +55,7 @@ impl Following {
         Following { name, mirror, task }
     }
 
-    fn state<T>(&self, read: impl FnOnce(&Mirror) -> T) -> T {
+    fn state<T>(&self, read: impl FnOnce(&Model) -> T) -> T {
         read(&self.mirror.lock().unwrap())
     }
 
@@ -159,59 +85,12 @@ impl Following {
     }
 }
 
-/// What the apiserver lists now: key → resourceVersion, every namespace.
-async fn listed(client: &Client) -> BTreeMap<String, String> {
-    let mut objects = BTreeMap::new();
-    for resource in RESOURCES {
-        let reply = client.get(&format!("/api/v1/{resource}")).await;
-        assert_eq!(reply.code, 200, "LIST {resource}: {}", reply.text);
-        for item in reply.body["items"].as_array().expect("a list has items") {
-            let meta = &item["metadata"];
-            let text = |field: &str| {
-                meta[field]
-                    .as_str()
-                    .unwrap_or_else(|| panic!("{field} of {item}"))
-            };
-            objects.insert(
-                format!("{resource}/{}/{}", text("namespace"), text("name")),
-                text("resourceVersion").to_string(),
-            );
-        }
-    }
-    objects
-}
-
-/// How `seen` differs from `truth`: empty when they agree.
-fn differences(truth: &BTreeMap<String, String>, seen: &BTreeMap<String, String>) -> String {
-    let lost: Vec<_> = truth.keys().filter(|k| !seen.contains_key(*k)).collect();
-    let phantom: Vec<_> = seen.keys().filter(|k| !truth.contains_key(*k)).collect();
-    let stale: Vec<_> = truth
-        .iter()
-        .filter_map(|(k, rv)| match seen.get(k) {
-            Some(other) if other != rv => Some(format!("{k} at {other}, listed at {rv}")),
-            _ => None,
-        })
-        .collect();
-    if lost.is_empty() && phantom.is_empty() && stale.is_empty() {
-        return String::new();
-    }
-    format!(
-        "{} lost {:?}, {} phantom {:?}, {} at another resourceVersion {:?}",
-        lost.len(),
-        lost.iter().take(5).collect::<Vec<_>>(),
-        phantom.len(),
-        phantom.iter().take(5).collect::<Vec<_>>(),
-        stale.len(),
-        stale.iter().take(5).collect::<Vec<_>>(),
-    )
-}
-
 /// Waits until every viewer holds exactly what the apiserver lists (nothing
 /// writes any more), and returns that list.
 async fn settled(client: &Client, viewers: &mut [&mut Following]) -> BTreeMap<String, String> {
     let deadline = Instant::now() + WAIT;
     loop {
-        let truth = listed(client).await;
+        let truth = listed(client, &RESOURCES).await;
         let mut report = String::new();
         for viewer in viewers.iter_mut() {
             viewer.still_connected().await;
@@ -301,104 +180,6 @@ async fn until_watches(client: &Client, base: &BTreeMap<&str, u64>, bridges: u64
     }
 }
 
-/// The writer's own account of the objects it made and has not deleted.
-#[derive(Debug, Default)]
-struct Written {
-    /// `resource/namespace/name`.
-    live: Vec<String>,
-    made: u64,
-    changed: u64,
-    deleted: u64,
-    rng: u64,
-}
-
-impl Written {
-    /// xorshift64: the same run of choices every time.
-    fn roll(&mut self) -> u64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.rng
-    }
-
-    /// One create, update or delete, through the apiserver.
-    async fn step(&mut self, client: &Client) {
-        let roll = self.roll();
-        let choice = roll % 100;
-        let create = self.live.len() < 12 || (self.live.len() < 60 && choice < 35);
-        if create {
-            let resource = RESOURCES[(roll >> 8) as usize % RESOURCES.len()];
-            let namespace = NAMESPACES[(roll >> 16) as usize % NAMESPACES.len()];
-            let name = format!("w{}", self.made);
-            let body = match resource {
-                "configmaps" => json!({
-                    "apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": name}, "data": {"n": "0"},
-                }),
-                _ => json!({
-                    "apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": name},
-                    "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1"}]},
-                }),
-            };
-            let reply = client
-                .post(&format!("/api/v1/namespaces/{namespace}/{resource}"), &body)
-                .await;
-            assert_eq!(reply.code, 201, "create {resource} {name}: {}", reply.text);
-            self.live.push(format!("{resource}/{namespace}/{name}"));
-            self.made += 1;
-            return;
-        }
-        let index = (roll >> 24) as usize % self.live.len();
-        let (resource, rest) = self.live[index].split_once('/').unwrap();
-        let (namespace, name) = rest.split_once('/').unwrap();
-        let path = format!("/api/v1/namespaces/{namespace}/{resource}/{name}");
-        if choice < 80 {
-            let patch = json!({"metadata": {"annotations": {"step": self.changed.to_string()}}});
-            let reply = client
-                .patch(&path, "application/merge-patch+json", &patch)
-                .await;
-            assert_eq!(reply.code, 200, "patch {path}: {}", reply.text);
-            self.changed += 1;
-        } else {
-            // Unscheduled Pods go at once, as ConfigMaps do.
-            let reply = client.delete(&format!("{path}?gracePeriodSeconds=0")).await;
-            assert_eq!(reply.code, 200, "delete {path}: {}", reply.text);
-            self.live.swap_remove(index);
-            self.deleted += 1;
-        }
-    }
-}
-
-/// The writer, running until [`Writing::stop`].
-struct Writing {
-    stop: Arc<AtomicBool>,
-    task: JoinHandle<Written>,
-}
-
-impl Writing {
-    fn start(client: Client, mut written: Written) -> Writing {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        let task = tokio::spawn(async move {
-            while !stopping.load(Ordering::Relaxed) {
-                written.step(&client).await;
-                // Room for the bridges on a small machine.
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            written
-        });
-        Writing { stop, task }
-    }
-
-    async fn stop(self) -> Written {
-        self.stop.store(true, Ordering::Relaxed);
-        self.task
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
-    }
-}
-
 /// Checks that the writer's own account matches the apiserver's list.
 fn assert_writer_agrees(truth: &BTreeMap<String, String>, written: &Written) {
     let ours: BTreeSet<&String> = truth
@@ -435,12 +216,9 @@ async fn a_viewer_moved_to_another_replica_is_resynced_and_misses_nothing() {
             .await;
         assert_eq!(reply.code, 201, "namespace {namespace}: {}", reply.text);
     }
-    let mut written = Written {
-        rng: 0x9e37_79b9_7f4a_7c15,
-        ..Written::default()
-    };
+    let mut written = Written::new(&RESOURCES, &NAMESPACES, 0x9e37_79b9_7f4a_7c15);
     for _ in 0..20 {
-        written.step(&client).await;
+        written.step(&client).await.unwrap();
     }
 
     // The apiserver's own informers watch too (its Pods, for service
@@ -460,17 +238,17 @@ async fn a_viewer_moved_to_another_replica_is_resynced_and_misses_nothing() {
     until_watches(&client, &base, 2).await;
 
     // One viewer on A, and one on B from the start to the end.
-    let writing = Writing::start(client.clone(), written);
+    let writing = Writing::start(client.clone(), written, WRITE_PAUSE, true);
     let mut on_a = Following::start(
         "the viewer on A",
         &bridge_a.ws_url(),
-        Mirror::holding(BTreeMap::new()),
+        Arc::new(Mutex::new(Model::holding(BTreeMap::new()))),
     )
     .await;
     let mut on_b = Following::start(
         "the viewer on B all along",
         &bridge_b.ws_url(),
-        Mirror::holding(BTreeMap::new()),
+        Arc::new(Mutex::new(Model::holding(BTreeMap::new()))),
     )
     .await;
     on_a.until_changes(CHANGES_PER_PHASE).await;
@@ -493,7 +271,7 @@ async fn a_viewer_moved_to_another_replica_is_resynced_and_misses_nothing() {
     until_watches(&client, &base, 2).await;
 
     // Writing again, A goes away under its viewer.
-    let writing = Writing::start(client.clone(), written);
+    let writing = Writing::start(client.clone(), written, WRITE_PAUSE, true);
     let moved_at = on_a.state(|m| m.changes) + CHANGES_PER_PHASE;
     on_a.until_changes(moved_at).await;
     bridge_a.kill();
@@ -509,7 +287,7 @@ async fn a_viewer_moved_to_another_replica_is_resynced_and_misses_nothing() {
     let mut moved = Following::start(
         "the viewer moved to B",
         &format!("{}?stream={stream_a}&since={cursor}", bridge_b.ws_url()),
-        Mirror::holding(kept),
+        Arc::new(Mutex::new(Model::holding(kept))),
     )
     .await;
     moved.until_changes(CHANGES_PER_PHASE / 2).await;

@@ -118,7 +118,10 @@ impl Reflector {
                         .await
                 }
                 Request::Wait(delay) => {
-                    tokio::time::sleep(delay).await;
+                    // Test-only: see crate::test_break.
+                    if !crate::test_break::is(crate::test_break::Break::SkipBackoff) {
+                        tokio::time::sleep(delay).await;
+                    }
                     machine.waited(self.clock.now())
                 }
             };

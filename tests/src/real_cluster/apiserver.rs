@@ -41,13 +41,12 @@ impl Apiserver {
         etcd: &str,
         port: u16,
         dir: &Path,
+        extra: &[&str],
     ) -> Apiserver {
         let base = format!("https://127.0.0.1:{port}");
-        let (bin, args, log) = (
-            bin.to_path_buf(),
-            args(pki, etcd, port),
-            dir.join("kube-apiserver.log"),
-        );
+        let mut flags = args(pki, etcd, port);
+        flags.extend(extra.iter().map(OsString::from));
+        let (bin, args, log) = (bin.to_path_buf(), flags, dir.join("kube-apiserver.log"));
         let mut apiserver = Apiserver {
             process: Process::spawn(NAME, Command::new(&bin).args(&args), &log),
             bin,
@@ -73,6 +72,14 @@ impl Apiserver {
     /// port closed (connection refused). Does nothing more if it is stopped.
     pub(super) fn stop(&mut self) {
         self.process.kill();
+    }
+
+    /// Stops the process as a kubelet does (SIGTERM, SIGKILL after `grace`),
+    /// and starts it again; returns whether it exited by itself.
+    pub(super) async fn restart_gracefully(&mut self, grace: Duration) -> bool {
+        let exited = self.process.terminate(grace);
+        self.start_again().await;
+        exited
     }
 
     /// Starts the process again after [`Apiserver::stop`], with the same

@@ -85,6 +85,27 @@ impl Process {
         let _ = self.child.wait();
     }
 
+    /// Sends SIGTERM and waits up to `grace` for the process to exit, then
+    /// SIGKILLs it, as a kubelet does at the end of a pod's grace period.
+    /// Returns whether it exited by itself.
+    pub(super) fn terminate(&mut self, grace: Duration) -> bool {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return true;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill();
+        false
+    }
+
     /// The process id, while it runs.
     pub(super) fn id(&self) -> u32 {
         self.child.id()

@@ -1,0 +1,59 @@
+//! Test-only faults, for proving that the chaos tests' invariants can fail.
+//!
+//! `WATCHLIFE_TEST_BREAK` is read once, at startup; unset (as it always is
+//! in use), nothing changes. Each value breaks one promise on purpose:
+//!
+//! - `drop-event`: the hub numbers the 50th event frame but never sends it
+//!   (nor keeps it for resuming viewers): a silent gap in `seq`.
+//! - `skip-backoff`: the Reflector driver does not wait between list-watch
+//!   cycles (client-go always backs off at least 0.8 s).
+//! - `skip-resync`: a viewer that must be resynced gets the snapshot without
+//!   the `resync` frame that announces it.
+//!
+//! Never set it outside tests: the bridge then loses events or hammers the
+//! apiserver by design. It is logged at WARN when set.
+
+use std::sync::OnceLock;
+
+/// One test-only fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Break {
+    DropEvent,
+    SkipBackoff,
+    SkipResync,
+}
+
+/// The event frame (counting from 1) that `drop-event` drops.
+pub const DROPPED_EVENT: u64 = 50;
+
+/// The fault `WATCHLIFE_TEST_BREAK` asks for, if any (read once).
+pub fn active() -> Option<Break> {
+    static ACTIVE: OnceLock<Option<Break>> = OnceLock::new();
+    *ACTIVE.get_or_init(|| {
+        let value = std::env::var("WATCHLIFE_TEST_BREAK").ok()?;
+        match value.as_str() {
+            "drop-event" => Some(Break::DropEvent),
+            "skip-backoff" => Some(Break::SkipBackoff),
+            "skip-resync" => Some(Break::SkipResync),
+            "" => None,
+            other => {
+                tracing::warn!("WATCHLIFE_TEST_BREAK={other} is not a known test fault; ignored");
+                None
+            }
+        }
+    })
+}
+
+/// Whether `fault` is on.
+pub fn is(fault: Break) -> bool {
+    active() == Some(fault)
+}
+
+/// Reads the variable and says so at WARN when a fault is on.
+pub fn announce() {
+    if let Some(fault) = active() {
+        tracing::warn!(
+            "WATCHLIFE_TEST_BREAK: test-only fault {fault:?} is ON; this bridge is broken on purpose"
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! The faults a round injects, and the plan of a run: which fault each round
+//! gets, when, and for how long, all drawn from the run's seed, so that the
+//! same seed replays the same plan.
+
+use std::fmt;
+use std::time::Duration;
+
+/// One fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Fault {
+    /// kube-apiserver SIGKILLed, then started again.
+    ApiserverKill,
+    /// kube-apiserver stopped with SIGTERM (a graceful shutdown), then started again.
+    ApiserverGraceful,
+    /// etcd compacted at its current revision.
+    EtcdCompaction,
+    /// kube-apiserver stopped; ConfigMaps put and deleted straight in etcd;
+    /// kube-apiserver started again.
+    EtcdDirect,
+    /// The proxy between the bridge and the apiserver stops passing bytes.
+    ProxyStall,
+    /// The proxy closes every connection, and each new one at once.
+    ProxyDrop,
+    /// The proxy resets every connection, and each new one at once.
+    ProxyReset,
+    /// The bridge stopped with SIGTERM and started again on its address.
+    BridgeTerm,
+    /// The bridge SIGKILLed and started again on its address.
+    BridgeKill,
+    /// One viewer stops reading for a while.
+    ViewerStall,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 10] = [
+        Fault::ApiserverKill,
+        Fault::ApiserverGraceful,
+        Fault::EtcdCompaction,
+        Fault::EtcdDirect,
+        Fault::ProxyStall,
+        Fault::ProxyDrop,
+        Fault::ProxyReset,
+        Fault::BridgeTerm,
+        Fault::BridgeKill,
+        Fault::ViewerStall,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::ApiserverKill => "apiserver-sigkill",
+            Fault::ApiserverGraceful => "apiserver-sigterm",
+            Fault::EtcdCompaction => "etcd-compaction",
+            Fault::EtcdDirect => "etcd-direct-writes",
+            Fault::ProxyStall => "proxy-stall",
+            Fault::ProxyDrop => "proxy-drop",
+            Fault::ProxyReset => "proxy-reset",
+            Fault::BridgeTerm => "bridge-sigterm",
+            Fault::BridgeKill => "bridge-sigkill",
+            Fault::ViewerStall => "viewer-stall",
+        }
+    }
+
+    /// Whether the fault reaches the bridge's connection to the apiserver
+    /// (its watches can fail and it may relist). The others leave it alone.
+    pub fn touches_upstream(self) -> bool {
+        !matches!(self, Fault::EtcdCompaction | Fault::ViewerStall)
+    }
+
+    /// Whether the fault restarts the bridge (its counters start again).
+    pub fn restarts_bridge(self) -> bool {
+        matches!(self, Fault::BridgeTerm | Fault::BridgeKill)
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One round as planned.
+#[derive(Debug, Clone, Copy)]
+pub struct Planned {
+    pub fault: Fault,
+    /// When the fault starts, after the round's writes begin.
+    pub at: Duration,
+    /// How long it lasts (proxy faults, a viewer's stall); how long the
+    /// apiserver stays down for the others.
+    pub length: Duration,
+    /// Which viewer (stall) or which object (etcd writes) it picks.
+    pub pick: u64,
+}
+
+/// A seeded random number generator (splitmix64): small, and the same
+/// sequence on every machine.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn draw(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A duration in `[low, high)`, to the millisecond.
+    pub fn between(&mut self, low: Duration, high: Duration) -> Duration {
+        let span = (high - low).as_millis().max(1) as u64;
+        low + Duration::from_millis(self.draw() % span)
+    }
+}
+
+/// The plan of `rounds` rounds from `seed`: every kind of fault once in a
+/// shuffled order, then again in another, so that ten rounds cover them all;
+/// with `only`, those kinds alone. A viewer stalls `stall` long.
+pub fn plan(seed: u64, rounds: usize, only: &[Fault], stall: Duration) -> Vec<Planned> {
+    let mut rng = Rng::new(seed);
+    let kinds: Vec<Fault> = if only.is_empty() {
+        Fault::ALL.to_vec()
+    } else {
+        only.to_vec()
+    };
+    let mut order = Vec::new();
+    while order.len() < rounds {
+        let mut batch = kinds.clone();
+        // Fisher–Yates.
+        for i in (1..batch.len()).rev() {
+            batch.swap(i, (rng.draw() % (i as u64 + 1)) as usize);
+        }
+        order.extend(batch);
+    }
+    order.truncate(rounds);
+    order
+        .into_iter()
+        .map(|fault| {
+            let at = rng.between(Duration::from_millis(500), Duration::from_millis(3000));
+            let length = match fault {
+                Fault::ViewerStall => stall,
+                Fault::ProxyStall | Fault::ProxyDrop | Fault::ProxyReset => {
+                    rng.between(Duration::from_secs(2), Duration::from_secs(6))
+                }
+                _ => rng.between(Duration::from_millis(0), Duration::from_millis(1500)),
+            };
+            Planned {
+                fault,
+                at,
+                length,
+                pick: rng.draw(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,223 @@
+//! What a viewer makes of the frames it reads: the objects (snapshot plus
+//! the events applied since), and every breach of the stream's promises seen
+//! on the way (invariant (b) of the chaos rounds).
+
+use std::collections::{BTreeMap, HashSet};
+use watchlife_protocol::{EventType, FrameBody, ObjectRef, ServerFrame};
+
+/// `resource/namespace/name` (or `resource/name`).
+pub fn key(target: &ObjectRef) -> String {
+    format!("{}/{}", target.resource, target.key())
+}
+
+/// One viewer's state across its connections.
+#[derive(Debug, Default)]
+pub struct Model {
+    /// The stream named by the latest `hello`.
+    pub stream: Option<String>,
+    /// The `seq` of the latest frame: the cursor to resume from.
+    pub last_seq: u64,
+    /// Key → resourceVersion.
+    pub objects: BTreeMap<String, String>,
+    /// The kinds of the current connection's first frames, heartbeats and
+    /// the like left out.
+    pub opening: Vec<&'static str>,
+    /// ADDED, MODIFIED and DELETED events applied.
+    pub changes: u64,
+    pub snapshots: u32,
+    pub resyncs: u32,
+    /// Events that came before any snapshot on this connection.
+    pub events_before_snapshot: u64,
+    /// Connections opened (the first included).
+    pub connections: u32,
+    /// Breaches of the stream's promises, in the order seen.
+    pub violations: Vec<String>,
+    /// Stream frames seen (events, reflector and watch-cache updates).
+    pub stream_frames: u64,
+    /// The next stream `seq` this viewer may be sent, once it knows one.
+    expect: Option<u64>,
+    /// Whether the connection asked to resume (`since`).
+    resuming: bool,
+    /// The frame before this one was a `resync`.
+    after_resync: bool,
+    /// Whether this connection has had its first stream-position frame
+    /// (a snapshot, or the first resumed frame).
+    placed: bool,
+    /// (key, resourceVersion, type) of the watch events since the last snapshot.
+    delivered: HashSet<(String, String, &'static str)>,
+}
+
+impl Model {
+    /// A viewer's state as it first connects, holding `objects` from before.
+    pub fn holding(objects: BTreeMap<String, String>) -> Model {
+        Model {
+            objects,
+            ..Model::default()
+        }
+    }
+
+    /// A new connection begins; `resuming` when it sent `stream` and `since`.
+    pub fn connecting(&mut self, resuming: bool) {
+        self.connections += 1;
+        self.resuming = resuming;
+        self.opening.clear();
+        self.after_resync = false;
+        self.placed = false;
+        self.events_before_snapshot = 0;
+    }
+
+    fn violation(&mut self, what: String) {
+        if self.violations.len() < 20 {
+            self.violations.push(what);
+        }
+    }
+
+    /// Applies one frame, checking it against what came before.
+    pub fn apply(&mut self, frame: ServerFrame) {
+        let kind = match &frame.body {
+            FrameBody::Hello(_) => "hello",
+            FrameBody::Resync(_) => "resync",
+            FrameBody::Snapshot(_) => "snapshot",
+            FrameBody::Event(_) => "event",
+            _ => "other",
+        };
+        if kind != "other" && self.opening.len() < 4 {
+            self.opening.push(kind);
+        }
+        let was_after_resync = std::mem::take(&mut self.after_resync);
+        if frame.body.is_stream() {
+            self.stream_frames += 1;
+            match self.expect {
+                Some(next) if frame.seq > next => self.violation(format!(
+                    "seq gap not announced by a resync: expected {next}, got {} ({} frame(s) missing)",
+                    frame.seq,
+                    frame.seq - next
+                )),
+                Some(next) if frame.seq < next => self.violation(format!(
+                    "seq went back: expected {next}, got {} (a frame sent twice)",
+                    frame.seq
+                )),
+                None if self.resuming && !self.placed => {}
+                _ => {}
+            }
+            self.expect = Some(frame.seq + 1);
+            self.placed = true;
+            self.last_seq = frame.seq;
+        }
+        match frame.body {
+            FrameBody::Hello(hello) => {
+                if self.stream.as_deref() != Some(hello.stream.as_str()) {
+                    // Another stream (a restarted bridge): its numbers are
+                    // its own; only a resync and a snapshot may place us.
+                    self.expect = None;
+                }
+                self.stream = Some(hello.stream);
+            }
+            FrameBody::Resync(_) => {
+                self.resyncs += 1;
+                self.after_resync = true;
+            }
+            FrameBody::Snapshot(snapshot) => {
+                // A snapshot is only unannounced as the first thing a
+                // viewer that did not ask to resume is sent.
+                let fresh = !self.resuming && !self.placed;
+                if !fresh && !was_after_resync {
+                    self.violation(format!(
+                        "snapshot at seq {} not announced by a resync ({})",
+                        frame.seq,
+                        if self.placed {
+                            "mid-stream"
+                        } else {
+                            "on a connection that asked to resume"
+                        }
+                    ));
+                }
+                self.snapshots += 1;
+                self.placed = true;
+                self.expect = Some(frame.seq + 1);
+                self.last_seq = frame.seq;
+                self.delivered.clear();
+                self.objects = snapshot
+                    .objects
+                    .iter()
+                    .map(|o| (key(&o.target), o.resource_version.clone()))
+                    .collect();
+            }
+            FrameBody::Event(event) => {
+                if self.snapshots == 0 {
+                    self.events_before_snapshot += 1;
+                }
+                let type_name = match event.event_type {
+                    EventType::Added => "ADDED",
+                    EventType::Modified => "MODIFIED",
+                    EventType::Deleted => "DELETED",
+                    EventType::Bookmark | EventType::Error => return,
+                };
+                let key = key(&event.target);
+                // A relist's or a periodic resync's events restate what is
+                // known: they may repeat a resourceVersion by design.
+                if !event.initial && !event.handled.resync {
+                    let id = (key.clone(), event.resource_version.clone(), type_name);
+                    if !self.delivered.insert(id) {
+                        self.violation(format!(
+                            "event delivered twice: {type_name} {key} at resourceVersion {} (seq {})",
+                            event.resource_version, frame.seq
+                        ));
+                    }
+                }
+                match event.event_type {
+                    EventType::Deleted => {
+                        self.objects.remove(&key);
+                    }
+                    _ => {
+                        self.objects.insert(key, event.resource_version);
+                    }
+                }
+                self.changes += 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// How `seen` differs from `truth`: empty when they agree.
+pub fn differences(truth: &BTreeMap<String, String>, seen: &BTreeMap<String, String>) -> String {
+    let (lost, phantom, stale) = counts(truth, seen);
+    if lost.is_empty() && phantom.is_empty() && stale.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{} lost {:?}, {} phantom {:?}, {} at another resourceVersion {:?}",
+        lost.len(),
+        lost.iter().take(5).collect::<Vec<_>>(),
+        phantom.len(),
+        phantom.iter().take(5).collect::<Vec<_>>(),
+        stale.len(),
+        stale.iter().take(5).collect::<Vec<_>>(),
+    )
+}
+
+/// The keys lost, the phantom keys, and the objects at another resourceVersion.
+pub fn counts(
+    truth: &BTreeMap<String, String>,
+    seen: &BTreeMap<String, String>,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let lost = truth
+        .keys()
+        .filter(|k| !seen.contains_key(*k))
+        .cloned()
+        .collect();
+    let phantom = seen
+        .keys()
+        .filter(|k| !truth.contains_key(*k))
+        .cloned()
+        .collect();
+    let stale = truth
+        .iter()
+        .filter_map(|(k, rv)| match seen.get(k) {
+            Some(other) if other != rv => Some(format!("{k} at {other}, listed at {rv}")),
+            _ => None,
+        })
+        .collect();
+    (lost, phantom, stale)
+}

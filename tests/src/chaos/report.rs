@@ -1,0 +1,222 @@
+//! What a chaos run measured, and RELIABILITY.md written from it.
+
+use super::faults::Fault;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::Duration;
+
+/// One round as it went.
+#[derive(Debug, Clone)]
+pub struct Round {
+    pub number: usize,
+    pub fault: Fault,
+    /// What happened when, after the round began.
+    pub timeline: Vec<(Duration, String)>,
+    pub elapsed: Duration,
+    /// LISTs the bridge made during the round, and their bound.
+    pub lists: u64,
+    pub list_bound: u64,
+    pub list_rule: String,
+    /// Objects listed by the apiserver × viewers compared.
+    pub objects_compared: u64,
+    pub lost: u64,
+    pub phantom: u64,
+    pub duplicated: u64,
+    pub resyncs: u64,
+    /// Writes the writer made in the round, and those that failed.
+    pub writes: u64,
+    pub failed_writes: u64,
+    /// Bridge RSS after the round, KiB, and the bridge's process id.
+    pub rss_kib: u64,
+    pub bridge_pid: u32,
+}
+
+impl Round {
+    pub fn timeline_text(&self) -> String {
+        self.timeline
+            .iter()
+            .map(|(t, what)| format!("  +{:>7.3}s {what}", t.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    pub seed: u64,
+    pub rounds: Vec<Round>,
+    pub viewers: usize,
+    pub resources: Vec<&'static str>,
+    pub namespaces: Vec<&'static str>,
+    pub elapsed: Duration,
+    /// The RSS drift verdict, when there were enough rounds.
+    pub memory: String,
+    /// The failure that ended the run early, if one did.
+    pub failure: Option<String>,
+}
+
+impl Run {
+    pub fn summary(&self) -> String {
+        let sum = |f: fn(&Round) -> u64| self.rounds.iter().map(f).sum::<u64>();
+        format!(
+            "chaos: seed {}, {} rounds in {:.0?}, {} viewers; objects compared {}, lost {}, phantom {}, duplicated {}; LISTs {}; writes {} ({} failed); {}",
+            self.seed,
+            self.rounds.len(),
+            self.elapsed,
+            self.viewers,
+            sum(|r| r.objects_compared),
+            sum(|r| r.lost),
+            sum(|r| r.phantom),
+            sum(|r| r.duplicated),
+            sum(|r| r.lists),
+            sum(|r| r.writes),
+            sum(|r| r.failed_writes),
+            self.memory
+        )
+    }
+
+    /// RELIABILITY.md, from what this run measured.
+    pub fn markdown(&self) -> String {
+        let sum = |f: fn(&Round) -> u64| self.rounds.iter().map(f).sum::<u64>();
+        let mut by_kind: BTreeMap<Fault, Vec<&Round>> = BTreeMap::new();
+        for round in &self.rounds {
+            by_kind.entry(round.fault).or_default().push(round);
+        }
+        let machine = machine();
+        let date = command("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+        let mut md = String::new();
+        let _ = writeln!(md, "# Reliability: fault rounds\n");
+        let _ = writeln!(
+            md,
+            "Written by `make chaos` (tests/tests/chaos.rs, tests/src/chaos/) from the run it \
+             describes; do not edit by hand. Replay it with \
+             `make chaos SEED={} ROUNDS={}`.\n",
+            self.seed,
+            self.rounds.len()
+        );
+        let _ = writeln!(
+            md,
+            "A real etcd and kube-apiserver v1.20.2; a writer creating, changing and deleting {} \
+             in {} namespaces ({}); one watchlife bridge watching them through a TCP proxy; {} \
+             viewers (full speed, hanging up and resuming with their cursor, one told to stop \
+             reading). Each round injects one fault at a moment drawn from the seed, then the \
+             writes pause and every viewer's objects are compared with the apiserver's list.\n",
+            self.resources.join(" and "),
+            self.namespaces.len(),
+            self.namespaces.join(", "),
+            self.viewers
+        );
+        if let Some(failure) = &self.failure {
+            let _ = writeln!(md, "**This run FAILED**:\n\n```\n{failure}\n```\n");
+        }
+        let _ = writeln!(md, "| | |\n|---|---|");
+        let _ = writeln!(md, "| Seed | {} |", self.seed);
+        let _ = writeln!(md, "| Rounds | {} |", self.rounds.len());
+        let _ = writeln!(md, "| Run time | {:.0?} |", self.elapsed);
+        let _ = writeln!(
+            md,
+            "| Objects compared (objects listed × viewers, every round) | {} |",
+            sum(|r| r.objects_compared)
+        );
+        let _ = writeln!(md, "| Lost | {} |", sum(|r| r.lost));
+        let _ = writeln!(md, "| Phantom | {} |", sum(|r| r.phantom));
+        let _ = writeln!(md, "| Duplicated events | {} |", sum(|r| r.duplicated));
+        let _ = writeln!(md, "| Resyncs seen by viewers | {} |", sum(|r| r.resyncs));
+        let _ = writeln!(
+            md,
+            "| Writes (failed while the apiserver was away) | {} ({}) |",
+            sum(|r| r.writes),
+            sum(|r| r.failed_writes)
+        );
+        let _ = writeln!(md, "| Memory | {} |", self.memory);
+        let _ = writeln!(md, "| Machine | {machine} |");
+        let _ = writeln!(md, "| Date | {date} |\n");
+        let _ = writeln!(md, "## LISTs per fault\n");
+        let _ = writeln!(
+            md,
+            "The bound follows client-go's Reflector: a relist only after a watch (or LIST) \
+             failure, and never two list-watch cycles of a resource less than 0.8 s apart \
+             (`wait.BackoffUntil`, backoff 0.8 s doubling to 30 s); a fault that does not reach \
+             the bridge's upstream allows at most one relist per resource. See `list_bound` in \
+             tests/src/chaos/invariants.rs.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| Fault | Rounds | LISTs (total) | LISTs per round, max | Bound of that round |\n|---|---|---|---|---|"
+        );
+        for (fault, rounds) in &by_kind {
+            let total: u64 = rounds.iter().map(|r| r.lists).sum();
+            let worst = rounds.iter().max_by_key(|r| r.lists).unwrap();
+            let _ = writeln!(
+                md,
+                "| {fault} | {} | {total} | {} | {} |",
+                rounds.len(),
+                worst.lists,
+                worst.list_bound
+            );
+        }
+        let _ = writeln!(md, "\n## Rounds\n");
+        let _ = writeln!(
+            md,
+            "| # | Fault | Time | LISTs / bound | Objects compared | Lost | Phantom | Dup | Resyncs | Writes (failed) | RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for r in &self.rounds {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.1} s | {} / {} | {} | {} | {} | {} | {} | {} ({}) | {:.1} |",
+                r.number,
+                r.fault,
+                r.elapsed.as_secs_f64(),
+                r.lists,
+                r.list_bound,
+                r.objects_compared,
+                r.lost,
+                r.phantom,
+                r.duplicated,
+                r.resyncs,
+                r.writes,
+                r.failed_writes,
+                r.rss_kib as f64 / 1024.0
+            );
+        }
+        let _ = writeln!(md, "\n## Not covered\n");
+        let _ = writeln!(
+            md,
+            "- HTTP 429/500/503 answers from the apiserver: the apiserver speaks TLS only and \
+             the proxy passes TLS through untouched, so it cannot forge an HTTP status.\n\
+             - Network partitions between etcd and kube-apiserver, clock skew, disk full.\n\
+             - More than one bridge (see tests/tests/replicas.rs for two replicas)."
+        );
+        md
+    }
+}
+
+fn command(program: &str, args: &[&str]) -> String {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The CPU model, core count and memory of this machine.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_gib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
+    format!(
+        "{model}, {cores} cores available, {mem_gib:.1} GiB, {}",
+        command("uname", &["-sr"])
+    )
+}
