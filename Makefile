@@ -62,13 +62,17 @@ test-setup: setup
 test: test-setup build embed lint image
 	WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace
 
-## fuzz: the property tests of every parser of others' input (viewer messages, selectors, the
-##       demo API's bodies, patches and queries, flags, kubeconfigs), CASES cases each
+## fuzz: the property tests of every parser of others' input (frames, recordings, viewer messages,
+##       selectors, the demo API's bodies, patches and queries, flags, kubeconfigs), CASES cases
+##       each; writes the Fuzzing section of RELIABILITY.md
 CASES ?= 100000
 fuzz: setup
 	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife-controlplane --test fuzz_selectors
 	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife-demo-apiserver --test fuzz_requests
 	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife --test fuzz_inputs
+	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife-protocol --test fuzz_frames
+	CARGO=$(CARGO) scripts/fuzz-report.sh $(CASES)
+
 ## chaos: fault rounds on a real etcd and kube-apiserver (ROUNDS=100, about 10 s a round;
 ##        SEED=… replays a run's plan) and RELIABILITY.md written from the run.
 ##        `make test` runs the short form (10 rounds, every fault once).

@@ -57,7 +57,12 @@ async fn fault_rounds_keep_every_viewer_exact() {
         && !path.is_empty()
     {
         let path = watchlife_tests::workspace().join(path);
-        std::fs::write(&path, run.markdown()).expect("write the report");
+        // `make fuzz` writes the Fuzzing section: it stays.
+        let fuzzing = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|old| old.find("\n## Fuzzing").map(|at| old[at..].to_string()))
+            .unwrap_or_default();
+        std::fs::write(&path, run.markdown() + &fuzzing).expect("write the report");
         eprintln!("chaos: wrote {}", path.display());
     }
     if let Some(failure) = failure {
