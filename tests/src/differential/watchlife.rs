@@ -206,10 +206,10 @@ mod tests {
     #[test]
     fn an_event_gives_its_controller_calls_only() {
         let event = frame(
-            r#"{"seq":5,"type":"event","event":"MODIFIED","resource":"configmaps","kind":"ConfigMap","namespace":"default","name":"a","resource_version":"6","object":{},"stages":{},
+            r#"{"seq":5,"type":"event","data":{"event":"MODIFIED","target":{"resource":"configmaps","kind":"ConfigMap","namespace":"default","name":"a"},"resource_version":"6","object":{},"stages":{},
                 "handled":{"old_resource_version":"5","calls":[
                     {"listener":"scheduler","callback":"OnUpdate","depth":1,"dequeued":1,"returned":2},
-                    {"listener":"controller","callback":"OnUpdate","depth":1,"dequeued":1,"returned":2}]}}"#,
+                    {"listener":"controller","callback":"OnUpdate","depth":1,"dequeued":1,"returned":2}]}}}"#,
         );
         let steps = steps(&event, false);
         assert_eq!(steps.len(), 2, "{steps:?}");
@@ -228,7 +228,7 @@ mod tests {
     #[test]
     fn a_backoff_while_a_list_is_out_is_its_failure() {
         let backoff = frame(
-            r#"{"seq":2,"type":"reflector","resource":"configmaps","state":"backoff","delay_ms":800,"error":"forbidden"}"#,
+            r#"{"seq":2,"type":"reflector","data":{"resource":"configmaps","state":"backoff","delay_ms":800,"error":"forbidden"}}"#,
         );
         assert!(matches!(
             steps(&backoff, true)[..],
@@ -236,7 +236,7 @@ mod tests {
         ));
         assert!(matches!(steps(&backoff, false)[..], [Step::Note(_)]));
         let list = frame(
-            r#"{"seq":1,"type":"reflector","resource":"configmaps","state":"list_started","resource_version":"0","limit":500}"#,
+            r#"{"seq":1,"type":"reflector","data":{"resource":"configmaps","state":"list_started","resource_version":"0","limit":500}}"#,
         );
         assert_eq!(
             steps(&list, false),
