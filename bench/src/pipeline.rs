@@ -207,9 +207,9 @@ fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
                 }));
                 let (event, object) = reflector_event(read.event_type, object, clock.now());
                 informer.enqueue(event, object, clock.now());
-                for event in informer.drain(&|| clock.now()) {
+                for finished in informer.drain(&|| clock.now()) {
                     seq += 1;
-                    frames += encode(seq, event).len();
+                    frames += encode(seq, finished.event).len();
                 }
             }
         }
@@ -230,7 +230,7 @@ fn reflector_event(event_type: EventType, object: Object, at: u64) -> (WatchEven
             namespace: meta.namespace().map(String::from),
             name: meta.name().to_string(),
         },
-        resource_version: meta.resource_version.clone(),
+        resource_version: meta.resource_version.to_string(),
         object: object.json().clone(),
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
         initial: false,

@@ -259,7 +259,7 @@ fn listed_event(object: Object, at: u64) -> (WatchEvent, Object) {
             namespace: meta.namespace().map(String::from),
             name: meta.name().to_string(),
         },
-        resource_version: meta.resource_version.clone(),
+        resource_version: meta.resource_version.to_string(),
         object: object.json().clone(),
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
         initial: true,

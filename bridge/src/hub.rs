@@ -21,12 +21,15 @@
 
 use crate::metrics::Metrics;
 use axum::extract::ws::Utf8Bytes;
-use std::collections::{BTreeMap, VecDeque};
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
-use watchlife_protocol::summary::summarize;
+use watchlife_informer::{Finished, Object};
+use watchlife_protocol::summary::{Known, columns, needs_text, summarize};
 use watchlife_protocol::{
-    EventType, FrameBody, ObjectJson, ReflectorUpdate, ServerFrame, Snapshot, SnapshotObject,
+    EventType, FrameBody, ObjectJson, ObjectRef, ReflectorUpdate, ServerFrame, Snapshot,
+    SnapshotObject, WatchEvent,
 };
 
 /// Stream frames kept for resuming viewers. At the demo's pace this is many
@@ -79,10 +82,6 @@ pub enum Bodies {
     Full,
 }
 
-/// Where the hub files an object: its resource and its key
-/// (`namespace/name`, or `name`).
-pub type ObjectKey = (String, String);
-
 /// A name for a stream started at `now`: its start time, and random bits, so
 /// that two replicas started in the same microsecond still differ (a cursor
 /// of one must never resume on the other).
@@ -118,10 +117,11 @@ struct State {
     window: VecDeque<Published>,
     /// The window's frames' lengths, summed.
     window_bytes: usize,
-    /// The current objects, bodies included (the same buffers as the
-    /// Indexer's). Shared with snapshots being encoded, so taking one under
-    /// the lock is a reference count per object, not a deep copy.
-    objects: BTreeMap<ObjectKey, Arc<SnapshotObject>>,
+    /// The current objects, by resource: the informer's own [`Object`]s
+    /// (the text and the parsed fields the Indexer holds, not a copy), as
+    /// of `seq`. A snapshot takes a reference count per object under the
+    /// lock, and makes its references and columns outside it.
+    resources: BTreeMap<String, Filed>,
     /// The bodies' lengths, summed.
     body_bytes: usize,
     reflectors: BTreeMap<String, ReflectorUpdate>,
@@ -151,7 +151,7 @@ impl Hub {
                 seq: 0,
                 window: VecDeque::with_capacity(WINDOW),
                 window_bytes: 0,
-                objects: BTreeMap::new(),
+                resources: BTreeMap::new(),
                 body_bytes: 0,
                 reflectors: BTreeMap::new(),
                 events: 0,
@@ -186,14 +186,31 @@ impl Hub {
         self.lock().seq
     }
 
-    /// Numbers, encodes and broadcasts one stream frame, and updates the
-    /// current objects when it is an event. Returns its `seq`.
+    /// Numbers, encodes and broadcasts one stream frame; an event also
+    /// updates the current objects, with the object read again from the
+    /// event's text (see [`Hub::publish_finished`] for the informer's own).
+    /// Returns its `seq`.
     pub fn publish(&self, body: FrameBody) -> u64 {
+        let object = match &body {
+            FrameBody::Event(e) => Some(Object::from_json(e.object.clone())),
+            _ => None,
+        };
+        self.publish_frame(body, object)
+    }
+
+    /// Publishes an event out of the informer, keeping its object as the
+    /// informer does. Returns its `seq`.
+    pub fn publish_finished(&self, finished: Finished) -> u64 {
+        self.publish_frame(FrameBody::Event(finished.event), Some(finished.object))
+    }
+
+    fn publish_frame(&self, body: FrameBody, object: Option<Object>) -> u64 {
         debug_assert!(body.is_stream(), "control frames belong to one connection");
         let mut state = self.lock();
         state.seq += 1;
         let seq = state.seq;
-        let (resource, namespace) = match &body {
+        let frame = ServerFrame { seq, body };
+        let (resource, namespace) = match &frame.body {
             FrameBody::Event(e) => (
                 Some(e.target.resource.as_str()),
                 e.target.namespace.as_deref(),
@@ -205,42 +222,21 @@ impl Hub {
             seq,
             resource: resource.map(Into::into),
             namespace: namespace.map(Into::into),
-            text: encode(&ServerFrame {
-                seq,
-                body: body.clone(),
-            }),
+            text: encode(&frame),
         };
-        let is_event = matches!(body, FrameBody::Event(_));
-        if let FrameBody::Reflector(update) = &body {
-            state
-                .reflectors
-                .insert(update.resource.clone(), update.clone());
-        }
-        if let FrameBody::Event(event) = body {
-            self.metrics.observe_stages(&event.stages);
-            self.metrics.observe_handled(&event.handled);
-            let key = (event.target.resource.clone(), event.target.key());
-            match event.event_type {
-                EventType::Added | EventType::Modified => {
-                    let summary = summarize(&event.target.kind, &event.object);
-                    state.body_bytes += event.object.len();
-                    let old = state.objects.insert(
-                        key,
-                        Arc::new(SnapshotObject {
-                            target: event.target,
-                            resource_version: event.resource_version,
-                            summary,
-                            object: Some(event.object),
-                        }),
-                    );
-                    state.forget_body(old);
-                }
-                EventType::Deleted => {
-                    let old = state.objects.remove(&key);
-                    state.forget_body(old);
-                }
-                EventType::Bookmark | EventType::Error => {}
+        let is_event = matches!(frame.body, FrameBody::Event(_));
+        match frame.body {
+            FrameBody::Reflector(update) => {
+                state.reflectors.insert(update.resource.clone(), update);
             }
+            FrameBody::Event(event) => {
+                self.metrics.observe_stages(&event.stages);
+                self.metrics.observe_handled(&event.handled);
+                if let Some(object) = object {
+                    state.apply(&event, object);
+                }
+            }
+            _ => {}
         }
         // Test-only: see crate::test_break.
         if is_event && crate::test_break::is(crate::test_break::Break::DropEvent) {
@@ -269,18 +265,17 @@ impl Hub {
     /// Forgets every object of `resource`: a relist replaces them all.
     pub fn clear_objects(&self, resource: &str) {
         let mut state = self.lock();
-        state.objects.retain(|(r, _), _| r != resource);
-        state.body_bytes = state.objects.values().map(|o| body_len(o)).sum();
+        if let Some(gone) = state.resources.remove(resource) {
+            state.body_bytes -= gone.objects.iter().map(|o| o.0.json().len()).sum::<usize>();
+        }
     }
 
     /// The current body of the object `key` (`namespace/name`, or `name`) of
     /// `resource`, and its resourceVersion.
     pub fn object(&self, resource: &str, key: &str) -> Option<(String, ObjectJson)> {
         let state = self.lock();
-        let o = state
-            .objects
-            .get(&(resource.to_string(), key.to_string()))?;
-        Some((o.resource_version.clone(), o.object.clone()?))
+        let object = &state.resources.get(resource)?.objects.get(key)?.0;
+        Some((object.resource_version().to_string(), object.json().clone()))
     }
 
     /// Joins a viewer. With `since` (a cursor in this stream), the viewer gets
@@ -374,22 +369,80 @@ impl Hub {
     }
 }
 
+/// One resource's current objects.
+struct Filed {
+    /// The objects' kind (`Pod`), for their references.
+    kind: String,
+    objects: BTreeSet<ByKey>,
+}
+
+/// An object ordered, and found, by its key (`namespace/name`, or `name`).
+#[derive(Clone)]
+struct ByKey(Object);
+
+impl Borrow<str> for ByKey {
+    fn borrow(&self) -> &str {
+        self.0.key()
+    }
+}
+
+impl PartialEq for ByKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key() == other.0.key()
+    }
+}
+
+impl Eq for ByKey {}
+
+impl PartialOrd for ByKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.key().cmp(other.0.key())
+    }
+}
+
 impl State {
-    /// Takes a replaced or removed object's body out of the sum.
-    fn forget_body(&mut self, old: Option<Arc<SnapshotObject>>) {
-        if let Some(old) = old {
-            self.body_bytes -= body_len(&old);
+    /// Files, replaces or forgets the object of `event`.
+    fn apply(&mut self, event: &WatchEvent, object: Object) {
+        let resource = &event.target.resource;
+        match event.event_type {
+            EventType::Added | EventType::Modified => {
+                if !self.resources.contains_key(resource) {
+                    self.resources.insert(
+                        resource.clone(),
+                        Filed {
+                            kind: event.target.kind.clone(),
+                            objects: BTreeSet::new(),
+                        },
+                    );
+                }
+                let filed = self.resources.get_mut(resource).expect("just filed");
+                let added = object.json().len();
+                let old = filed.objects.replace(ByKey(object));
+                self.body_bytes += added;
+                self.body_bytes -= old.map_or(0, |o| o.0.json().len());
+            }
+            EventType::Deleted => {
+                let Some(filed) = self.resources.get_mut(resource) else {
+                    return;
+                };
+                let old = filed.objects.take(object.key());
+                self.body_bytes -= old.map_or(0, |o| o.0.json().len());
+            }
+            EventType::Bookmark | EventType::Error => {}
         }
     }
 }
 
-fn body_len(o: &SnapshotObject) -> usize {
-    o.object.as_ref().map_or(0, |b| b.len())
-}
-
 /// What a snapshot is made of, taken under the lock without copying objects.
 struct SnapshotParts {
-    objects: Vec<Arc<SnapshotObject>>,
+    /// Per resource: its name, its objects' kind, and its objects.
+    resources: Vec<(String, String, Vec<Object>)>,
     reflectors: Vec<ReflectorUpdate>,
     /// Whether the snapshot carries the bodies.
     bodies: Bodies,
@@ -404,7 +457,14 @@ impl SnapshotParts {
             bodies
         };
         SnapshotParts {
-            objects: state.objects.values().cloned().collect(),
+            resources: state
+                .resources
+                .iter()
+                .map(|(resource, filed)| {
+                    let objects = filed.objects.iter().map(|o| o.0.clone()).collect();
+                    (resource.clone(), filed.kind.clone(), objects)
+                })
+                .collect(),
             reflectors: state.reflectors.values().cloned().collect(),
             bodies,
         }
@@ -412,23 +472,50 @@ impl SnapshotParts {
 
     fn into_snapshot(self) -> Snapshot {
         let bodies = self.bodies;
-        Snapshot {
-            objects: self
-                .objects
-                .iter()
-                .map(|o| SnapshotObject {
-                    target: o.target.clone(),
-                    resource_version: o.resource_version.clone(),
-                    summary: o.summary.clone(),
+        let mut objects = Vec::with_capacity(self.resources.iter().map(|r| r.2.len()).sum());
+        for (resource, kind, filed) in self.resources {
+            objects.extend(filed.into_iter().map(|object| {
+                let meta = object.meta();
+                SnapshotObject {
+                    target: ObjectRef {
+                        resource: resource.clone(),
+                        kind: kind.clone(),
+                        namespace: meta.namespace().map(String::from),
+                        name: meta.name().to_string(),
+                    },
+                    resource_version: meta.resource_version.to_string(),
+                    summary: summary(&kind, &object),
                     object: match bodies {
-                        Bodies::Full => o.object.clone(),
+                        Bodies::Full => Some(object.json().clone()),
                         Bodies::Light => None,
                     },
-                })
-                .collect(),
+                }
+            }));
+        }
+        Snapshot {
+            objects,
             reflectors: self.reflectors,
         }
     }
+}
+
+/// The columns a snapshot shows of `object`, a `kind`: from the fields the
+/// informer parsed, or, for the few kinds whose columns those do not hold,
+/// from its text.
+fn summary(kind: &str, object: &Object) -> BTreeMap<String, String> {
+    if needs_text(kind) {
+        return summarize(kind, object.json());
+    }
+    let meta = object.meta();
+    columns(
+        kind,
+        Known {
+            deleting: meta.deleting,
+            phase: meta.phase(),
+            node: meta.node_name(),
+            replicas: None,
+        },
+    )
 }
 
 /// Encodes a frame as one JSON text message.
@@ -453,7 +540,9 @@ mod tests {
                 name: name.into(),
             },
             resource_version: "1".into(),
-            object: ObjectJson::from_value(&serde_json::json!({"metadata": {"name": name}})),
+            object: ObjectJson::from_value(
+                &serde_json::json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": "1"}}),
+            ),
             stages: StageTimes::new(),
             initial: false,
             coalesced: false,
@@ -497,7 +586,10 @@ mod tests {
 
     #[test]
     fn a_light_snapshot_keeps_the_bodies_while_they_fit_the_limit() {
-        let body = ObjectJson::from_value(&serde_json::json!({"metadata": {"name": "a"}}));
+        let FrameBody::Event(a) = event("a", EventType::Added) else {
+            unreachable!()
+        };
+        let body = a.object;
         let hub = Hub::new("s").with_snapshot_bodies_limit(2 * body.len());
         hub.publish(event("a", EventType::Added));
         hub.publish(event("b", EventType::Added));
@@ -567,8 +659,10 @@ mod tests {
         let hub = Hub::new("s");
         let big = |i: usize| match event(&format!("p{i}"), EventType::Modified) {
             FrameBody::Event(mut e) => {
-                e.object =
-                    ObjectJson::from_value(&serde_json::json!({"data": "x".repeat(64 * 1024)}));
+                e.object = ObjectJson::from_value(&serde_json::json!({
+                    "metadata": {"namespace": "default", "name": format!("p{i}")},
+                    "data": "x".repeat(64 * 1024)
+                }));
                 FrameBody::Event(e)
             }
             _ => unreachable!(),

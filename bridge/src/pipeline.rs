@@ -15,9 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
 use watchlife_controlplane::Clock;
-use watchlife_informer::Informer;
-use watchlife_informer::Object;
 use watchlife_informer::informer::Options;
+use watchlife_informer::{Finished, Informer, Object};
 use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate, WatchEvent};
 
 /// For benchmarks and demos only (no flag sets it): the handler of the
@@ -210,10 +209,10 @@ impl Pipeline {
     }
 
     /// Publishes finished events with the server-side stages known of them.
-    async fn publish(&self, events: Vec<WatchEvent>) {
-        for mut event in events {
-            self.add_server_stages(&mut event).await;
-            self.hub.publish(FrameBody::Event(event));
+    async fn publish(&self, events: Vec<Finished>) {
+        for mut finished in events {
+            self.add_server_stages(&mut finished.event).await;
+            self.hub.publish_finished(finished);
         }
     }
 

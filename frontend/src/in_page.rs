@@ -38,7 +38,7 @@ use watchlife_informer::informer::Options;
 use watchlife_informer::reflector::{
     Config as ReflectorConfig, Effect, Failure, Reflector, Request, WatchEnd,
 };
-use watchlife_informer::{Informer, Object};
+use watchlife_informer::{Finished, Informer, Object};
 use watchlife_protocol::{
     ActionResult, ClientMessage, ErrorFrame, EventType, FrameBody, Hello, Micros, ObjectRef,
     PROTOCOL_VERSION, ReflectorState, ReflectorUpdate, ServerAnswer, ServerFrame, ServerPath,
@@ -299,9 +299,9 @@ impl Page {
         }
     }
 
-    fn publish_events(&self, events: Vec<WatchEvent>) {
-        for event in events {
-            self.publish(FrameBody::Event(event));
+    fn publish_events(&self, events: Vec<Finished>) {
+        for finished in events {
+            self.publish(FrameBody::Event(finished.event));
         }
     }
 
@@ -583,7 +583,7 @@ fn watch_event(
             namespace: meta.namespace().map(String::from),
             name: meta.name().to_string(),
         },
-        resource_version: meta.resource_version.clone(),
+        resource_version: meta.resource_version.to_string(),
         object: object.json().clone(),
         stages: StageTimes::from([(Stage::Reflector, StageMark::at(now))]),
         initial: false,

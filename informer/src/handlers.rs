@@ -64,7 +64,7 @@ impl Handler for Filtering {
 
 /// Whether a pod is bound to a node (`spec.nodeName` set).
 pub fn is_scheduled(pod: &Object) -> bool {
-    pod.meta().node_name.is_some()
+    pod.meta().node_name().is_some()
 }
 
 /// Whether a pod still waits for a node.

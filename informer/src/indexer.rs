@@ -7,23 +7,28 @@
 use crate::object::{Object, Stored};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// An index function: the values under which an object is found.
 pub type IndexFunc<O = Object> = fn(&O) -> Vec<String>;
 
 /// Objects by key (`namespace/name` or `name`), indexed by namespace and by
 /// the indexes registered with [`Indexer::with_index`].
+///
+/// A key is one shared text wherever it is filed (the map, the namespace
+/// index, the named indexes, and the object's own [`crate::Meta`]): with
+/// 150,000 objects, a copy per place would be megabytes of the same names.
 #[derive(Debug)]
 pub struct Indexer<O = Object> {
-    objects: HashMap<String, O>,
-    by_namespace: BTreeMap<String, BTreeSet<String>>,
+    objects: HashMap<Arc<str>, O>,
+    by_namespace: BTreeMap<String, BTreeSet<Arc<str>>>,
     indexes: BTreeMap<&'static str, Index<O>>,
 }
 
 #[derive(Debug)]
 struct Index<O> {
     func: IndexFunc<O>,
-    keys: BTreeMap<String, BTreeSet<String>>,
+    keys: BTreeMap<String, BTreeSet<Arc<str>>>,
 }
 
 impl<O> Default for Indexer<O> {
@@ -52,20 +57,23 @@ impl<O: Stored> Indexer<O> {
 
     /// Inserts or replaces; returns the previous object.
     pub fn upsert(&mut self, key: &str, object: O) -> Option<O> {
-        if let Some(ns) = namespace_of(key) {
-            self.by_namespace
-                .entry(ns.to_string())
-                .or_default()
-                .insert(key.to_string());
+        let own = object.key();
+        let key: Arc<str> = if *own == *key { own } else { key.into() };
+        if let Some(ns) = namespace_of(&key) {
+            let keys = self.by_namespace.entry(ns.to_string()).or_default();
+            keys.replace(key.clone());
         }
         for index in self.indexes.values_mut() {
             for value in (index.func)(&object) {
-                index.keys.entry(value).or_default().insert(key.to_string());
+                index.keys.entry(value).or_default().replace(key.clone());
             }
         }
-        let old = self.objects.insert(key.to_string(), object);
+        // The map's key too becomes the new object's text, so that the old
+        // object's can be freed with it.
+        let old = self.objects.remove(&*key);
+        self.objects.insert(key.clone(), object);
         if let Some(old) = &old {
-            self.unindex(key, old, true);
+            self.unindex(&key, old, true);
         }
         old
     }
@@ -97,7 +105,7 @@ impl<O: Stored> Indexer<O> {
             .get(namespace)
             .into_iter()
             .flatten()
-            .map(String::as_str)
+            .map(|key| &**key)
     }
 
     /// The objects filed under `value` in index `name`, in key order.
@@ -107,12 +115,12 @@ impl<O: Stored> Indexer<O> {
             .and_then(|index| index.keys.get(value))
             .into_iter()
             .flatten()
-            .filter_map(|key| self.objects.get(key))
+            .filter_map(|key| self.objects.get(&**key))
     }
 
     /// Every key.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.objects.keys().map(String::as_str)
+        self.objects.keys().map(|key| &**key)
     }
 
     /// Every object, in no particular order.
@@ -199,7 +207,7 @@ mod tests {
     }
 
     fn owner(o: &Object) -> Vec<String> {
-        o.meta().labels.get("owner").cloned().into_iter().collect()
+        o.meta().labels.get("owner").into_iter().collect()
     }
 
     #[test]
@@ -227,6 +235,24 @@ mod tests {
         assert_eq!(ix.by_index("owner", "rs2").count(), 1, "same value kept");
         ix.remove("b");
         assert_eq!(ix.by_index("owner", "rs1").count(), 0);
+    }
+
+    #[test]
+    fn the_key_is_one_text_shared_with_the_object() {
+        let mut ix = Indexer::default();
+        let o = Object::from(json!({"metadata": {"namespace": "d", "name": "a"}}));
+        ix.upsert("d/a", o.clone());
+        let shared = Stored::key(&o);
+        let (filed, _) = ix.objects.get_key_value("d/a").unwrap();
+        assert!(Arc::ptr_eq(filed, &shared));
+        assert!(Arc::ptr_eq(ix.by_namespace["d"].first().unwrap(), &shared));
+        let newer = Object::from(json!({"metadata": {"namespace": "d", "name": "a", "x": 1}}));
+        ix.upsert("d/a", newer.clone());
+        let (filed, _) = ix.objects.get_key_value("d/a").unwrap();
+        assert!(
+            Arc::ptr_eq(filed, &Stored::key(&newer)),
+            "the old text goes with the old object"
+        );
     }
 
     #[test]

@@ -60,6 +60,22 @@ impl Options {
     }
 }
 
+/// An event out of the informer, every stage stamped, and the object it is
+/// about (for a deletion, its last state): the same shared text as the
+/// event's body, with its parsed [`crate::Meta`], for whoever keeps it next.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub event: WatchEvent,
+    pub object: Object,
+}
+
+impl std::ops::Deref for Finished {
+    type Target = WatchEvent;
+    fn deref(&self) -> &WatchEvent {
+        &self.event
+    }
+}
+
 /// What one step of the processing loop produced.
 #[derive(Debug, Default)]
 pub struct Processed {
@@ -69,7 +85,7 @@ pub struct Processed {
     /// Listeners whose buffers got something.
     pub woken: Vec<usize>,
     /// Events finished at once (no listener took them).
-    pub finished: Vec<WatchEvent>,
+    pub finished: Vec<Finished>,
 }
 
 /// What one listener run produced.
@@ -77,7 +93,7 @@ pub struct Processed {
 pub struct ListenerRun {
     /// The controller's handler queued a key: wake a worker.
     pub queued: bool,
-    pub finished: Vec<WatchEvent>,
+    pub finished: Vec<Finished>,
 }
 
 /// A notification taken from a listener's buffer whose handler has not run
@@ -93,6 +109,7 @@ pub struct Taken {
 #[derive(Debug)]
 struct Tracked {
     event: WatchEvent,
+    object: Object,
     /// Listener runs and reconciles still to come.
     pending: u32,
     /// Each listener's buffer depth just after the notification entered it.
@@ -295,7 +312,7 @@ impl Informer {
     /// Worker `worker`'s step: takes a key from the workqueue, reads the
     /// object from the Indexer, and finishes every event merged into the
     /// key. `None` when no key waits.
-    pub fn run_worker(&mut self, worker: u32, now: &dyn Fn() -> Micros) -> Option<Vec<WatchEvent>> {
+    pub fn run_worker(&mut self, worker: u32, now: &dyn Fn() -> Micros) -> Option<Vec<Finished>> {
         let started = now();
         let (key, ids) = self.workqueue.get(started)?;
         let seen = self
@@ -326,7 +343,7 @@ impl Informer {
     /// Runs every stage in turn until nothing moves, in one thread (worker
     /// 0): for benches and tests; a live informer runs each stage in a task
     /// of its own. Returns the events finished.
-    pub fn drain(&mut self, now: &dyn Fn() -> Micros) -> Vec<WatchEvent> {
+    pub fn drain(&mut self, now: &dyn Fn() -> Micros) -> Vec<Finished> {
         let mut done = Vec::new();
         loop {
             let mut moved = false;
@@ -395,13 +412,17 @@ impl Informer {
         let pending = d.listeners.len() as u32;
         out.woken.extend(d.listeners.iter().map(|(i, _)| *i));
         if pending == 0 {
-            out.finished.push(event);
+            out.finished.push(Finished {
+                event,
+                object: n.object.clone(),
+            });
         } else {
             let depths = d.listeners.clone();
             self.tracked.insert(
                 n.id,
                 Tracked {
                     event,
+                    object: n.object.clone(),
                     pending,
                     depths,
                     called: Vec::new(),
@@ -412,16 +433,19 @@ impl Informer {
 
     /// One part of an event's handling is done; returns the event once
     /// nothing else waits for it.
-    fn settle(&mut self, id: u64) -> Option<WatchEvent> {
+    fn settle(&mut self, id: u64) -> Option<Finished> {
         let t = self.tracked.get_mut(&id)?;
         t.pending = t.pending.saturating_sub(1);
         if t.pending > 0 {
             return None;
         }
-        let event = self.tracked.remove(&id).map(|t| t.event);
+        let finished = self.tracked.remove(&id).map(|t| Finished {
+            event: t.event,
+            object: t.object,
+        });
         self.tracked.shrink_when_drained();
         self.queued.shrink_when_drained();
-        event
+        finished
     }
 
     /// The event of a delta the informer made itself: a relist's deletion

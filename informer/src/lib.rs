@@ -28,8 +28,8 @@ pub mod reflector;
 pub mod shared_informer;
 pub mod workqueue;
 
-pub use informer::Informer;
-pub use object::Object;
+pub use informer::{Finished, Informer};
+pub use object::{Meta, Object};
 
 /// Microseconds since the Unix epoch (the protocol's unit).
 pub use watchlife_protocol::Micros;

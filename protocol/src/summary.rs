@@ -36,41 +36,74 @@ struct Status {
     ready_replicas: Option<i64>,
 }
 
-/// The columns of `object`, a `kind`: a pod's `phase` and `node`, a
+/// What the columns are made of, however it was read: from the object's
+/// text ([`summarize`]), or from fields a cache parsed already.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Known<'a> {
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// `status.phase`.
+    pub phase: Option<&'a str>,
+    /// `spec.nodeName`.
+    pub node: Option<&'a str>,
+    /// `spec.replicas`, and `status.readyReplicas` (0 when absent).
+    pub replicas: Option<(i64, i64)>,
+}
+
+/// Whether the columns of a `kind` need more than a cache's parsed fields
+/// hold (deletion, phase, node): a workload's replica counts.
+pub fn needs_text(kind: &str) -> bool {
+    matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet")
+}
+
+/// The columns of an object of `kind`: a pod's `phase` and `node`, a
 /// workload's `ready` (ready/desired), a namespace's `phase`, and
-/// `deleting` for any object with a deletionTimestamp. Empty when the text
-/// has none of them (or is not an object).
-pub fn summarize(kind: &str, object: &ObjectJson) -> BTreeMap<String, String> {
+/// `deleting` for any object with a deletionTimestamp.
+pub fn columns(kind: &str, known: Known<'_>) -> BTreeMap<String, String> {
     let mut columns = BTreeMap::new();
-    let Ok(fields) = object.read::<Fields>() else {
-        return columns;
-    };
-    if fields.metadata.deletion_timestamp.is_some() {
+    if known.deleting {
         columns.insert("deleting".into(), "true".into());
     }
     match kind {
         "Pod" => {
-            if let Some(phase) = fields.status.phase {
-                columns.insert("phase".into(), phase);
+            if let Some(phase) = known.phase {
+                columns.insert("phase".into(), phase.into());
             }
-            if let Some(node) = fields.spec.node_name {
-                columns.insert("node".into(), node);
+            if let Some(node) = known.node.filter(|n| !n.is_empty()) {
+                columns.insert("node".into(), node.into());
             }
         }
         "Namespace" | "PersistentVolumeClaim" => {
-            if let Some(phase) = fields.status.phase {
-                columns.insert("phase".into(), phase);
+            if let Some(phase) = known.phase {
+                columns.insert("phase".into(), phase.into());
             }
         }
-        "Deployment" | "ReplicaSet" | "StatefulSet" => {
-            if let Some(desired) = fields.spec.replicas {
-                let ready = fields.status.ready_replicas.unwrap_or(0);
+        _ if needs_text(kind) => {
+            if let Some((desired, ready)) = known.replicas {
                 columns.insert("ready".into(), format!("{ready}/{desired}"));
             }
         }
         _ => {}
     }
     columns
+}
+
+/// The [`columns`] of `object`, read from its text. Empty when the text has
+/// none of them (or is not an object).
+pub fn summarize(kind: &str, object: &ObjectJson) -> BTreeMap<String, String> {
+    let Ok(fields) = object.read::<Fields>() else {
+        return BTreeMap::new();
+    };
+    let known = Known {
+        deleting: fields.metadata.deletion_timestamp.is_some(),
+        phase: fields.status.phase.as_deref(),
+        node: fields.spec.node_name.as_deref(),
+        replicas: fields
+            .spec
+            .replicas
+            .map(|desired| (desired, fields.status.ready_replicas.unwrap_or(0))),
+    };
+    columns(kind, known)
 }
 
 #[cfg(test)]
@@ -101,6 +134,27 @@ mod tests {
         let c = summarize("Deployment", &d);
         assert_eq!(c["ready"], "2/3");
         assert_eq!(c["deleting"], "true");
+    }
+
+    #[test]
+    fn columns_from_parsed_fields_are_the_columns_from_the_text() {
+        let pod = ObjectJson::from_value(&json!({
+            "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"nodeName": ""},
+            "status": {"phase": "Pending"}
+        }));
+        let known = Known {
+            deleting: true,
+            phase: Some("Pending"),
+            node: Some(""),
+            replicas: None,
+        };
+        assert_eq!(columns("Pod", known), summarize("Pod", &pod));
+        assert!(
+            !columns("Pod", known).contains_key("node"),
+            "an empty node is none"
+        );
+        assert!(needs_text("Deployment") && !needs_text("Pod"));
     }
 
     #[test]

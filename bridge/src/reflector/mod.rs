@@ -335,7 +335,7 @@ impl Reflector {
                 namespace: meta.namespace().map(String::from),
                 name: meta.name().to_string(),
             },
-            resource_version: meta.resource_version.clone(),
+            resource_version: meta.resource_version.to_string(),
             object: object.json().clone(),
             stages,
             initial,

@@ -49,7 +49,7 @@ fn pods() -> Informer {
 }
 
 fn settle(informer: &mut Informer, now: &dyn Fn() -> Micros) -> Vec<WatchEvent> {
-    informer.drain(now)
+    informer.drain(now).into_iter().map(|f| f.event).collect()
 }
 
 #[test]

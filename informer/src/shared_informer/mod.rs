@@ -24,6 +24,7 @@ use crate::fifo::{DeltaType, Fifo};
 use crate::indexer::Indexer;
 use crate::object::{Object, Stored};
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 
 /// Which callback a notification asks for (before any filter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,7 +251,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
     /// A LIST: every item as a Replaced delta, then a deletion for each key
     /// the store held that the LIST no longer has.
     fn replace(&mut self, items: Vec<(O, u64)>, out: &mut Vec<Distribution<O>>) {
-        let listed: HashSet<String> = items.iter().map(|(o, _)| o.key().to_string()).collect();
+        let listed: HashSet<Arc<str>> = items.iter().map(|(o, _)| o.key()).collect();
         let mut vanished: Vec<String> = self
             .indexer
             .keys()
