@@ -274,9 +274,10 @@ pub fn run(report: &mut Report, config: &Config) {
         "\"Start\" is when the bench spawned `watchlife`: the times include the process \
          starting, discovery, the LIST (served by kube-apiserver's watch cache, from \
          resourceVersion 0, unpaged) and decoding it. Resident memory per object holds \
-         everything the bridge keeps for an object (the Indexer's copy, the hub's copy for \
-         snapshots, their keys and indexes) and the allocator's slack; kernel socket buffers \
-         are not in it."
+         everything the bridge keeps for an object (its text and parsed fields, once; the \
+         Indexer's map and namespace index; the hub's entry for snapshots, the same object \
+         shared), the frames kept for resuming viewers, and the allocator's slack; kernel \
+         socket buffers are not in it."
             .to_string(),
         "The renderers' memory is the sum of `VmRSS` over the browser's renderer processes \
          (Chromium keeps a few beside the tab's; the pages of the Chromium binary and \

@@ -143,13 +143,13 @@ pub fn run(report: &mut Report, config: &Config) {
     let mut notes = Vec::new();
     if let Some(f) = figures.last() {
         notes.push(format!(
-            "An object parsed into `serde_json::Value` (a map per JSON object, a string per \
-             key and value) takes {} of heap for {} of JSON: that, not the Indexer (which \
-             adds {} per object: its keys and its namespace index), is most of the memory of \
-             a cached object.",
-            bytes(f.value_bytes.median()),
+            "The Indexer keeps each object as its JSON text and the few fields the stages \
+             read: {} of heap per object for {} of JSON, with its map and namespace index. The \
+             same object parsed into a `serde_json::Value` tree (a map per JSON object, a \
+             string per key and value), the reference, takes {} alone.",
+            bytes(f.indexer_bytes.median()),
             bytes(f.json_bytes),
-            bytes(f.indexer_bytes.median() - f.value_bytes.median()),
+            bytes(f.value_bytes.median()),
         ));
     }
     notes.extend([
@@ -162,8 +162,10 @@ pub fn run(report: &mut Report, config: &Config) {
          as client-go's first LIST is) and parsing it. \"Every object out of the informer\" is \
          when the hub has published an event frame for every listed object. Resident memory \
          per object is the process's `VmRSS` after that, less the `VmRSS` of the same \
-         process with nothing to list, divided by the number of objects: it holds the \
-         Indexer's copy and the hub's copy (for snapshots) of every object."
+         process with nothing to list, divided by the number of objects: it holds each \
+         object's text and parsed fields once, the Indexer's map and namespace index, and \
+         the hub's entry for snapshots (the same object, shared), with the allocator's \
+         slack."
             .to_string(),
     ]);
     if let Some(e) = &failure {
