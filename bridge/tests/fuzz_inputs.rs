@@ -16,18 +16,8 @@ use watchlife::cli::{Args, Command};
 use watchlife::etcd::{EtcdAccess, EtcdStages};
 use watchlife::viewer::{MAX_MESSAGE_BYTES, parse_message};
 use watchlife_controlplane::Clock;
+use watchlife_fuzzkit::{config, mutated};
 use watchlife_protocol::{ClientMessage, DemoAction, ErrorCode, Filter};
-
-/// `cases` unless the environment asks for another number.
-fn config(cases: u32) -> ProptestConfig {
-    let from_env = ["WATCHLIFE_FUZZ_CASES", "PROPTEST_CASES"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok()?.parse().ok());
-    ProptestConfig {
-        cases: from_env.unwrap_or(cases),
-        ..ProptestConfig::default()
-    }
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -44,28 +34,6 @@ fn file(name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(format!("{}-{name}", NEXT.fetch_add(1, Ordering::Relaxed)));
     std::fs::write(&path, bytes).unwrap();
     path
-}
-
-/// Byte-level edits of a valid input: flip, insert, delete, cut (positions
-/// taken modulo the length).
-fn mutated(valid: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
-    let edit = (0u8..4, any::<usize>(), any::<u8>());
-    proptest::collection::vec(edit, 1..6).prop_map(move |edits| {
-        let mut bytes = valid.clone();
-        for (kind, i, b) in edits {
-            let len = bytes.len();
-            match kind {
-                0 if len > 0 => bytes[i % len] ^= b.max(1),
-                1 => bytes.insert(i % (len + 1), b),
-                2 if len > 0 => {
-                    bytes.remove(i % len);
-                }
-                3 => bytes.truncate(i % (len + 1)),
-                _ => {}
-            }
-        }
-        bytes
-    })
 }
 
 // ---------------------------------------------------------------------------

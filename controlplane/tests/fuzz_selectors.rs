@@ -14,17 +14,7 @@ use watchlife_controlplane::resource::{self, ResourceType};
 use watchlife_controlplane::selector::{
     FieldOp, FieldRequirement, FieldSelector, LabelOp, LabelSelector, Requirement, supported_fields,
 };
-
-/// `cases` unless the environment asks for another number.
-fn config(cases: u32) -> ProptestConfig {
-    let from_env = ["WATCHLIFE_FUZZ_CASES", "PROPTEST_CASES"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok()?.parse().ok());
-    ProptestConfig {
-        cases: from_env.unwrap_or(cases),
-        ..ProptestConfig::default()
-    }
-}
+use watchlife_fuzzkit::config;
 
 // ---------------------------------------------------------------------------
 // Strategies

@@ -2,25 +2,11 @@
 //! query string, reading it never panics, and it ends in parameters within
 //! their bounds or a 400 that says which.
 
+mod support;
+
 use proptest::prelude::*;
 use watchlife_controlplane::resource::PODS;
 use watchlife_demo_apiserver::params::{self, MAX_WATCH_TIMEOUT};
-
-/// The names the demo API reads, and a few it does not.
-const NAMES: [&str; 12] = [
-    "watch",
-    "labelSelector",
-    "fieldSelector",
-    "resourceVersion",
-    "resourceVersionMatch",
-    "limit",
-    "continue",
-    "timeoutSeconds",
-    "allowWatchBookmarks",
-    "gracePeriodSeconds",
-    "sendInitialEvents",
-    "unknown",
-];
 
 /// Values a hostile or careless client sends: numbers at and past every
 /// integer's edge, signs, exponents, selectors' operators, non-ASCII, empty.
@@ -39,15 +25,20 @@ fn value() -> impl Strategy<Value = String> {
 }
 
 fn query() -> impl Strategy<Value = String> {
-    proptest::collection::vec((proptest::sample::select(NAMES.to_vec()), value()), 0..8).prop_map(
-        |pairs| {
-            let mut q = form_urlencoded::Serializer::new(String::new());
-            for (name, value) in pairs {
-                q.append_pair(name, &value);
-            }
-            q.finish()
-        },
+    proptest::collection::vec(
+        (
+            proptest::sample::select(support::QUERY_NAMES.to_vec()),
+            value(),
+        ),
+        0..8,
     )
+    .prop_map(|pairs| {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        for (name, value) in pairs {
+            q.append_pair(name, &value);
+        }
+        q.finish()
+    })
 }
 
 proptest! {

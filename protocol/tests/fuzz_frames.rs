@@ -7,6 +7,7 @@
 //! each property's own number (`make fuzz CASES=100000` sets the first).
 
 use proptest::prelude::*;
+use watchlife_fuzzkit::{config, mutated_text};
 use watchlife_protocol::connection::{plan_batches, split_batch};
 use watchlife_protocol::recording::{frame_line, header_line};
 use watchlife_protocol::v1::frame_from_v1;
@@ -14,17 +15,6 @@ use watchlife_protocol::{
     EventType, FrameBody, Heartbeat, ObjectJson, ObjectRef, RecordingHeader, ServerFrame, Snapshot,
     SnapshotObject, Source, StageTimes, WatchEvent, parse_recording,
 };
-
-/// `cases` unless the environment asks for another number.
-fn config(cases: u32) -> ProptestConfig {
-    let from_env = ["WATCHLIFE_FUZZ_CASES", "PROPTEST_CASES"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok()?.parse().ok());
-    ProptestConfig {
-        cases: from_env.unwrap_or(cases),
-        ..ProptestConfig::default()
-    }
-}
 
 fn name() -> impl Strategy<Value = String> {
     "[a-z0-9.\\-\"\\\\é/ ]{0,12}"
@@ -97,26 +87,6 @@ fn frame() -> impl Strategy<Value = ServerFrame> {
     ]
 }
 
-/// Byte-level edits of a valid text: flip, insert, delete, cut.
-fn mutated(valid: String) -> impl Strategy<Value = String> {
-    let edit = (0u8..4, any::<usize>(), any::<u8>());
-    proptest::collection::vec(edit, 1..6).prop_map(move |edits| {
-        let mut bytes = valid.clone().into_bytes();
-        for (kind, i, b) in edits {
-            let len = bytes.len();
-            match kind {
-                0 if len > 0 => bytes[i % len] ^= b.max(1),
-                1 => bytes.insert(i % (len + 1), b),
-                2 if len > 0 => {
-                    bytes.remove(i % len);
-                }
-                _ => bytes.truncate(i % (len + 1)),
-            }
-        }
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
-}
-
 fn header(format: u32, protocol: u32) -> String {
     header_line(&RecordingHeader {
         watchlife_recording: format,
@@ -143,7 +113,7 @@ proptest! {
     fn frames_round_trip_and_damage_fails_cleanly(
         (f, damaged) in frame().prop_flat_map(|f| {
             let text = serde_json::to_string(&f).unwrap();
-            (Just(f), mutated(text))
+            (Just(f), mutated_text(text))
         })
     ) {
         let text = serde_json::to_string(&f).unwrap();

@@ -9,6 +9,29 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use watchlife_controlplane::ControlPlane;
 use watchlife_demo_apiserver::ServeOptions;
 
+/// Query parameter names clients send, most of which the demo API reads
+/// (`pretty` and `unknown` it ignores): what the fuzzed query strings are
+/// made of.
+pub const QUERY_NAMES: [&str; 17] = [
+    "watch",
+    "labelSelector",
+    "fieldSelector",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "limit",
+    "continue",
+    "timeoutSeconds",
+    "allowWatchBookmarks",
+    "gracePeriodSeconds",
+    "sendInitialEvents",
+    "fieldManager",
+    "force",
+    "dryRun",
+    "propagationPolicy",
+    "pretty",
+    "unknown",
+];
+
 /// A running demo API, stopped on drop.
 pub struct Server {
     pub base: String,
