@@ -57,7 +57,7 @@ use crate::machine::{fd_limit, rss_bytes};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
 use crate::stats::{bytes, count, micros, num};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -469,7 +469,7 @@ async fn measure_empty(
             "1000000",
         ],
     )?;
-    list_finished(&bridge, start).await?;
+    bridge.list_finished(start, TIMEOUT).await?;
     let before = steady_rss(bridge.pid()).await?;
     empty.rss = Some(before);
     let gate = Arc::new(Semaphore::new(CONNECTING));
@@ -628,7 +628,7 @@ async fn measure_size(
         &config.watchlife,
         &["--kubeconfig", kubeconfig, "--resources", "configmaps"],
     )?;
-    f.list_finished = Some(list_finished(&bridge, start).await?);
+    f.list_finished = Some(bridge.list_finished(start, TIMEOUT).await?);
     // list_started, list_finished, watch_started and one event per object.
     let want = listed as f64 + 3.0;
     let deadline = Instant::now() + TIMEOUT;
@@ -836,38 +836,6 @@ async fn write(api: &Api, objects: usize) -> (usize, f64) {
         }
     }
     (written, t0.elapsed().as_secs_f64())
-}
-
-/// Connects a viewer that hears only the Reflector (a filter on a namespace
-/// no object is in) and returns when it reports the LIST finished.
-async fn list_finished(bridge: &Watchlife, start: Instant) -> Result<Duration, String> {
-    let mut ws = connect(&bridge.ws_url()).await?;
-    ws.send(Message::text(
-        r#"{"type":"subscribe","filter":{"namespace":"bench-nothing-here"}}"#,
-    ))
-    .await
-    .map_err(|e| e.to_string())?;
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    loop {
-        let message = tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .map_err(|_| "the LIST did not finish in time".to_string())?
-            .ok_or("the bridge closed the viewer")?
-            .map_err(|e| e.to_string())?;
-        let Message::Text(text) = message else {
-            continue;
-        };
-        for line in text.as_str().split('\n') {
-            if line.contains("\"list_finished\"") {
-                return Ok(start.elapsed());
-            }
-            // Joined after the LIST: the snapshot says the watch has started.
-            if line.contains("\"watch_started\"") && frame_type(line).as_deref() == Some("snapshot")
-            {
-                return Ok(start.elapsed());
-            }
-        }
-    }
 }
 
 /// `VmRSS` of `pid` once two readings a second apart differ by under 1%

@@ -79,6 +79,53 @@ impl Watchlife {
     pub fn ws_url(&self) -> String {
         format!("ws://{}/ws", self.addr)
     }
+
+    /// Connects a viewer that hears only the Reflector (a filter on a
+    /// namespace no object is in) and returns the time since `start` when
+    /// it reports the LIST finished, or a snapshot says the watch has
+    /// started (a viewer that joined after the LIST). At most `timeout`.
+    pub async fn list_finished(
+        &self,
+        start: Instant,
+        timeout: Duration,
+    ) -> Result<Duration, String> {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+        // The snapshot before the filter holds every object: no size limit.
+        let config = WebSocketConfig::default()
+            .max_message_size(None)
+            .max_frame_size(None);
+        let (mut ws, _) =
+            tokio_tungstenite::connect_async_with_config(self.ws_url(), Some(config), true)
+                .await
+                .map_err(|e| format!("the viewer could not connect: {e}"))?;
+        ws.send(Message::text(
+            r#"{"type":"subscribe","filter":{"namespace":"bench-nothing-here"}}"#,
+        ))
+        .await
+        .map_err(|e| e.to_string())?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let message = tokio::time::timeout_at(deadline, ws.next())
+                .await
+                .map_err(|_| "the LIST did not finish in time".to_string())?
+                .ok_or("the bridge closed the viewer")?
+                .map_err(|e| e.to_string())?;
+            let Message::Text(text) = message else {
+                continue;
+            };
+            for frame in watchlife_protocol::connection::split_batch(text.as_str()) {
+                let snapshot =
+                    frame.starts_with("{\"seq\":") && frame.contains(",\"type\":\"snapshot\"");
+                if frame.contains("\"list_finished\"")
+                    || (snapshot && frame.contains("\"watch_started\""))
+                {
+                    return Ok(start.elapsed());
+                }
+            }
+        }
+    }
 }
 
 impl Drop for Watchlife {

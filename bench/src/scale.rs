@@ -14,12 +14,10 @@ use crate::objects::{configmap, pod, pod_name};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
 use crate::stats::{Spread, bytes, count, micros};
-use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio_tungstenite::tungstenite::Message;
 use watchlife_controlplane::limits::Limits;
 use watchlife_controlplane::resource::CONFIGMAPS;
 use watchlife_controlplane::{Clock, ControlPlane};
@@ -318,7 +316,7 @@ async fn list_with_watchlife(binary: &std::path::Path, n: usize) -> Result<Liste
             binary,
             &["--kubeconfig", &kubeconfig_arg, "--resources", "configmaps"],
         )?;
-        let list_finished = reflector_list_finished(&bridge, start).await?;
+        let list_finished = bridge.list_finished(start, LIST_TIMEOUT).await?;
         // list_started, list_finished, watch_started and one event per object.
         let want = n as f64 + 3.0;
         let deadline = Instant::now() + LIST_TIMEOUT;
@@ -350,38 +348,4 @@ async fn list_with_watchlife(binary: &std::path::Path, n: usize) -> Result<Liste
     let _ = server.await;
     let _ = std::fs::remove_dir_all(&dir);
     result
-}
-
-/// Connects a viewer that hears only the Reflector (a filter on a namespace
-/// no object is in) and returns when it reports the LIST finished.
-async fn reflector_list_finished(bridge: &Watchlife, start: Instant) -> Result<Duration, String> {
-    let (mut ws, _) = tokio_tungstenite::connect_async(bridge.ws_url())
-        .await
-        .map_err(|e| format!("the viewer could not connect: {e}"))?;
-    ws.send(Message::text(
-        r#"{"type":"subscribe","filter":{"namespace":"bench-nothing-here"}}"#,
-    ))
-    .await
-    .map_err(|e| e.to_string())?;
-    let deadline = tokio::time::Instant::now() + LIST_TIMEOUT;
-    loop {
-        let message = tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .map_err(|_| "the LIST did not finish in time".to_string())?
-            .ok_or("the bridge closed the viewer")?
-            .map_err(|e| e.to_string())?;
-        let Message::Text(text) = message else {
-            continue;
-        };
-        if text.contains("\"list_finished\"") {
-            return Ok(start.elapsed());
-        }
-        // Joined after the LIST: the snapshot says the watch has started.
-        if text.starts_with("{\"seq\":")
-            && text.contains("\"type\":\"snapshot\"")
-            && text.contains("\"watch_started\"")
-        {
-            return Ok(start.elapsed());
-        }
-    }
 }
