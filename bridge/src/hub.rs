@@ -186,13 +186,18 @@ impl Hub {
         self.lock().seq
     }
 
-    /// Numbers, encodes and broadcasts one stream frame; an event also
-    /// updates the current objects, with the object read again from the
-    /// event's text (see [`Hub::publish_finished`] for the informer's own).
+    /// Numbers, encodes and broadcasts one stream frame; an ADDED, MODIFIED
+    /// or DELETED event also updates the current objects, with the object
+    /// read again from the event's text (see [`Hub::publish_finished`] for
+    /// the informer's own).
     /// Returns its `seq`.
     pub fn publish(&self, body: FrameBody) -> u64 {
         let object = match &body {
-            FrameBody::Event(e) => Some(Object::from_json(e.object.clone())),
+            FrameBody::Event(e)
+                if !matches!(e.event_type, EventType::Bookmark | EventType::Error) =>
+            {
+                Some(Object::from_json(e.object.clone()))
+            }
             _ => None,
         };
         self.publish_frame(body, object)
