@@ -225,11 +225,6 @@ fi
 
 # --- kube-apiserver from Debian's source package ----------------------------
 
-GO=${WATCHLIFE_GO:-/usr/lib/go/bin/go}
-[[ -x $GO ]] || GO=$(command -v go) || die "no go binary found (golang-go should provide /usr/lib/go/bin/go)"
-readonly GO
-readonly REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
-[[ -f $REFLECT2_SRC/reflect2.go ]] || die "$REFLECT2_SRC is missing (golang-github-modern-go-reflect2-dev)"
 
 log "building kube-apiserver $K8S_VERSION from Debian's source package: about 7 minutes on 2 cores (up to 17 while other builds run), once per machine"
 log "cache: $DEST (Go build cache: $GO_BUILD_CACHE, 1-1.5 GB)"
@@ -291,6 +286,14 @@ if [[ $SOURCE_ONLY == true ]]; then
   printf 'KUBE_SOURCE=%s\n' "$KTREE_PATH"
   exit 0
 fi
+
+# Only the build needs Go (and the reflect2 fix): --source never gets here,
+# so it works before golang-go is installed.
+GO=${WATCHLIFE_GO:-/usr/lib/go/bin/go}
+[[ -x $GO ]] || GO=$(command -v go) || die "no go binary found (golang-go should provide /usr/lib/go/bin/go)"
+readonly GO
+readonly REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
+[[ -f $REFLECT2_SRC/reflect2.go ]] || die "$REFLECT2_SRC is missing (golang-github-modern-go-reflect2-dev)"
 
 # Stage 2: unpack into a GOPATH. The path stays the same on every build so
 # Go's build cache (which keys on package directories) keeps hitting.

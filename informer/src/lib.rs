@@ -7,6 +7,7 @@
 //!   [`drained`]: queues that give their memory back once drained.
 //! - [`object`]: an object as its shared JSON text, with the fields the
 //!   stages read parsed beside it.
+//! - [`profile`]: which Kubernetes release (and feature gates) to behave as.
 //! - [`indexer`]: the store: state as the accumulation of events, with indexes.
 //! - [`shared_informer`]: HandleDeltas, and one buffer per listener.
 //! - [`handlers`]: event handlers, with a filtering one like the scheduler's.
@@ -23,6 +24,7 @@ pub mod handlers;
 pub mod indexer;
 pub mod informer;
 pub mod object;
+pub mod profile;
 pub mod rate_limiter;
 pub mod reflector;
 pub mod shared_informer;
@@ -30,6 +32,7 @@ pub mod workqueue;
 
 pub use informer::{Finished, Informer};
 pub use object::{Meta, Object};
+pub use profile::{Gate, Profile, Release};
 
 /// Microseconds since the Unix epoch (the protocol's unit).
 pub use watchlife_protocol::Micros;
