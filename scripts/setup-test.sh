@@ -66,3 +66,16 @@ if ! "$here/ensure-client-go-reference.sh" --check 2>/dev/null; then
     say "the differential tests need client-go's informer: building tests/client-go-reference (one to two minutes)"
 fi
 "$here/ensure-client-go-reference.sh" >/dev/null
+
+# A Kubernetes v1.36 apiserver (apiextensions-apiserver), etcd 3.5 and Go
+# 1.26 from Debian sid's packages, unpacked into a private root (nothing is
+# installed), and the client-go v0.36 reference informer built with them;
+# all cached under ~/.cache/watchlife, so this is instant once done.
+if ! "$here/ensure-modern-cluster.sh" --check 2>/dev/null; then
+    say "the modern-cluster tests need a v1.36 apiserver: downloading Go 1.26, etcd 3.5 and the Kubernetes v0.36 sources from Debian sid into ~/.cache/watchlife (nothing is installed) and building apiextensions-apiserver (about 6 minutes, up to 12 on 2 busy cores; once per machine)"
+fi
+"$here/ensure-modern-cluster.sh" >/dev/null
+if ! "$here/ensure-client-go-reference-modern.sh" --check 2>/dev/null; then
+    say "the modern reference tests need client-go v0.36's informer: building tests/client-go-reference-modern (under a minute)"
+fi
+"$here/ensure-client-go-reference-modern.sh" >/dev/null
