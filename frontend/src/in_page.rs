@@ -366,6 +366,7 @@ impl Page {
                 Request::Watch {
                     resource_version,
                     timeout_seconds,
+                    ..
                 } => {
                     let from = resource_version.parse().unwrap_or(0);
                     let options = WatchOptions {

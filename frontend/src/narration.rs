@@ -157,6 +157,12 @@ pub fn request(state: &ReflectorState) -> Option<String> {
             resource_version,
             timeout_seconds,
         } => format!("WATCH rv=\"{resource_version}\" timeout {timeout_seconds}s"),
+        ReflectorState::StreamingListStarted {
+            resource_version, ..
+        } if resource_version.is_empty() => "WATCH sendInitialEvents (most recent)".to_string(),
+        ReflectorState::StreamingListStarted {
+            resource_version, ..
+        } => format!("WATCH sendInitialEvents rv=\"{resource_version}\""),
         _ => return None,
     })
 }
@@ -218,8 +224,17 @@ pub fn reflector_state(state: &ReflectorState) -> String {
             count,
             resource_version,
         } => format!("LIST: {count} objects at RV {resource_version}"),
-        ReflectorState::ListStarted { .. } | ReflectorState::WatchStarted { .. } => {
-            request(state).unwrap_or_default()
+        ReflectorState::ListStarted { .. }
+        | ReflectorState::WatchStarted { .. }
+        | ReflectorState::StreamingListStarted { .. } => request(state).unwrap_or_default(),
+        ReflectorState::InitialEventsEnd {
+            count,
+            resource_version,
+        } => format!(
+            "initial-events-end BOOKMARK: the {count} objects streamed are the list at RV {resource_version}; watching on"
+        ),
+        ReflectorState::StreamingListFailed { reason } => {
+            format!("streaming list refused ({reason}) → LIST")
         }
         ReflectorState::Bookmark { resource_version } => {
             format!("BOOKMARK at RV {resource_version}")
@@ -243,6 +258,9 @@ pub fn reflector_state_short(state: &ReflectorState) -> String {
         ReflectorState::ListStarted { .. } | ReflectorState::WatchStarted { .. } => {
             request(state).unwrap_or_default()
         }
+        ReflectorState::StreamingListStarted { .. } => "WATCH sendInitialEvents".into(),
+        ReflectorState::InitialEventsEnd { count, .. } => format!("STREAMED {count}"),
+        ReflectorState::StreamingListFailed { .. } => "stream refused → LIST".into(),
         ReflectorState::ListProgress { bytes } => format!("LIST… {:.1} MB", *bytes as f64 / 1e6),
         ReflectorState::ListFinished { count, .. } => format!("LISTED {count}"),
         ReflectorState::Bookmark { resource_version } => format!("BOOKMARK {resource_version}"),
@@ -262,6 +280,7 @@ pub fn reflector_alarming(state: &ReflectorState) -> bool {
         ReflectorState::Gone { .. }
             | ReflectorState::Relist { .. }
             | ReflectorState::Backoff { .. }
+            | ReflectorState::StreamingListFailed { .. }
     )
 }
 
@@ -282,6 +301,18 @@ pub fn reflector_caption(resource: &str, state: &ReflectorState) -> Option<Strin
             resource_version,
         } => format!(
             "The {resource} watch ended ({reason}); the Reflector watches again from RV {resource_version}."
+        ),
+        ReflectorState::StreamingListStarted { .. } => format!(
+            "The {resource} Reflector opens a streaming list: one WATCH whose first events are the current objects, sent as ADDED. No LIST is made."
+        ),
+        ReflectorState::InitialEventsEnd {
+            count,
+            resource_version,
+        } => format!(
+            "A BOOKMARK annotated k8s.io/initial-events-end closes the initial list of {resource}: {count} objects at RV {resource_version} replace the store at once, and the same stream goes on as a watch."
+        ),
+        ReflectorState::StreamingListFailed { reason } => format!(
+            "The server would not stream the list of {resource} ({reason}): the Reflector falls back to LIST, then WATCH."
         ),
         _ => return None,
     })

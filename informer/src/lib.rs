@@ -2,7 +2,9 @@
 //! sharedIndexInformer, processorListeners and workqueue. No IO.
 //!
 //! # Layout
-//! - [`reflector`]: ListAndWatch as a state machine; drivers do the requests.
+//! - [`reflector`]: ListAndWatch as a state machine, with each release's rules;
+//!   [`list_watch`]: the one driver that performs its requests, over a small
+//!   list-watch trait each place adapts.
 //! - [`fifo`]: the queue between the Reflector and the processing loop;
 //!   [`drained`]: queues that give their memory back once drained.
 //! - [`object`]: an object as its shared JSON text, with the fields the
@@ -23,6 +25,7 @@ pub mod fifo;
 pub mod handlers;
 pub mod indexer;
 pub mod informer;
+pub mod list_watch;
 pub mod object;
 pub mod profile;
 pub mod rate_limiter;

@@ -370,10 +370,14 @@ mod tests {
     #[test]
     fn gates_flip_as_kubernetes_lets_them() {
         let mut p = Profile::new(Release::V1_36);
-        p.set_list("WatchListClient=false, WatchList=False").unwrap();
+        p.set_list("WatchListClient=false, WatchList=False")
+            .unwrap();
         assert!(!p.streams_lists());
         assert!(!p.enabled(Gate::WatchList));
-        assert_eq!(p.to_string(), "1.36 (WatchListClient=false,WatchList=false)");
+        assert_eq!(
+            p.to_string(),
+            "1.36 (WatchListClient=false,WatchList=false)"
+        );
         assert!(matches!(
             p.set_list("InOrderInformers=false"),
             Err(ProfileError::LockedGate { .. })

@@ -38,6 +38,27 @@ pub enum ReflectorState {
         #[serde(default)]
         timeout_seconds: u64,
     },
+    /// A streaming list went out (Kubernetes ≥ 1.27 servers, client-go ≥ 1.35
+    /// informers): one WATCH with `sendInitialEvents=true` and
+    /// `resourceVersionMatch=NotOlderThan` from `resource_version` (empty:
+    /// the most recent, as a consistent read), whose first events are the
+    /// current objects.
+    StreamingListStarted {
+        resource_version: String,
+        #[serde(default)]
+        timeout_seconds: u64,
+    },
+    /// The BOOKMARK annotated `k8s.io/initial-events-end` came: the `count`
+    /// objects streamed are the whole list at `resource_version`, and the
+    /// same stream goes on as a watch.
+    InitialEventsEnd {
+        count: u64,
+        resource_version: String,
+    },
+    /// The streaming list could not be had (the server refused it, say 422
+    /// from a server without WatchList, or it broke): the Reflector falls
+    /// back to LIST, then WATCH, in the same cycle.
+    StreamingListFailed { reason: String },
     /// A BOOKMARK moved the last synced resourceVersion on.
     Bookmark { resource_version: String },
     /// The watch ended normally (timeout or server close); it re-watches from

@@ -1,5 +1,8 @@
-//! The Reflector: client-go's `ListAndWatch` (v1.20, `tools/cache/reflector.go`)
-//! as a state machine that does no IO.
+//! The Reflector: client-go's `ListAndWatch` as a state machine that does
+//! no IO, with the rules of the release its [`Profile`] names.
+//!
+//! **v1.20** (`tools/cache/reflector.go` of client-go v1.20.2): LIST, then
+//! WATCH.
 //!
 //! ```text
 //!                 ┌──────────── Wait (backoffManager: 0.8 s doubling to 30 s) ◄──────────┐
@@ -12,14 +15,39 @@
 //!     └── any other error ──────────────────────────────────────────────────────────┘
 //! ```
 //!
+//! **v1.36** (client-go v0.36.4, `reflector.go`: `ListAndWatchWithContext`,
+//! `watchList`, `watch`), with `WatchListClient` on: a cycle opens a
+//! *streaming list*, one WATCH with `sendInitialEvents=true`,
+//! `resourceVersionMatch=NotOlderThan` from `rewatchResourceVersion()` ("" at
+//! first). Its first events are the current objects as synthetic ADDEDs,
+//! which the driver gathers apart (client-go's `temporaryStore`); the BOOKMARK
+//! annotated `k8s.io/initial-events-end: "true"` closes the initial list, the
+//! gathered objects replace the store at its resourceVersion, and the same
+//! stream goes on as a plain watch.
+//!
+//! ```text
+//!   WATCH sendInitialEvents from rewatchResourceVersion() ─ADDED…─► gathered
+//!     │ initial-events-end BOOKMARK ──► Replace, keep watching on the same stream
+//!     │ closed before it ──► stream again at once
+//!     │ 410 / too large ──► unavailable: stream again at once from ""
+//!     │ connection refused / 429 ──► Wait (the one backoff), stream again
+//!     └ anything else (422: the server has no WatchList; 403; a very short
+//!       watch) ──► fall back, in the same cycle, to v1.20's LIST, then WATCH
+//! ```
+//!
+//! With the gate off, v1.36 lists as v1.20 does. Its watch differs in two
+//! ways: a 429 (refused or in the stream) waits and watches again instead
+//! of ending the cycle, and one backoff (`delayHandler`) paces both the
+//! cycles and those retries, where v1.20 had a second one for
+//! "connection refused".
+//!
 //! A driver performs what [`Step::request`] asks (a LIST page, a WATCH, a
 //! wait) and tells the machine how it went; it applies [`Step::effects`] in
-//! order: reports for viewers, and "replace the store with the pages
-//! gathered". The same machine runs against a real apiserver (the bridge,
-//! through kube), against the demo's HTTP API, against the demo control
-//! plane in-process (its own controllers), and in a page.
+//! order: reports for viewers, and "replace the store with the objects
+//! gathered". [`crate::list_watch`] is the one driver, over a small
+//! list-watch trait that each place adapts.
 //!
-//! The rules, each as client-go has it:
+//! The rules shared by both releases, each as client-go has it:
 //! - The first LIST asks for resourceVersion "0" (any state the watch cache
 //!   holds), in pages of 500 (the watch cache ignores the limit for "0").
 //! - A later LIST asks for the last resourceVersion seen, **unpaged**: only
@@ -34,21 +62,21 @@
 //! - A WATCH goes from the LIST's resourceVersion, then from the last one an
 //!   event or BOOKMARK carried, with bookmarks, timing out after a random
 //!   5–10 minutes. A watch that closes normally is started again at once.
-//! - A WATCH refused for "connection refused" waits (its own backoff) and
-//!   watches again: the server is likely restarting, and a relist would not
-//!   help.
 //! - Anything else that ends a watch (an ERROR event such as 410 Gone, a
 //!   watch that closed within a second with no event, a refused WATCH) ends
-//!   the list-watch cycle, and so does a failed LIST: the next cycle LISTs
-//!   again after the backoff. Two cycles never run without the backoff
-//!   between them (`wait.BackoffUntil` in client-go).
+//!   the list-watch cycle, and so does a failed LIST: the next cycle begins
+//!   after the backoff (`wait.BackoffUntil`, v1.36's `delayHandler.Until`).
 
 pub mod backoff;
+mod failure;
 
 use crate::Micros;
+use crate::profile::{Profile, Release};
 use backoff::Backoff;
 use std::time::Duration;
 use watchlife_protocol::ReflectorState;
+
+pub use failure::{Failure, WatchEnd};
 
 /// Shortest server-side timeout asked for a watch: each watch asks for a
 /// random time between this and twice this (client-go's `minWatchTimeout`,
@@ -62,7 +90,11 @@ pub const PAGE_SIZE: u64 = 500;
 /// normal close (client-go: "very short watch").
 pub const SHORT_WATCH: Duration = Duration::from_secs(1);
 
-/// How a Reflector behaves; the defaults are client-go's.
+/// The annotation of the BOOKMARK that ends a streaming list's initial
+/// events (`metav1.InitialEventsAnnotationKey`).
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// How a Reflector behaves.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// See [`MIN_WATCH_TIMEOUT`]. Shorter only for demos and tests.
@@ -72,14 +104,28 @@ pub struct Config {
     /// How often the store is resynced while watching; zero for never (the
     /// default of most controllers).
     pub resync_period: Duration,
+    /// The release (and gates) whose rules apply.
+    pub profile: Profile,
 }
 
 impl Default for Config {
+    /// client-go v1.20.2's Reflector: LIST, then WATCH. The rules of a
+    /// client that never streams lists, as the apiserver's own Cacher (its
+    /// storage offers no initial events) and the in-process drivers; a
+    /// client of a cluster takes [`Config::for_profile`].
     fn default() -> Self {
+        Config::for_profile(Profile::new(Release::V1_20))
+    }
+}
+
+impl Config {
+    /// client-go's defaults, with the rules of `profile`.
+    pub fn for_profile(profile: Profile) -> Self {
         Config {
             min_watch_timeout: MIN_WATCH_TIMEOUT,
             page_size: PAGE_SIZE,
             resync_period: Duration::ZERO,
+            profile,
         }
     }
 }
@@ -93,10 +139,14 @@ pub enum Request {
         limit: u64,
         continue_token: Option<String>,
     },
-    /// A WATCH with bookmarks allowed.
+    /// A WATCH with bookmarks allowed; with `send_initial_events`, a
+    /// streaming list (`sendInitialEvents=true`,
+    /// `resourceVersionMatch=NotOlderThan`; an empty `resource_version` is
+    /// then sent as no resourceVersion at all, asking for the most recent).
     Watch {
         resource_version: String,
         timeout_seconds: u64,
+        send_initial_events: bool,
     },
     /// Sleep, then call [`Reflector::waited`].
     Wait(Duration),
@@ -108,10 +158,11 @@ pub enum Request {
 pub enum Effect {
     /// Tell viewers (in stream order with the deltas).
     Report(ReflectorState),
-    /// The pages gathered since the LIST started are the whole list, at this
-    /// resourceVersion: replace the store with them (client-go's `syncWith`).
+    /// The objects gathered since the LIST (or the streaming list) started
+    /// are the whole list, at this resourceVersion: replace the store with
+    /// them (client-go's `syncWith`, or `store.Replace(temporaryStore.List())`).
     Replace { resource_version: String },
-    /// The pages gathered are void: the LIST is asked again.
+    /// The objects gathered are void: the list is asked again.
     DiscardPages,
 }
 
@@ -122,47 +173,40 @@ pub struct Step {
     pub request: Request,
 }
 
-/// How a request failed, sorted as client-go sorts it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
-    /// 410: the resourceVersion asked for is older than the server keeps
-    /// (`IsResourceExpired` or `IsGone`).
-    Expired(String),
-    /// The server's cache has not reached the resourceVersion asked for
-    /// (the `ResourceVersionTooLarge` cause).
-    TooLargeResourceVersion(String),
-    /// The TCP connection was refused: the server is likely down.
-    ConnectionRefused(String),
-    /// Anything else (forbidden, a bad selector, a server error, a broken
-    /// stream, an undecodable event), with its message.
-    Other(String),
+/// One event read from a watch stream, as the machine needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen<'a> {
+    Added(&'a str),
+    Modified(&'a str),
+    Deleted(&'a str),
+    /// A BOOKMARK; `initial_events_end` when it carries the
+    /// [`INITIAL_EVENTS_END`] annotation.
+    Bookmark {
+        resource_version: &'a str,
+        initial_events_end: bool,
+    },
 }
 
-impl Failure {
-    pub fn message(&self) -> &str {
-        match self {
-            Failure::Expired(m)
-            | Failure::TooLargeResourceVersion(m)
-            | Failure::ConnectionRefused(m)
-            | Failure::Other(m) => m,
+impl<'a> Seen<'a> {
+    pub fn resource_version(&self) -> &'a str {
+        match *self {
+            Seen::Added(rv) | Seen::Modified(rv) | Seen::Deleted(rv) => rv,
+            Seen::Bookmark {
+                resource_version, ..
+            } => resource_version,
         }
     }
 }
 
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.message())
-    }
-}
-
-/// How a watch stream ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WatchEnd {
-    /// The stream ended without an error (its timeout, or the server or the
-    /// connection closed it).
-    Closed,
-    /// An ERROR event, or a stream that could not be read or decoded.
-    Failed(Failure),
+/// Where the driver puts an object event's object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// To the store (the FIFO), as a delta.
+    Deliver,
+    /// Among the objects gathered for the next [`Effect::Replace`] (the
+    /// initial events of a streaming list): added or updated there for
+    /// ADDED and MODIFIED, removed for DELETED.
+    Gather,
 }
 
 /// Where the machine is.
@@ -171,11 +215,15 @@ enum Phase {
     /// Not started.
     Idle,
     Listing(Listing),
+    /// A streaming list's initial events are coming in.
+    Streaming(Streaming),
     Watching {
         started: Micros,
         events: u64,
     },
-    /// Waiting to watch again after "connection refused".
+    /// Waiting to stream again after "connection refused" or 429.
+    WaitingToStream,
+    /// Waiting to watch again after "connection refused" (or, in v1.36, 429).
     WaitingToWatch,
     /// Waiting between two list-watch cycles.
     WaitingToList,
@@ -198,13 +246,32 @@ struct Listing {
     items: u64,
 }
 
+/// One streaming list, until its initial-events-end bookmark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Streaming {
+    /// The resourceVersion asked for ("" for the most recent).
+    asked: String,
+    started: Micros,
+    /// Events read on this stream.
+    events: u64,
+    /// Objects gathered (ADDED less DELETED).
+    items: u64,
+    /// The resourceVersion of the last event other than ADDED: the initial
+    /// ADDEDs come in no order of resourceVersion (`watchList`'s
+    /// `resourceVersion`, set only when `eventReceivedBesidesAdded`).
+    resource_version: String,
+}
+
 /// Counts a viewer may show of one Reflector's life.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     pub lists: u64,
+    /// WATCH requests, streaming lists included.
     pub watches: u64,
     pub events: u64,
     pub cycles_failed: u64,
+    /// Streaming lists asked for.
+    pub streaming_lists: u64,
 }
 
 /// The Reflector of one resource. See the module documentation.
@@ -219,9 +286,11 @@ pub struct Reflector {
     /// client-go's `paginatedResult`: a LIST from "0" came back in pages, so
     /// the server has no watch cache for this resource; keep paging.
     paginated_result: bool,
-    /// `backoffManager`: between list-watch cycles.
+    /// `backoffManager` (v1.20), `delayHandler` (v1.36): between list-watch
+    /// cycles, and in v1.36 also before retrying a refused watch.
     backoff: Backoff,
-    /// `initConnBackoffManager`: between WATCHes refused for "connection refused".
+    /// v1.20's `initConnBackoffManager`: between WATCHes refused for
+    /// "connection refused".
     conn_backoff: Backoff,
     /// Why the last cycle ended, said when the next one starts.
     ended_because: Option<String>,
@@ -249,12 +318,16 @@ impl Reflector {
         }
     }
 
+    /// The rules this machine follows.
+    pub fn profile(&self) -> Profile {
+        self.config.profile
+    }
+
     /// The first request.
     pub fn start(&mut self, now: Micros) -> Step {
         debug_assert_eq!(self.phase, Phase::Idle, "started twice");
         let mut effects = Vec::new();
-        let request = self.begin_cycle(&mut effects);
-        let _ = now;
+        let request = self.begin_cycle(now, &mut effects);
         Step { effects, request }
     }
 
@@ -335,11 +408,7 @@ impl Reflector {
                 },
             };
         }
-        let unavailable = matches!(
-            failure,
-            Failure::Expired(_) | Failure::TooLargeResourceVersion(_)
-        );
-        if unavailable && !listing.retried {
+        if failure.is_unavailable() && !listing.retried {
             // Retry at once from "", a consistent read, so that the
             // Reflector makes progress; the pager keeps its page size.
             self.last_sync_unavailable = true;
@@ -372,18 +441,21 @@ impl Reflector {
         Step { effects, request }
     }
 
-    /// The WATCH request failed before a stream opened.
+    /// The WATCH request (or the streaming list) failed before a stream
+    /// opened.
     pub fn watch_failed(&mut self, failure: Failure, now: Micros) -> Step {
-        if !matches!(self.phase, Phase::Watching { .. }) {
-            return self.out_of_turn("a failed WATCH");
+        match self.phase {
+            Phase::Streaming(_) => return self.stream_failed(failure, now, Vec::new()),
+            Phase::Watching { .. } => {}
+            _ => return self.out_of_turn("a failed WATCH"),
         }
         let mut effects = Vec::new();
-        if let Failure::ConnectionRefused(message) = &failure {
-            let delay = self.conn_backoff.next_delay(now, self.random.unit());
+        if self.retries_watch(&failure) {
+            let delay = self.watch_retry_delay(now);
             self.phase = Phase::WaitingToWatch;
             effects.push(Effect::Report(ReflectorState::Backoff {
                 delay_ms: delay.as_millis() as u64,
-                error: format!("WATCH refused: {message}; watching again"),
+                error: format!("WATCH refused: {}; watching again", failure.message()),
             }));
             return Step {
                 effects,
@@ -401,39 +473,103 @@ impl Reflector {
     }
 
     /// A watch event arrived with this resourceVersion; `bookmark` for a
-    /// BOOKMARK. Returns what to tell viewers (a bookmark is reported; an
-    /// object's event goes to the store by the driver).
+    /// BOOKMARK. Returns what to tell viewers. For drivers that never
+    /// stream lists; the others call [`Reflector::observe`].
     pub fn watch_event(&mut self, resource_version: &str, bookmark: bool) -> Vec<Effect> {
-        let Phase::Watching { events, .. } = &mut self.phase else {
-            return Vec::new();
-        };
-        *events += 1;
-        self.stats.events += 1;
-        self.last_sync = resource_version.to_string();
-        if bookmark {
-            vec![Effect::Report(ReflectorState::Bookmark {
-                resource_version: resource_version.to_string(),
-            })]
+        let seen = if bookmark {
+            Seen::Bookmark {
+                resource_version,
+                initial_events_end: false,
+            }
         } else {
-            Vec::new()
+            Seen::Modified(resource_version)
+        };
+        self.observe(seen, 0).1
+    }
+
+    /// An event read from the open stream: where its object goes, and what
+    /// to do (a streaming list's last initial event brings the Replace).
+    pub fn observe(&mut self, seen: Seen<'_>, now: Micros) -> (Route, Vec<Effect>) {
+        let resource_version = seen.resource_version();
+        match &mut self.phase {
+            Phase::Watching { events, .. } => {
+                *events += 1;
+                self.stats.events += 1;
+                self.last_sync = resource_version.to_string();
+                let effects = match seen {
+                    Seen::Bookmark { .. } => vec![Effect::Report(ReflectorState::Bookmark {
+                        resource_version: resource_version.to_string(),
+                    })],
+                    _ => Vec::new(),
+                };
+                (Route::Deliver, effects)
+            }
+            Phase::Streaming(streaming) => {
+                streaming.events += 1;
+                self.stats.events += 1;
+                match seen {
+                    Seen::Added(_) => streaming.items += 1,
+                    Seen::Deleted(_) => streaming.items = streaming.items.saturating_sub(1),
+                    _ => {}
+                }
+                if !matches!(seen, Seen::Added(_)) {
+                    streaming.resource_version = resource_version.to_string();
+                }
+                let Seen::Bookmark {
+                    initial_events_end: true,
+                    ..
+                } = seen
+                else {
+                    let effects = match seen {
+                        Seen::Bookmark { .. } => {
+                            vec![Effect::Report(ReflectorState::Bookmark {
+                                resource_version: resource_version.to_string(),
+                            })]
+                        }
+                        _ => Vec::new(),
+                    };
+                    return (Route::Gather, effects);
+                };
+                let streaming = streaming.clone();
+                self.initial_list_ended(streaming, now)
+            }
+            _ => (Route::Deliver, Vec::new()),
         }
     }
 
     /// The watch stream ended.
     pub fn watch_ended(&mut self, end: WatchEnd, now: Micros) -> Step {
-        let Phase::Watching { started, events } = self.phase else {
-            return self.out_of_turn("the end of a watch");
+        let (started, events) = match &self.phase {
+            Phase::Watching { started, events } => (*started, *events),
+            Phase::Streaming(s) => (s.started, s.events),
+            _ => return self.out_of_turn("the end of a watch"),
         };
+        let very_short =
+            events == 0 && now.saturating_sub(started) < SHORT_WATCH.as_micros() as u64;
         let mut effects = Vec::new();
+        if let Phase::Streaming(_) = self.phase {
+            let failure = match end {
+                WatchEnd::Failed(failure) => failure,
+                WatchEnd::Closed if very_short => Failure::Other(VERY_SHORT.to_string()),
+                WatchEnd::Closed => {
+                    // The initial events did not end: stream again, at once
+                    // (`watchList`'s loop).
+                    effects.push(Effect::DiscardPages);
+                    effects.push(Effect::Report(ReflectorState::WatchEnded {
+                        resource_version: self.rewatch_resource_version(),
+                        reason: "the streaming list ended before its initial-events-end bookmark"
+                            .into(),
+                    }));
+                    let request = self.stream(now, &mut effects);
+                    return Step { effects, request };
+                }
+            };
+            effects.push(Effect::DiscardPages);
+            return self.stream_failed(failure, now, effects);
+        }
         let failure = match end {
             WatchEnd::Failed(failure) => failure,
-            WatchEnd::Closed
-                if events == 0 && now.saturating_sub(started) < SHORT_WATCH.as_micros() as u64 =>
-            {
-                Failure::Other(
-                    "very short watch: it closed within a second with no event".to_string(),
-                )
-            }
+            WatchEnd::Closed if very_short => Failure::Other(VERY_SHORT.to_string()),
             WatchEnd::Closed => {
                 effects.push(Effect::Report(ReflectorState::WatchEnded {
                     resource_version: self.last_sync.clone(),
@@ -443,6 +579,20 @@ impl Reflector {
                 return Step { effects, request };
             }
         };
+        if self.release() == Release::V1_36 && matches!(failure, Failure::TooManyRequests(_)) {
+            // v0.36 `watch`: "Watch returned 429 - backing off", then
+            // watches again from the same resourceVersion.
+            let delay = self.watch_retry_delay(now);
+            self.phase = Phase::WaitingToWatch;
+            effects.push(Effect::Report(ReflectorState::Backoff {
+                delay_ms: delay.as_millis() as u64,
+                error: format!("the watch ended: {failure}; watching again"),
+            }));
+            return Step {
+                effects,
+                request: Request::Wait(delay),
+            };
+        }
         if let Failure::Expired(message) = &failure {
             // A LIST from this resourceVersion still returns state at least
             // as fresh, so it is not marked unavailable (client-go).
@@ -465,7 +615,8 @@ impl Reflector {
         let mut effects = Vec::new();
         let request = match self.phase {
             Phase::WaitingToWatch => self.watch(now, &mut effects),
-            Phase::WaitingToList => self.begin_cycle(&mut effects),
+            Phase::WaitingToStream => self.stream(now, &mut effects),
+            Phase::WaitingToList => self.begin_cycle(now, &mut effects),
             _ => return self.out_of_turn("the end of a wait"),
         };
         Step { effects, request }
@@ -491,6 +642,10 @@ impl Reflector {
         self.stats
     }
 
+    fn release(&self) -> Release {
+        self.config.profile.release()
+    }
+
     /// client-go's `relistResourceVersion`.
     fn relist_resource_version(&self) -> String {
         if self.last_sync_unavailable {
@@ -502,8 +657,49 @@ impl Reflector {
         }
     }
 
-    /// A new list-watch cycle: its LIST.
-    fn begin_cycle(&mut self, effects: &mut Vec<Effect>) -> Request {
+    /// client-go v0.36's `rewatchResourceVersion`: where a streaming list
+    /// starts ("" for the most recent, as a consistent read).
+    fn rewatch_resource_version(&self) -> String {
+        if self.last_sync_unavailable {
+            String::new()
+        } else {
+            self.last_sync.clone()
+        }
+    }
+
+    /// Whether a refused or broken watch is tried again after a wait rather
+    /// than ending the cycle (`isWatchErrorRetriable`).
+    fn retries_watch(&self, failure: &Failure) -> bool {
+        match failure {
+            Failure::ConnectionRefused(_) => true,
+            Failure::TooManyRequests(_) => self.release() == Release::V1_36,
+            _ => false,
+        }
+    }
+
+    /// The wait before watching again after a retriable refusal.
+    fn watch_retry_delay(&mut self, now: Micros) -> Duration {
+        let jitter = self.random.unit();
+        match self.release() {
+            Release::V1_20 => self.conn_backoff.next_delay(now, jitter),
+            Release::V1_36 => self.backoff.next_delay(now, jitter),
+        }
+    }
+
+    /// A new list-watch cycle: a streaming list, or a LIST.
+    fn begin_cycle(&mut self, now: Micros, effects: &mut Vec<Effect>) -> Request {
+        if let Some(reason) = self.ended_because.take() {
+            effects.push(Effect::Report(ReflectorState::Relist { reason }));
+        }
+        if self.config.profile.streams_lists() {
+            self.stream(now, effects)
+        } else {
+            self.list(effects)
+        }
+    }
+
+    /// A LIST from `relistResourceVersion()`.
+    fn list(&mut self, effects: &mut Vec<Effect>) -> Request {
         let asked = self.relist_resource_version();
         // The pager's page size, as client-go chooses it.
         let limit = if self.paginated_result || asked.is_empty() || asked == "0" {
@@ -511,9 +707,6 @@ impl Reflector {
         } else {
             0
         };
-        if let Some(reason) = self.ended_because.take() {
-            effects.push(Effect::Report(ReflectorState::Relist { reason }));
-        }
         effects.push(Effect::Report(ReflectorState::ListStarted {
             resource_version: asked.clone(),
             limit,
@@ -534,10 +727,95 @@ impl Reflector {
         }
     }
 
+    /// A streaming list from `rewatchResourceVersion()`.
+    fn stream(&mut self, now: Micros, effects: &mut Vec<Effect>) -> Request {
+        let asked = self.rewatch_resource_version();
+        let timeout_seconds = self.watch_timeout();
+        self.stats.watches += 1;
+        self.stats.streaming_lists += 1;
+        self.phase = Phase::Streaming(Streaming {
+            asked: asked.clone(),
+            started: now,
+            events: 0,
+            items: 0,
+            resource_version: String::new(),
+        });
+        effects.push(Effect::Report(ReflectorState::StreamingListStarted {
+            resource_version: asked.clone(),
+            timeout_seconds,
+        }));
+        Request::Watch {
+            resource_version: asked,
+            timeout_seconds,
+            send_initial_events: true,
+        }
+    }
+
+    /// The streaming list failed (refused, or broken before its initial
+    /// events ended): `watchList`'s `isErrorRetriableWithSideEffectsFn`,
+    /// then `ListAndWatch`'s fall-back to LIST.
+    fn stream_failed(&mut self, failure: Failure, now: Micros, mut effects: Vec<Effect>) -> Step {
+        let request = if self.retries_watch(&failure) {
+            let delay = self.backoff.next_delay(now, self.random.unit());
+            self.phase = Phase::WaitingToStream;
+            effects.push(Effect::Report(ReflectorState::Backoff {
+                delay_ms: delay.as_millis() as u64,
+                error: format!("streaming list refused: {failure}; streaming again"),
+            }));
+            Request::Wait(delay)
+        } else if failure.is_unavailable() {
+            // Stream again at once, from "": the most recent state, served
+            // as a consistent read.
+            let asked = self.rewatch_resource_version();
+            self.last_sync_unavailable = true;
+            if let Failure::Expired(message) = &failure {
+                effects.push(Effect::Report(ReflectorState::Gone {
+                    resource_version: asked,
+                    message: message.clone(),
+                }));
+            }
+            self.stream(now, &mut effects)
+        } else {
+            effects.push(Effect::Report(ReflectorState::StreamingListFailed {
+                reason: failure.to_string(),
+            }));
+            self.list(&mut effects)
+        };
+        Step { effects, request }
+    }
+
+    /// The initial-events-end bookmark: the gathered objects replace the
+    /// store, and the stream goes on as a plain watch.
+    fn initial_list_ended(&mut self, streaming: Streaming, now: Micros) -> (Route, Vec<Effect>) {
+        let resource_version = streaming.resource_version;
+        self.last_sync_unavailable = false;
+        self.last_sync = resource_version.clone();
+        self.resync_at = self.next_resync(now);
+        self.phase = Phase::Watching {
+            started: streaming.started,
+            events: streaming.events,
+        };
+        let effects = vec![
+            Effect::Replace {
+                resource_version: resource_version.clone(),
+            },
+            Effect::Report(ReflectorState::InitialEventsEnd {
+                count: streaming.items,
+                resource_version,
+            }),
+        ];
+        (Route::Gather, effects)
+    }
+
+    /// A random server-side timeout in `[min, 2 × min)`.
+    fn watch_timeout(&mut self) -> u64 {
+        let min = self.config.min_watch_timeout.as_secs_f64();
+        (min * (self.random.unit() + 1.0)) as u64
+    }
+
     /// A WATCH from the last resourceVersion.
     fn watch(&mut self, now: Micros, effects: &mut Vec<Effect>) -> Request {
-        let min = self.config.min_watch_timeout.as_secs_f64();
-        let timeout_seconds = (min * (self.random.unit() + 1.0)) as u64;
+        let timeout_seconds = self.watch_timeout();
         self.phase = Phase::Watching {
             started: now,
             events: 0,
@@ -550,6 +828,7 @@ impl Reflector {
         Request::Watch {
             resource_version: self.last_sync.clone(),
             timeout_seconds,
+            send_initial_events: false,
         }
     }
 
@@ -583,6 +862,9 @@ impl Reflector {
         }
     }
 }
+
+/// client-go's `VeryShortWatchError`.
+const VERY_SHORT: &str = "very short watch: it closed within a second with no event";
 
 /// A small pseudo-random generator for jitter (splitmix64): no dependency,
 /// runs in a page, repeatable in tests.

@@ -1,11 +1,15 @@
-//! The Reflector's rules, each checked as client-go v1.20 behaves. Every
-//! driver of the machine (the bridge, the demo's controllers, the page)
-//! relies on these.
+//! The Reflector's rules, each checked as client-go v1.20 behaves (and, in
+//! `v1_36`, as v0.36 does). Every driver of the machine relies on these.
 
 use super::*;
+use crate::profile::{Profile, Release};
 use proptest::prelude::*;
 
 const SECOND: Micros = 1_000_000;
+
+fn v1_20() -> Config {
+    Config::for_profile(Profile::new(Release::V1_20))
+}
 
 fn list(rv: &str, limit: u64) -> Request {
     Request::List {
@@ -43,7 +47,7 @@ fn wait_of(step: &Step) -> Duration {
 
 /// A Reflector that listed "0" and is watching from `rv`.
 fn watching(rv: &str) -> Reflector {
-    let mut r = Reflector::new(Config::default(), 7);
+    let mut r = Reflector::new(v1_20(), 7);
     assert_eq!(r.start(0).request, list("0", PAGE_SIZE));
     let step = r.list_page(3, rv, None, SECOND);
     assert_eq!(watch_rv(&step), rv);
@@ -52,7 +56,7 @@ fn watching(rv: &str) -> Reflector {
 
 #[test]
 fn lists_from_zero_in_pages_then_watches_from_the_lists_version() {
-    let mut r = Reflector::new(Config::default(), 1);
+    let mut r = Reflector::new(v1_20(), 1);
     let step = r.start(0);
     assert_eq!(step.request, list("0", 500));
     assert_eq!(
@@ -86,6 +90,7 @@ fn lists_from_zero_in_pages_then_watches_from_the_lists_version() {
     let Request::Watch {
         resource_version,
         timeout_seconds,
+        send_initial_events: false,
     } = step.request
     else {
         panic!("a WATCH after the LIST");
@@ -173,7 +178,7 @@ fn a_list_that_answers_expired_is_asked_again_at_once_from_empty_with_the_same_p
 
 #[test]
 fn a_too_large_resource_version_is_retried_from_empty_like_expired() {
-    let mut r = Reflector::new(Config::default(), 3);
+    let mut r = Reflector::new(v1_20(), 3);
     r.start(0);
     let step = r.list_failed(Failure::TooLargeResourceVersion("not yet".into()), SECOND);
     assert_eq!(step.request, list("", 500));
@@ -181,7 +186,7 @@ fn a_too_large_resource_version_is_retried_from_empty_like_expired() {
 
 #[test]
 fn an_expired_continuation_page_falls_back_to_the_whole_list_unpaged() {
-    let mut r = Reflector::new(Config::default(), 3);
+    let mut r = Reflector::new(v1_20(), 3);
     r.start(0);
     r.list_page(500, "90", Some("tok"), SECOND);
     let step = r.list_failed(Failure::Expired("continue expired".into()), 2 * SECOND);
@@ -196,7 +201,7 @@ fn an_expired_continuation_page_falls_back_to_the_whole_list_unpaged() {
 
 #[test]
 fn a_paged_answer_to_list_from_zero_means_no_watch_cache_so_relists_keep_paging() {
-    let mut r = Reflector::new(Config::default(), 3);
+    let mut r = Reflector::new(v1_20(), 3);
     r.start(0);
     r.list_page(500, "90", Some("tok"), SECOND);
     r.list_page(1, "90", None, SECOND);
@@ -240,7 +245,7 @@ fn a_refused_watch_other_than_connection_refused_relists_after_the_backoff() {
 
 #[test]
 fn failing_cycles_back_off_doubling_and_reset_after_two_healthy_minutes() {
-    let mut r = Reflector::new(Config::default(), 11);
+    let mut r = Reflector::new(v1_20(), 11);
     let mut now = 0;
     r.start(now);
     let mut delays = Vec::new();
@@ -292,6 +297,7 @@ enum Outcome {
     Expired,
     TooLarge,
     Refused,
+    Busy,
     Other,
     Event,
     Closed,
@@ -303,6 +309,7 @@ fn outcome() -> impl Strategy<Value = Outcome> {
         Just(Outcome::Expired),
         Just(Outcome::TooLarge),
         Just(Outcome::Refused),
+        Just(Outcome::Busy),
         Just(Outcome::Other),
         Just(Outcome::Event),
         Just(Outcome::Closed),
@@ -317,8 +324,9 @@ proptest! {
     fn two_cycles_never_run_without_the_backoff_between_them(
         outcomes in proptest::collection::vec(outcome(), 1..200),
         seed in any::<u64>(),
+        release in prop_oneof![Just(Release::V1_20), Just(Release::V1_36)],
     ) {
-        let mut r = Reflector::new(Config::default(), seed);
+        let mut r = Reflector::new(Config::for_profile(Profile::new(release)), seed);
         let mut now: Micros = 0;
         let mut step = r.start(now);
         let mut rv = 100u64;
@@ -334,6 +342,17 @@ proptest! {
                 (Request::List { .. }, Outcome::TooLarge) => r.list_failed(Failure::TooLargeResourceVersion("t".into()), now),
                 (Request::List { .. }, _) => r.list_failed(Failure::Other("o".into()), now),
                 (Request::Watch { .. }, Outcome::Refused) => r.watch_failed(Failure::ConnectionRefused("r".into()), now),
+                (Request::Watch { .. }, Outcome::Busy) => r.watch_failed(Failure::TooManyRequests("b".into()), now),
+                (Request::Watch { send_initial_events: true, .. }, Outcome::Ok { .. }) => {
+                    rv += 1;
+                    let rv = rv.to_string();
+                    let seen = Seen::Bookmark { resource_version: &rv, initial_events_end: true };
+                    let (_, effects) = r.observe(seen, now);
+                    let replace = Effect::Replace { resource_version: rv.clone() };
+                    prop_assert!(effects.contains(&replace), "no Replace in {:?}", effects);
+                    now += 2 * SECOND;
+                    r.watch_ended(WatchEnd::Closed, now)
+                }
                 (Request::Watch { .. }, Outcome::Other) => r.watch_failed(Failure::Other("o".into()), now),
                 (Request::Watch { .. }, Outcome::Event) => {
                     rv += 1;
@@ -353,9 +372,20 @@ proptest! {
                 let waited = match asked { Request::Wait(d) => d, _ => Duration::ZERO };
                 prop_assert!(waited >= backoff::INITIAL, "a cycle began after {asked:?}");
             }
-            if let Request::Watch { resource_version, .. } = &step.request {
-                prop_assert_eq!(resource_version, r.last_sync_resource_version());
+            match &step.request {
+                Request::Watch { resource_version, send_initial_events: false, .. } => {
+                    prop_assert_eq!(resource_version, r.last_sync_resource_version());
+                }
+                // A streaming list goes from the last resourceVersion, or
+                // from "" once it was unavailable.
+                Request::Watch { resource_version, send_initial_events: true, .. } => {
+                    let from_last = resource_version == r.last_sync_resource_version();
+                    prop_assert!(resource_version.is_empty() || from_last, "streaming from {:?}", resource_version);
+                }
+                _ => {}
             }
         }
     }
 }
+
+mod v1_36;

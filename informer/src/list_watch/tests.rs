@@ -1,0 +1,260 @@
+//! The driver against a scripted server: what it asks, and what the sink
+//! receives, for each release's rules.
+
+use super::*;
+use crate::profile::{Gate, Profile, Release};
+use serde_json::{Value, json};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::task::{Context, Poll, Waker};
+
+type Obj = Arc<Value>;
+
+fn obj(name: &str, rv: u64) -> Obj {
+    Arc::new(
+        json!({"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv.to_string()}}),
+    )
+}
+
+/// A server that answers from a script, then hangs (never answers again).
+#[derive(Default)]
+struct Scripted {
+    lists: RefCell<VecDeque<Result<Page<Obj>, Failure>>>,
+    watches: RefCell<VecDeque<Result<Vec<Result<WatchItem<Obj>, Failure>>, Failure>>>,
+    /// The requests made, as `LIST rv=0 limit=500` or `WATCH rv= stream`.
+    asked: RefCell<Vec<String>>,
+    clock: Cell<Micros>,
+}
+
+/// A stream of scripted items; `None` at its end closes it unless it hangs.
+struct Items {
+    items: VecDeque<Result<WatchItem<Obj>, Failure>>,
+    hang: bool,
+}
+
+impl WatchStream<Obj> for Items {
+    async fn next(&mut self) -> Option<Result<WatchItem<Obj>, Failure>> {
+        match self.items.pop_front() {
+            Some(item) => Some(item),
+            None if self.hang => future::pending().await,
+            None => None,
+        }
+    }
+}
+
+impl ListerWatcher for Scripted {
+    type Object = Obj;
+    type Stream = Items;
+
+    async fn list(&self, r: ListRequest<'_>) -> Result<Page<Obj>, Failure> {
+        self.asked
+            .borrow_mut()
+            .push(format!("LIST rv={} limit={}", r.resource_version, r.limit));
+        let next = self.lists.borrow_mut().pop_front();
+        match next {
+            Some(answer) => answer,
+            None => future::pending().await,
+        }
+    }
+
+    async fn watch(&self, r: WatchRequest<'_>) -> Result<Items, Failure> {
+        let kind = if r.send_initial_events { " stream" } else { "" };
+        self.asked
+            .borrow_mut()
+            .push(format!("WATCH rv={}{kind}", r.resource_version));
+        // Long enough that no watch is "very short".
+        self.clock.set(self.clock.get() + 2_000_000);
+        let next = self.watches.borrow_mut().pop_front();
+        match next {
+            Some(Ok(items)) => {
+                let hang = self.watches.borrow().is_empty();
+                Ok(Items {
+                    items: items.into(),
+                    hang,
+                })
+            }
+            Some(Err(failure)) => Err(failure),
+            None => future::pending().await,
+        }
+    }
+}
+
+impl Timer for Scripted {
+    fn now(&self) -> Micros {
+        self.clock.get()
+    }
+
+    async fn sleep(&self, d: Duration) {
+        self.clock.set(self.clock.get() + d.as_micros() as u64);
+    }
+}
+
+/// What the sink received, one line each.
+#[derive(Default)]
+struct Received(Vec<String>);
+
+impl Sink<Obj> for Received {
+    fn report(&mut self, state: ReflectorState) {
+        let name = format!("{state:?}");
+        let name = name.split([' ', '{', '(']).next().unwrap_or_default();
+        self.0.push(format!("report {name}"));
+    }
+    fn replace(&mut self, objects: Vec<Obj>, rv: &str, _at: Micros) {
+        let keys: Vec<_> = objects.iter().map(|o| o.key().to_string()).collect();
+        self.0.push(format!("replace {rv} {keys:?}"));
+    }
+    fn delta(&mut self, t: EventType, o: Obj, _at: Micros) {
+        self.0
+            .push(format!("{t:?} {} {}", o.key(), o.resource_version()));
+    }
+    fn marker(&mut self, t: EventType, rv: &str, _at: Micros) {
+        self.0.push(format!("{t:?} {rv}"));
+    }
+    fn resync(&mut self) {
+        self.0.push("resync".into());
+    }
+}
+
+/// Runs the driver until the script is spent.
+fn drive(server: &Scripted, profile: Profile) -> Vec<String> {
+    let mut sink = Received::default();
+    {
+        let run = pin!(run(
+            server,
+            &mut sink,
+            server,
+            Config::for_profile(profile),
+            1
+        ));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(run.poll(&mut cx) == Poll::Pending);
+    }
+    sink.0
+}
+
+fn end(rv: u64) -> Result<WatchItem<Obj>, Failure> {
+    Ok(WatchItem::Bookmark {
+        resource_version: rv.to_string(),
+        initial_events_end: true,
+    })
+}
+
+#[test]
+fn a_streaming_list_replaces_the_store_at_its_bookmark_and_watches_on() {
+    let server = Scripted::default();
+    server.watches.borrow_mut().push_back(Ok(vec![
+        Ok(WatchItem::Added(obj("b", 7))),
+        Ok(WatchItem::Added(obj("a", 9))),
+        Ok(WatchItem::Added(obj("c", 3))),
+        Ok(WatchItem::Deleted(obj("c", 3))),
+        end(10),
+        Ok(WatchItem::Modified(obj("a", 11))),
+    ]));
+    let got = drive(&server, Profile::new(Release::V1_36));
+    assert_eq!(*server.asked.borrow(), ["WATCH rv= stream"]);
+    assert_eq!(
+        got,
+        [
+            "report StreamingListStarted",
+            "Bookmark 10",
+            r#"replace 10 ["ns/b", "ns/a"]"#,
+            "report InitialEventsEnd",
+            "Modified ns/a 11",
+        ]
+    );
+}
+
+#[test]
+fn a_refused_streaming_list_falls_back_to_list_then_watch() {
+    let server = Scripted::default();
+    server.watches.borrow_mut().extend([
+        Err(Failure::Other("422: WatchList is disabled".into())),
+        Ok(vec![Ok(WatchItem::Added(obj("d", 6)))]),
+    ]);
+    server.lists.borrow_mut().push_back(Ok(Page {
+        items: vec![obj("a", 4)],
+        resource_version: "5".into(),
+        continue_token: None,
+    }));
+    let got = drive(&server, Profile::new(Release::V1_36));
+    assert_eq!(
+        *server.asked.borrow(),
+        ["WATCH rv= stream", "LIST rv=0 limit=500", "WATCH rv=5"]
+    );
+    assert_eq!(
+        got,
+        [
+            "report StreamingListStarted",
+            "report StreamingListFailed",
+            "report ListStarted",
+            r#"replace 5 ["ns/a"]"#,
+            "report ListFinished",
+            "report WatchStarted",
+            "Added ns/d 6",
+        ]
+    );
+}
+
+#[test]
+fn after_410_a_streaming_relist_goes_from_the_last_resource_version() {
+    let server = Scripted::default();
+    server.watches.borrow_mut().extend([
+        Ok(vec![
+            Ok(WatchItem::Added(obj("a", 4))),
+            end(5),
+            Ok(WatchItem::Modified(obj("a", 8))),
+            Ok(WatchItem::Error(Failure::Expired("too old".into()))),
+        ]),
+        Ok(vec![Ok(WatchItem::Added(obj("a", 8))), end(12)]),
+    ]);
+    let got = drive(&server, Profile::new(Release::V1_36));
+    assert_eq!(
+        *server.asked.borrow(),
+        ["WATCH rv= stream", "WATCH rv=8 stream"]
+    );
+    assert!(got.contains(&"Error 8".to_string()), "{got:?}");
+    assert_eq!(got.last().unwrap(), "report InitialEventsEnd");
+}
+
+#[test]
+fn v1_20_and_the_client_gate_off_list_then_watch() {
+    let mut gate_off = Profile::new(Release::V1_36);
+    gate_off.set(Gate::WatchListClient, false).unwrap();
+    for profile in [Profile::new(Release::V1_20), gate_off] {
+        let server = Scripted::default();
+        server.lists.borrow_mut().push_back(Ok(Page {
+            items: vec![obj("a", 2)],
+            resource_version: "3".into(),
+            continue_token: None,
+        }));
+        server.watches.borrow_mut().push_back(Ok(vec![]));
+        drive(&server, profile);
+        assert_eq!(
+            *server.asked.borrow(),
+            ["LIST rv=0 limit=500", "WATCH rv=3"],
+            "{profile}"
+        );
+    }
+}
+
+#[test]
+fn a_paged_list_is_replaced_once_whole() {
+    let server = Scripted::default();
+    server.lists.borrow_mut().extend([
+        Ok(Page {
+            items: vec![obj("a", 1)],
+            resource_version: "9".into(),
+            continue_token: Some("next".into()),
+        }),
+        Ok(Page {
+            items: vec![obj("b", 2)],
+            resource_version: "9".into(),
+            continue_token: None,
+        }),
+    ]);
+    let got = drive(&server, Profile::new(Release::V1_20));
+    assert!(
+        got.contains(&r#"replace 9 ["ns/a", "ns/b"]"#.to_string()),
+        "{got:?}"
+    );
+}
