@@ -1,13 +1,6 @@
-//! The FIFO between the Reflector and the informer's processing loop.
-//!
-//! This models client-go's RealFIFO rather than DeltaFIFO. DeltaFIFO keeps one
-//! entry per key holding that key's accumulated deltas, so two quick changes to
-//! an object come out together and the order across keys is the order keys were
-//! first queued. RealFIFO (client-go's default for informers since 1.33) keeps
-//! every delta as its own entry, in arrival order. watchlife shows each event
-//! on its own, in the order the watch delivered it, so RealFIFO is the honest
-//! model; coalescing per key happens later, in the workqueue, where it is drawn.
-//! Either way each key's handlers see the same calls in the same order.
+//! An in-order queue, and the kinds of delta the Reflector queues. The
+//! informer's two queue models (v1.20's DeltaFIFO, v0.36's RealFIFO) are
+//! built on it in [`crate::shared_informer`].
 
 use std::collections::VecDeque;
 
@@ -59,6 +52,11 @@ impl<T> Fifo<T> {
 
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+
+    /// The items waiting, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items.iter()
     }
 }
 

@@ -87,6 +87,7 @@ mod tests {
             final_state_unknown: false,
             resync: false,
             listed: false,
+            in_initial_list: false,
         }
     }
 

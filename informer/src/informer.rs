@@ -22,7 +22,7 @@ use crate::handlers::{Filtering, Handler, Unfiltered, is_scheduled, is_unschedul
 use crate::indexer::Indexer;
 use crate::object::Object;
 use crate::shared_informer::{
-    Distribution, Kind, Notification, Processed as Popped, SharedInformer,
+    Distribution, Kind, Notification, Processed as Popped, QueueModel, SharedInformer,
 };
 use crate::workqueue::Workqueue;
 use std::collections::HashMap;
@@ -47,6 +47,8 @@ pub struct Options {
     pub kind: String,
     /// Listeners take resyncs (a resync period is set).
     pub resyncs: bool,
+    /// The queue between the Reflector and HandleDeltas, as the release has it.
+    pub queue: QueueModel,
 }
 
 impl Options {
@@ -56,6 +58,7 @@ impl Options {
             resource: "pods".into(),
             kind: "Pod".into(),
             resyncs: false,
+            queue: QueueModel::default(),
         }
     }
 }
@@ -130,6 +133,8 @@ pub struct Informer {
     tracked: HashMap<u64, Tracked>,
     /// Events of deltas not yet processed, by delta id.
     queued: HashMap<u64, WatchEvent>,
+    /// Events whose delta the queue dropped, finished with the next step.
+    coalesced: Vec<Finished>,
 }
 
 impl std::fmt::Debug for Informer {
@@ -145,7 +150,7 @@ impl Informer {
     /// The informer of `options.resource` with its listeners: the
     /// scheduler's two filtering ones for pods, and the controller's.
     pub fn new(options: Options) -> Self {
-        let mut shared = SharedInformer::new(Indexer::default());
+        let mut shared = SharedInformer::with_queue(Indexer::default(), options.queue);
         let mut handlers: Vec<Box<dyn Handler>> = Vec::new();
         if options.kind == "Pod" {
             shared.add_listener(SCHEDULER_UNSCHEDULED, options.resyncs);
@@ -163,6 +168,7 @@ impl Informer {
             workqueue: Workqueue::default(),
             tracked: HashMap::new(),
             queued: HashMap::new(),
+            coalesced: Vec::new(),
         }
     }
 
@@ -184,9 +190,18 @@ impl Informer {
                 return;
             }
         };
-        let (id, depth) = self.shared.queue_delta(kind, object);
-        stamp(&mut event, Stage::Fifo, now, Some(depth));
-        self.queued.insert(id, event);
+        let queued = self.shared.queue_delta(kind, object);
+        stamp(&mut event, Stage::Fifo, now, Some(queued.depth));
+        self.queued.insert(queued.id, event);
+        if let Some(dropped) = queued.dropped {
+            // DeltaFIFO kept one of two deletions in a row: the other's
+            // event ends here, coalesced into it.
+            if let Some(mut event) = self.queued.remove(&dropped) {
+                event.coalesced = true;
+                let object = Object::from_json(event.object.clone());
+                self.coalesced.push(Finished { event, object });
+            }
+        }
     }
 
     /// The Reflector queues a whole LIST.
@@ -216,7 +231,10 @@ impl Informer {
         let applied_at = now();
         let processed = self.shared.process_one()?;
         let distributed_at = now();
-        let mut out = Processed::default();
+        let mut out = Processed {
+            finished: std::mem::take(&mut self.coalesced),
+            ..Processed::default()
+        };
         match processed {
             Popped::Note(note) => out.notes.push(note),
             Popped::Distributed(distributions) => {

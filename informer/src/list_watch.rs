@@ -78,7 +78,10 @@ pub enum WatchItem<O> {
 /// What a server can be asked, as client-go's `ListerWatcher`.
 pub trait ListerWatcher {
     type Object: Stored;
-    type Stream: WatchStream<Self::Object>;
+    /// An open watch stream, which may borrow the lister-watcher.
+    type Stream<'a>: WatchStream<Self::Object>
+    where
+        Self: 'a;
 
     /// One LIST page, or why it failed.
     fn list(
@@ -87,10 +90,10 @@ pub trait ListerWatcher {
     ) -> impl Future<Output = Result<Page<Self::Object>, Failure>>;
 
     /// Opens a watch stream, or says why it was refused.
-    fn watch(
-        &self,
+    fn watch<'a>(
+        &'a self,
         request: WatchRequest<'_>,
-    ) -> impl Future<Output = Result<Self::Stream, Failure>>;
+    ) -> impl Future<Output = Result<Self::Stream<'a>, Failure>>;
 }
 
 /// An open watch stream.

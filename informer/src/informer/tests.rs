@@ -145,6 +145,7 @@ fn a_relist_reports_old_versions_and_deletions_of_unknown_final_state() {
         resource: "configmaps".into(),
         kind: "ConfigMap".into(),
         resyncs: false,
+        queue: QueueModel::default(),
     });
     let cm = |name: &str, rv: u64| {
         let (mut e, _) = pod(name, rv, None);

@@ -44,7 +44,7 @@ impl WatchStream<Obj> for Items {
 
 impl ListerWatcher for Scripted {
     type Object = Obj;
-    type Stream = Items;
+    type Stream<'a> = Items;
 
     async fn list(&self, r: ListRequest<'_>) -> Result<Page<Obj>, Failure> {
         self.asked
@@ -57,7 +57,7 @@ impl ListerWatcher for Scripted {
         }
     }
 
-    async fn watch(&self, r: WatchRequest<'_>) -> Result<Items, Failure> {
+    async fn watch<'a>(&'a self, r: WatchRequest<'_>) -> Result<Items, Failure> {
         let kind = if r.send_initial_events { " stream" } else { "" };
         self.asked
             .borrow_mut()

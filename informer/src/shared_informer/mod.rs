@@ -1,4 +1,5 @@
-//! client-go's sharedIndexInformer, IO-free: a FIFO fed by the Reflector,
+//! client-go's sharedIndexInformer, IO-free: a queue fed by the Reflector
+//! (DeltaFIFO or RealFIFO, as the release has it: see [`queue`]),
 //! `HandleDeltas` applying each delta to the [`Indexer`] and distributing a
 //! notification to every registered listener, and one buffer per listener
 //! (its processorListener), drained by whoever runs that listener.
@@ -12,7 +13,9 @@
 //!   its own buffer (unbounded, as client-go's).
 //! - A relist replaces the store: OnAdd for new keys, OnUpdate for known
 //!   ones, and OnDelete with `DeletedFinalStateUnknown` (the Indexer's last
-//!   copy) for keys the LIST no longer has. An update whose resourceVersion
+//!   copy) for keys the LIST no longer has (v1.20: the deletions after the
+//!   listed objects, found when the relist is queued; v0.36 atomic: the
+//!   deletions first, found when it is applied). An update whose resourceVersion
 //!   did not change is a resync, and like a Sync delta goes only to the
 //!   listeners that take resyncs (all of them until the first resync is due,
 //!   as client-go's `syncingListeners`).
@@ -20,11 +23,16 @@
 //!   Reflector's states) come out of [`SharedInformer::process_one`] in the
 //!   order they were queued among the deltas.
 
-use crate::fifo::{DeltaType, Fifo};
+pub mod queue;
+
+use crate::fifo::DeltaType;
 use crate::indexer::Indexer;
 use crate::object::{Object, Stored};
+use queue::{Delta, Popped, Queue};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
+
+pub use queue::QueueModel;
 
 /// Which callback a notification asks for (before any filter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,15 +61,9 @@ pub struct Notification<O = Object> {
     pub resync: bool,
     /// The change came from a LIST.
     pub listed: bool,
-}
-
-/// What the FIFO holds.
-#[derive(Debug)]
-enum Item<N, O> {
-    Delta { kind: DeltaType, object: O, id: u64 },
-    Replace(Vec<(O, u64)>),
-    Resync,
-    Note(N),
+    /// OnAdd's `isInInitialList` (v0.36): the delta was part of the
+    /// informer's first list. Always false in v1.20, whose OnAdd has none.
+    pub in_initial_list: bool,
 }
 
 /// What one [`SharedInformer::process_one`] did.
@@ -71,6 +73,17 @@ pub enum Processed<N, O = Object> {
     Note(N),
     /// Notifications distributed, each with the listeners it went to.
     Distributed(Vec<Distribution<O>>),
+}
+
+/// What queueing one delta did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queued {
+    pub id: u64,
+    /// The queue's depth just after.
+    pub depth: usize,
+    /// A delta that DeltaFIFO's deduplication dropped (two deletions in a
+    /// row keep one): its notification will never come.
+    pub dropped: Option<u64>,
 }
 
 /// One notification and where it went.
@@ -99,11 +112,12 @@ struct Listener<O> {
 /// of the notes queued among the deltas.
 #[derive(Debug)]
 pub struct SharedInformer<N, O = Object> {
-    fifo: Fifo<Item<N, O>>,
+    queue: Queue<N, O>,
+    /// OnAdd's `isInInitialList` is told (RealFIFO); v1.20's is not.
+    tells_initial_list: bool,
     indexer: Indexer<O>,
     listeners: Vec<Listener<O>>,
     next_id: u64,
-    synced: bool,
 }
 
 impl<N, O: Stored> Default for SharedInformer<N, O> {
@@ -113,14 +127,20 @@ impl<N, O: Stored> Default for SharedInformer<N, O> {
 }
 
 impl<N, O: Stored> SharedInformer<N, O> {
-    /// An informer over `indexer` (with whatever indexes it was given).
+    /// An informer over `indexer` (with whatever indexes it was given),
+    /// queueing through v0.36's RealFIFO.
     pub fn new(indexer: Indexer<O>) -> Self {
+        SharedInformer::with_queue(indexer, QueueModel::default())
+    }
+
+    /// An informer over `indexer` queueing through `model`.
+    pub fn with_queue(indexer: Indexer<O>, model: QueueModel) -> Self {
         SharedInformer {
-            fifo: Fifo::default(),
+            queue: Queue::new(model),
+            tells_initial_list: matches!(model, QueueModel::RealFifo { .. }),
             indexer,
             listeners: Vec::new(),
             next_id: 0,
-            synced: false,
         }
     }
 
@@ -136,39 +156,62 @@ impl<N, O: Stored> SharedInformer<N, O> {
         self.listeners.len() - 1
     }
 
-    /// Queues one watch event's delta; returns its id and the FIFO's depth.
-    pub fn queue_delta(&mut self, kind: DeltaType, object: O) -> (u64, usize) {
+    /// Queues one watch event's delta.
+    pub fn queue_delta(&mut self, kind: DeltaType, object: O) -> Queued {
         let id = self.fresh_id();
-        let depth = self.fifo.push(Item::Delta { kind, object, id });
-        (id, depth)
+        let delta = Delta {
+            kind,
+            object,
+            id,
+            final_state_unknown: false,
+        };
+        let (depth, dropped) = self.queue.push(delta);
+        Queued { id, depth, dropped }
     }
 
-    /// Queues a whole LIST; returns the items' ids and the FIFO's depth.
+    /// Queues a whole LIST; returns the items' ids and the queue's depth.
     pub fn queue_list(&mut self, objects: Vec<O>) -> (Vec<u64>, usize) {
         let items: Vec<_> = objects.into_iter().map(|o| (o, self.fresh_id())).collect();
         let ids = items.iter().map(|(_, id)| *id).collect();
-        let depth = self.fifo.push(Item::Replace(items));
+        let next_id = &mut self.next_id;
+        let depth = self.queue.replace(items, &self.indexer, || {
+            *next_id += 1;
+            *next_id
+        });
         (ids, depth)
     }
 
     /// Queues a resync of every object in the store.
     pub fn queue_resync(&mut self) -> usize {
-        self.fifo.push(Item::Resync)
+        for listener in &mut self.listeners {
+            listener.syncing = listener.resyncs;
+        }
+        let next_id = &mut self.next_id;
+        self.queue.resync(&self.indexer, || {
+            *next_id += 1;
+            *next_id
+        })
     }
 
     /// Queues a note, to come out in stream order.
     pub fn queue_note(&mut self, note: N) -> usize {
-        self.fifo.push(Item::Note(note))
+        self.queue.note(note)
     }
 
-    /// HandleDeltas on the oldest FIFO item; `None` when the FIFO is empty.
+    /// HandleDeltas on the oldest queue entry; `None` when the queue is empty.
     pub fn process_one(&mut self) -> Option<Processed<N, O>> {
         let mut out = Vec::new();
-        match self.fifo.pop()? {
-            Item::Note(note) => return Some(Processed::Note(note)),
-            Item::Delta { kind, object, id } => self.handle(kind, object, id, false, &mut out),
-            Item::Replace(items) => self.replace(items, &mut out),
-            Item::Resync => self.resync(&mut out),
+        let (popped, in_initial_list) = self.queue.pop()?;
+        let initial = self.tells_initial_list && in_initial_list;
+        match popped {
+            Popped::Note(note) => return Some(Processed::Note(note)),
+            Popped::Deltas(deltas) => {
+                for delta in deltas {
+                    self.handle(delta, initial, &mut out);
+                }
+            }
+            Popped::ReplacedAll(items) => self.replace_all(items, initial, &mut out),
+            Popped::SyncAll => self.sync_all(&mut out),
         }
         Some(Processed::Distributed(out))
     }
@@ -188,12 +231,12 @@ impl<N, O: Stored> SharedInformer<N, O> {
 
     /// True once the first LIST is in the store (client-go's `HasSynced`).
     pub fn has_synced(&self) -> bool {
-        self.synced
+        self.queue.has_synced()
     }
 
-    /// Items waiting in the FIFO.
+    /// Entries waiting in the queue (DeltaFIFO: keys).
     pub fn fifo_len(&self) -> usize {
-        self.fifo.len()
+        self.queue.len()
     }
 
     /// Listeners' names, in registration order.
@@ -211,15 +254,15 @@ impl<N, O: Stored> SharedInformer<N, O> {
         self.next_id
     }
 
-    /// One delta: to the Indexer, then to the listeners.
-    fn handle(
-        &mut self,
-        kind: DeltaType,
-        object: O,
-        id: u64,
-        synthesized: bool,
-        out: &mut Vec<Distribution<O>>,
-    ) {
+    /// One delta: to the Indexer, then to the listeners (`HandleDeltas`,
+    /// `processDeltas`).
+    fn handle(&mut self, delta: Delta<O>, in_initial_list: bool, out: &mut Vec<Distribution<O>>) {
+        let Delta {
+            kind,
+            object,
+            id,
+            final_state_unknown,
+        } = delta;
         let key = object.key().to_string();
         let mut n = Notification {
             id,
@@ -227,71 +270,82 @@ impl<N, O: Stored> SharedInformer<N, O> {
             kind: Kind::Add,
             object: object.clone(),
             old: None,
-            final_state_unknown: false,
+            final_state_unknown,
             resync: false,
-            listed: kind == DeltaType::Replaced,
+            listed: kind == DeltaType::Replaced || final_state_unknown,
+            in_initial_list: false,
         };
         if kind == DeltaType::Deleted {
             n.kind = Kind::Delete;
             n.old = self.indexer.remove(&key);
         } else {
             n.old = self.indexer.upsert(&key, object);
-            if let Some(old) = &n.old {
-                n.kind = Kind::Update;
-                n.resync = match kind {
-                    DeltaType::Sync => true,
-                    DeltaType::Replaced => old.resource_version() == n.object.resource_version(),
-                    _ => false,
-                };
+            match &n.old {
+                Some(old) => {
+                    n.kind = Kind::Update;
+                    n.resync = match kind {
+                        DeltaType::Sync => true,
+                        DeltaType::Replaced => {
+                            old.resource_version() == n.object.resource_version()
+                        }
+                        _ => false,
+                    };
+                }
+                None => n.in_initial_list = in_initial_list,
             }
         }
+        let synthesized = final_state_unknown || kind == DeltaType::Sync;
         self.distribute(n, synthesized, out);
     }
 
-    /// A LIST: every item as a Replaced delta, then a deletion for each key
-    /// the store held that the LIST no longer has.
-    fn replace(&mut self, items: Vec<(O, u64)>, out: &mut Vec<Distribution<O>>) {
+    /// An atomic relist (`processReplacedAllInfo`): the deletions of keys the
+    /// list lacks first, as `DeletedFinalStateUnknown` with the Indexer's
+    /// last copy, then every listed object in list order.
+    fn replace_all(
+        &mut self,
+        items: Vec<(O, u64)>,
+        in_initial_list: bool,
+        out: &mut Vec<Distribution<O>>,
+    ) {
         let listed: HashSet<Arc<str>> = items.iter().map(|(o, _)| o.key()).collect();
-        let mut vanished: Vec<String> = self
-            .indexer
-            .keys()
-            .filter(|k| !listed.contains(*k))
-            .map(String::from)
-            .collect();
-        vanished.sort();
-        for (object, id) in items {
-            self.handle(DeltaType::Replaced, object, id, false, out);
-        }
-        for key in vanished {
-            let Some(last) = self.indexer.remove(&key) else {
+        for key in indexer_keys_sorted(&self.indexer) {
+            if listed.contains(&*key) {
                 continue;
-            };
-            let n = Notification {
-                id: self.fresh_id(),
-                key,
-                kind: Kind::Delete,
-                object: last.clone(),
-                old: Some(last),
-                final_state_unknown: true,
-                resync: false,
-                listed: true,
-            };
-            self.distribute(n, true, out);
+            }
+            if let Some(last) = self.indexer.get(&key).cloned() {
+                let id = self.fresh_id();
+                let delta = Delta {
+                    kind: DeltaType::Deleted,
+                    object: last,
+                    id,
+                    final_state_unknown: true,
+                };
+                self.handle(delta, in_initial_list, out);
+            }
         }
-        self.synced = true;
+        for (object, id) in items {
+            let delta = Delta {
+                kind: DeltaType::Replaced,
+                object,
+                id,
+                final_state_unknown: false,
+            };
+            self.handle(delta, in_initial_list, out);
+        }
     }
 
-    /// A resync: every stored object as a Sync delta.
-    fn resync(&mut self, out: &mut Vec<Distribution<O>>) {
-        for listener in &mut self.listeners {
-            listener.syncing = listener.resyncs;
-        }
-        let mut keys: Vec<String> = self.indexer.keys().map(String::from).collect();
-        keys.sort();
-        for key in keys {
+    /// An atomic resync (`SyncAll`): every stored object as a Sync delta.
+    fn sync_all(&mut self, out: &mut Vec<Distribution<O>>) {
+        for key in indexer_keys_sorted(&self.indexer) {
             if let Some(object) = self.indexer.get(&key).cloned() {
                 let id = self.fresh_id();
-                self.handle(DeltaType::Sync, object, id, true, out);
+                let delta = Delta {
+                    kind: DeltaType::Sync,
+                    object,
+                    id,
+                    final_state_unknown: false,
+                };
+                self.handle(delta, false, out);
             }
         }
     }
@@ -318,6 +372,15 @@ impl<N, O: Stored> SharedInformer<N, O> {
             synthesized,
         });
     }
+}
+
+/// The Indexer's keys in order, so that what the informer makes itself
+/// (deletions found by a relist, resyncs) comes in the same order every run
+/// (client-go's come in map order).
+fn indexer_keys_sorted<O: Stored>(indexer: &Indexer<O>) -> Vec<String> {
+    let mut keys: Vec<String> = indexer.keys().map(String::from).collect();
+    keys.sort_unstable();
+    keys
 }
 
 #[cfg(test)]

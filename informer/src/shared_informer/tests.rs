@@ -1,5 +1,6 @@
-//! HandleDeltas and the listeners, as client-go v1.20's sharedIndexInformer
-//! behaves.
+//! HandleDeltas, the listeners and both queues, as client-go's
+//! sharedIndexInformer behaves: v0.36's RealFIFO (the default here) and
+//! v1.20's DeltaFIFO.
 
 use super::*;
 use serde_json::json;
@@ -53,15 +54,16 @@ fn a_relist_updates_what_is_still_there_and_deletes_what_vanished_as_final_state
         ]
     );
     i.queue_delta(DeltaType::Updated, cm("a", 7));
-    // The relist: a unchanged since 7, b gone, c new.
+    // The relist: a unchanged since 7, b gone, c new. v0.36 applies it
+    // whole when it is popped: the deletions first.
     i.queue_list(vec![cm("a", 7), cm("c", 9)]);
     assert_eq!(
         drain(&mut i, l),
         [
             seen(Kind::Update, "a", 7, Some(5), false, false),
+            seen(Kind::Delete, "b", 6, Some(6), true, false),
             seen(Kind::Update, "a", 7, Some(7), false, true),
             seen(Kind::Add, "c", 9, None, false, false),
-            seen(Kind::Delete, "b", 6, Some(6), true, false),
         ]
     );
     assert!(i.indexer().get("default/b").is_none());
@@ -125,5 +127,126 @@ fn listeners_have_their_own_buffers_and_notes_keep_their_place() {
         i.buffered(slow),
         2,
         "the slow listener's buffer waits for it alone"
+    );
+}
+
+fn delta_fifo() -> SharedInformer<&'static str> {
+    SharedInformer::with_queue(Indexer::default(), QueueModel::DeltaFifo)
+}
+
+#[test]
+fn delta_fifo_keeps_one_entry_per_key_with_its_deltas_in_order() {
+    let mut i = delta_fifo();
+    let l = i.add_listener("controller", false);
+    i.queue_list(vec![cm("a", 1)]);
+    drain(&mut i, l);
+    // Two quick changes to a, one to b, before the informer runs.
+    assert_eq!(i.queue_delta(DeltaType::Updated, cm("a", 2)).depth, 1);
+    assert_eq!(i.queue_delta(DeltaType::Added, cm("b", 3)).depth, 2);
+    assert_eq!(i.queue_delta(DeltaType::Updated, cm("a", 4)).depth, 2);
+    // One pop hands both of a's deltas to HandleDeltas.
+    let Some(Processed::Distributed(d)) = i.process_one() else {
+        panic!()
+    };
+    assert_eq!(d.len(), 2);
+    assert_eq!(
+        drain(&mut i, l),
+        [
+            seen(Kind::Update, "a", 2, Some(1), false, false),
+            seen(Kind::Update, "a", 4, Some(2), false, false),
+            seen(Kind::Add, "b", 3, None, false, false),
+        ]
+    );
+}
+
+#[test]
+fn delta_fifo_finds_a_relists_deletions_when_it_is_queued_and_puts_them_last() {
+    let mut i = delta_fifo();
+    let l = i.add_listener("controller", false);
+    i.queue_list(vec![cm("a", 1), cm("b", 2)]);
+    drain(&mut i, l);
+    i.queue_list(vec![cm("c", 5), cm("a", 1)]);
+    // The Indexer changes after the relist was queued: the tombstone
+    // still carries b as the Indexer had it then.
+    assert_eq!(
+        drain(&mut i, l),
+        [
+            seen(Kind::Add, "c", 5, None, false, false),
+            seen(Kind::Update, "a", 1, Some(1), false, true),
+            seen(Kind::Delete, "b", 2, Some(2), true, false),
+        ]
+    );
+}
+
+#[test]
+fn delta_fifo_keeps_one_of_two_deletions_in_a_row() {
+    let mut i = delta_fifo();
+    let l = i.add_listener("controller", false);
+    i.queue_list(vec![cm("a", 1)]);
+    drain(&mut i, l);
+    let first = i.queue_delta(DeltaType::Deleted, cm("a", 2));
+    let second = i.queue_delta(DeltaType::Deleted, cm("a", 2));
+    assert_eq!(second.dropped, Some(first.id));
+    assert_eq!(
+        drain(&mut i, l),
+        [seen(Kind::Delete, "a", 2, Some(1), false, false)]
+    );
+}
+
+#[test]
+fn delta_fifo_resync_skips_keys_already_queued() {
+    let mut i = delta_fifo();
+    let l = i.add_listener("controller", true);
+    i.queue_list(vec![cm("a", 1), cm("b", 2)]);
+    drain(&mut i, l);
+    i.queue_delta(DeltaType::Updated, cm("a", 3));
+    i.queue_resync();
+    assert_eq!(
+        drain(&mut i, l),
+        [
+            seen(Kind::Update, "a", 3, Some(1), false, false),
+            seen(Kind::Update, "b", 2, Some(2), false, true),
+        ]
+    );
+}
+
+#[test]
+fn real_fifo_says_which_adds_were_in_the_initial_list() {
+    let mut i = SharedInformer::<&str>::default();
+    let l = i.add_listener("controller", false);
+    i.queue_list(vec![cm("a", 1)]);
+    i.queue_delta(DeltaType::Added, cm("b", 2));
+    while i.process_one().is_some() {}
+    assert!(i.pop(l).unwrap().in_initial_list);
+    assert!(!i.pop(l).unwrap().in_initial_list);
+    // v1.20's OnAdd has no such argument.
+    let mut old = delta_fifo();
+    let l = old.add_listener("controller", false);
+    old.queue_list(vec![cm("a", 1)]);
+    old.process_one();
+    assert!(!old.pop(l).unwrap().in_initial_list);
+}
+
+#[test]
+fn real_fifo_without_atomic_relists_queues_the_deletions_first_then_each_object() {
+    let mut i = SharedInformer::<&str>::with_queue(
+        Indexer::default(),
+        QueueModel::RealFifo { atomic: false },
+    );
+    let l = i.add_listener("controller", false);
+    i.queue_list(vec![cm("a", 1), cm("b", 2)]);
+    drain(&mut i, l);
+    let (_, depth) = i.queue_list(vec![cm("c", 3)]);
+    assert_eq!(
+        depth, 3,
+        "two tombstones and one Replaced, each its own entry"
+    );
+    assert_eq!(
+        drain(&mut i, l),
+        [
+            seen(Kind::Delete, "a", 1, Some(1), true, false),
+            seen(Kind::Delete, "b", 2, Some(2), true, false),
+            seen(Kind::Add, "c", 3, None, false, false),
+        ]
     );
 }
