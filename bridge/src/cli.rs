@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+use watchlife_informer::profile::{Profile, ProfileError, Release};
 
 /// watchlife: watch the life of Kubernetes watch events, live in the browser.
 ///
@@ -145,6 +146,26 @@ pub struct Args {
     /// uses 300; shorter shows watches ending and resuming in a talk.
     #[arg(global = true, long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub min_watch_timeout: u64,
+
+    /// Which Kubernetes to behave as: `1.36` (client-go v0.36: streaming
+    /// lists, RealFIFO; the demo's apiserver serves WatchList and consistent
+    /// reads from its cache) or `1.20` (client-go v1.20: LIST then WATCH,
+    /// DeltaFIFO; the demo's apiserver as v1.20's).
+    #[arg(
+        global = true,
+        long = "kubernetes",
+        default_value = "1.36",
+        value_name = "RELEASE"
+    )]
+    pub kubernetes: Release,
+
+    /// Feature gates of that release, as Kubernetes components take them
+    /// (`WatchListClient=false,WatchList=false`): client-go's
+    /// (WatchListClient, AtomicFIFO...) for the Reflectors, the apiserver's
+    /// (WatchList, ListFromCacheSnapshot...) for the demo's. client-go's own
+    /// `KUBE_FEATURE_<name>` variables are read first; this flag wins.
+    #[arg(global = true, long, value_name = "NAME=BOOL,...", default_value = "")]
+    pub feature_gates: String,
 }
 
 /// What to do instead of serving the app.
@@ -243,13 +264,26 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 }
 
 impl Args {
-    /// How each Reflector behaves (client-go's defaults unless flags say otherwise).
-    pub fn reflector(&self) -> crate::reflector::Config {
-        crate::reflector::Config {
+    /// The Kubernetes release and gates chosen: `--kubernetes`, then
+    /// client-go's `KUBE_FEATURE_<name>` variables, then `--feature-gates`.
+    pub fn profile(&self) -> Result<Profile, ProfileError> {
+        let mut profile = Profile::new(self.kubernetes);
+        let vars: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("KUBE_FEATURE_"))
+            .collect();
+        profile.set_from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        profile.set_list(&self.feature_gates)?;
+        Ok(profile)
+    }
+
+    /// How each Reflector behaves: client-go's defaults for the chosen
+    /// release unless flags say otherwise.
+    pub fn reflector(&self) -> Result<crate::reflector::Config, ProfileError> {
+        Ok(crate::reflector::Config {
             min_watch_timeout: Duration::from_secs(self.min_watch_timeout),
             resync_period: self.resync,
-            ..crate::reflector::Config::default()
-        }
+            ..crate::reflector::Config::for_profile(self.profile()?)
+        })
     }
 
     /// The pause between two steps of the scripted workload.

@@ -70,6 +70,10 @@ pub enum RunError {
     /// The flags break an access rule (see [`access`]).
     #[error("{0}")]
     Access(#[from] access::AccessError),
+    /// `--kubernetes`, `--feature-gates` or a `KUBE_FEATURE_` variable
+    /// names what that release does not have.
+    #[error("{0}")]
+    Profile(#[from] watchlife_informer::profile::ProfileError),
     /// `watchlife record` could not write its file, or its scenario failed.
     #[error(transparent)]
     Record(#[from] record::RecordError),
@@ -79,6 +83,8 @@ pub enum RunError {
 pub async fn run(args: Args) -> Result<(), RunError> {
     // The demo API is served without a token: never beyond loopback.
     access::check_demo_api(&args)?;
+    // A release or gate that does not exist is refused before anything starts.
+    args.profile()?;
     if let Some(cli::Command::Record(record)) = &args.command {
         return record::run(&args, record).await;
     }
@@ -131,7 +137,7 @@ async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunEr
         hub: hub.clone(),
         clock: clock.clone(),
         server: upstream.server_stages.clone(),
-        reflector: args.reflector(),
+        reflector: args.reflector()?,
         workers: args.workers,
     }
     .start()

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use watchlife_controlplane::Clock;
 use watchlife_informer::informer::Options;
 use watchlife_informer::reflector::backoff::Backoff;
+use watchlife_informer::shared_informer::QueueModel;
 use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate};
 
 /// What to watch, where, and who to tell.
@@ -103,6 +104,7 @@ impl Watches {
                 resource: target.name.clone(),
                 kind: target.resource.kind.clone(),
                 resyncs: !self.reflector.resync_period.is_zero(),
+                queue: QueueModel::of(&self.reflector.profile),
             };
             let reflector = Reflector {
                 client: self.client.clone(),

@@ -87,6 +87,8 @@ pub fn status_failure(status: &kube::core::Status) -> Failure {
         Failure::Expired(message)
     } else if too_large {
         Failure::TooLargeResourceVersion(message)
+    } else if status.code == 429 {
+        Failure::TooManyRequests(message)
     } else {
         Failure::Other(message)
     }
@@ -138,6 +140,10 @@ mod tests {
             status_failure(&forbidden),
             Failure::Other("no (403)".into())
         );
+        let busy = status(
+            serde_json::json!({"code": 429, "reason": "TooManyRequests", "message": "storage is (re)initializing"}),
+        );
+        assert!(matches!(status_failure(&busy), Failure::TooManyRequests(_)));
     }
 
     #[tokio::test]

@@ -1,7 +1,7 @@
-//! The Reflector's driver on the bridge: performs, through the kube client,
-//! the requests that the informer crate's Reflector state machine asks for
-//! ([`watchlife_informer::reflector`], where client-go's ListAndWatch rules
-//! live), and hands what comes back to the informer pipeline.
+//! The Reflector on the bridge: the informer crate's one list-watch driver
+//! ([`watchlife_informer::list_watch`]; client-go's ListAndWatch rules live
+//! in [`watchlife_informer::reflector`]) adapted to the kube client, handing
+//! what comes back to the informer pipeline.
 //!
 //! Everything the machine reports (LIST, WATCH, BOOKMARK, 410, relist,
 //! backoff) goes through the pipeline's FIFO, in stream order with the
@@ -20,11 +20,15 @@ use crate::target::Target;
 use error::ReflectorError;
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
 use serde_json::value::RawValue;
 use std::time::Duration;
 use watchlife_controlplane::Clock;
-use watchlife_informer::Object;
-use watchlife_informer::reflector::{self as machine, Effect, Request, Step, WatchEnd};
+use watchlife_informer::list_watch::{
+    self, ListRequest, ListerWatcher, Page, Sink, Timer, WatchItem, WatchRequest, WatchStream,
+};
+use watchlife_informer::reflector::{self as machine, Failure, WatchEnd};
+use watchlife_informer::{Micros, Object};
 use watchlife_protocol::{
     EventType, ObjectJson, ObjectRef, ReflectorState, Stage, StageMark, StageTimes, WatchEvent,
 };
@@ -71,95 +75,31 @@ pub struct Reflector {
     pub config: Config,
 }
 
-/// The items of the LIST pages read so far.
-type Pages = Vec<Object>;
-
 impl Reflector {
     /// Lists and watches until the task is dropped. Never returns.
     pub async fn run(self) {
-        let mut machine = machine::Reflector::new(self.config.clone(), rand::random());
-        let mut pages = Pages::new();
-        let mut step = machine.start(self.clock.now());
-        loop {
-            self.apply(step.effects, &mut pages);
-            step = match step.request {
-                Request::List {
-                    resource_version,
-                    limit,
-                    continue_token,
-                } => {
-                    let page = self
-                        .list_page(&resource_version, limit, continue_token.as_deref())
-                        .await;
-                    let now = self.clock.now();
-                    match page {
-                        Ok(page) => {
-                            self.report_answer(true);
-                            let count = page.items.len() as u64;
-                            pages.extend(page.items);
-                            machine.list_page(
-                                count,
-                                &page.resource_version,
-                                page.continue_token.as_deref(),
-                                now,
-                            )
-                        }
-                        Err(e) => {
-                            tracing::warn!(resource = %self.target.name, "{}", e.chain());
-                            machine.list_failed(e.failure(), now)
-                        }
-                    }
-                }
-                Request::Watch {
-                    resource_version,
-                    timeout_seconds,
-                } => {
-                    self.watch(&mut machine, &resource_version, timeout_seconds)
-                        .await
-                }
-                Request::Wait(delay) => {
-                    // Test-only: see crate::test_break.
-                    if !crate::test_break::is(crate::test_break::Break::SkipBackoff) {
-                        tokio::time::sleep(delay).await;
-                    }
-                    machine.waited(self.clock.now())
-                }
-            };
-        }
-    }
-
-    /// Carries out the machine's effects, in order.
-    fn apply(&self, effects: Vec<Effect>, pages: &mut Pages) {
-        for effect in effects {
-            match effect {
-                Effect::Report(state) => self.report(state),
-                Effect::DiscardPages => pages.clear(),
-                Effect::Replace { .. } => {
-                    let listed_at = self.clock.now();
-                    let stages = StageTimes::from([(Stage::Reflector, StageMark::at(listed_at))]);
-                    let deltas = pages
-                        .drain(..)
-                        .map(|object| {
-                            let event = self.event(EventType::Added, &object, stages.clone(), true);
-                            (event, object)
-                        })
-                        .collect();
-                    self.pipeline.replace(deltas);
-                }
-            }
-        }
+        let config = self.config.clone();
+        let mut sink = PipelineSink(&self);
+        list_watch::run(
+            &self,
+            &mut sink,
+            &BridgeTimer(&self.clock),
+            config,
+            rand::random(),
+        )
+        .await
     }
 
     /// One LIST page.
-    async fn list_page(
-        &self,
-        from: &str,
-        limit: u64,
-        continue_token: Option<&str>,
-    ) -> Result<Page, ReflectorError> {
-        let request = requests::list(&self.target, from, limit, continue_token)
-            .map_err(|source| ReflectorError::Build { source })?;
-        let body = self.read_list(request).await?;
+    async fn list_page(&self, request: ListRequest<'_>) -> Result<Page<Object>, ReflectorError> {
+        let http = requests::list(
+            &self.target,
+            request.resource_version,
+            request.limit,
+            request.continue_token,
+        )
+        .map_err(|source| ReflectorError::Build { source })?;
+        let body = self.read_list(http).await?;
         let page: ListBody<'_> = serde_json::from_slice(&body)
             .map_err(|source| ReflectorError::DecodeList { source })?;
         // Each item is read in place from the body and becomes an object
@@ -210,81 +150,25 @@ impl Reflector {
         }
     }
 
-    /// One WATCH, to its end; resyncs the store when due meanwhile.
-    async fn watch(
-        &self,
-        machine: &mut machine::Reflector,
-        from: &str,
-        timeout_seconds: u64,
-    ) -> Step {
-        let request = match requests::watch(&self.target, from, timeout_seconds) {
-            Ok(r) => r,
-            Err(source) => {
-                let e = ReflectorError::Build { source };
-                return machine.watch_failed(e.failure(), self.clock.now());
-            }
-        };
-        let stream = match self.client.request_events::<Box<RawValue>>(request).await {
-            Ok(s) => s,
-            Err(source) => {
-                let e = ReflectorError::Watch { source };
-                tracing::warn!(resource = %self.target.name, "{}", e.chain());
-                return machine.watch_failed(e.failure(), self.clock.now());
-            }
-        };
-        self.report_answer(false);
-        let _open = OpenWatch::new(&self.hub);
-        let mut stream = std::pin::pin!(stream);
-        loop {
-            let resync = resync_sleep(machine.resync_at(), self.clock.now());
-            let item = tokio::select! {
-                item = stream.next() => item,
-                _ = resync => {
-                    self.pipeline.resync();
-                    machine.resynced(self.clock.now());
-                    continue;
-                }
-            };
-            let received_at = self.clock.now();
-            let event = match item {
-                None => return machine.watch_ended(WatchEnd::Closed, received_at),
-                Some(Ok(event)) => event,
-                Some(Err(source)) => {
-                    let e = ReflectorError::WatchStream { source };
-                    let end = e.watch_end();
-                    if end != WatchEnd::Closed {
-                        tracing::warn!(resource = %self.target.name, "{}", e.chain());
-                    }
-                    return machine.watch_ended(end, received_at);
-                }
-            };
-            let (event_type, object) = match event {
-                kube::core::WatchEvent::Added(o) => (EventType::Added, o),
-                kube::core::WatchEvent::Modified(o) => (EventType::Modified, o),
-                kube::core::WatchEvent::Deleted(o) => (EventType::Deleted, o),
-                kube::core::WatchEvent::Bookmark(b) => {
-                    let rv = b.metadata.resource_version;
-                    let effects = machine.watch_event(&rv, true);
-                    self.marker(EventType::Bookmark, &rv, received_at);
-                    self.apply(effects, &mut Pages::new());
-                    continue;
-                }
-                kube::core::WatchEvent::Error(status) => {
-                    self.marker(
-                        EventType::Error,
-                        machine.last_sync_resource_version(),
-                        received_at,
-                    );
-                    let failure = error::status_failure(&status);
-                    return machine.watch_ended(WatchEnd::Failed(failure), received_at);
-                }
-            };
-            let object = self.received(&object, false);
-            machine.watch_event(object.resource_version(), false);
-            let stages = StageTimes::from([(Stage::Reflector, StageMark::at(received_at))]);
-            let event = self.event(event_type, &object, stages, false);
-            self.pipeline.deliver(event, object);
-        }
+    /// Opens one WATCH (or streaming list).
+    async fn open_watch(&self, request: WatchRequest<'_>) -> Result<KubeWatch<'_>, ReflectorError> {
+        let http = requests::watch(
+            &self.target,
+            request.resource_version,
+            request.timeout_seconds,
+            request.send_initial_events,
+        )
+        .map_err(|source| ReflectorError::Build { source })?;
+        let stream = self
+            .client
+            .request_events::<Box<RawValue>>(http)
+            .await
+            .map_err(|source| ReflectorError::Watch { source })?;
+        Ok(KubeWatch {
+            reflector: self,
+            stream: Box::pin(stream),
+            _open: OpenWatch::new(&self.hub),
+        })
     }
 
     /// Reports who answered the LIST (`list`) or WATCH just made, where the
@@ -344,18 +228,135 @@ impl Reflector {
             server: None,
         }
     }
+}
+
+impl ListerWatcher for Reflector {
+    type Object = Object;
+    type Stream<'a> = KubeWatch<'a>;
+
+    async fn list(&self, request: ListRequest<'_>) -> Result<Page<Object>, Failure> {
+        self.list_page(request).await.map_err(|e| {
+            tracing::warn!(resource = %self.target.name, "{}", e.chain());
+            e.failure()
+        })
+    }
+
+    async fn watch<'a>(&'a self, request: WatchRequest<'_>) -> Result<KubeWatch<'a>, Failure> {
+        self.open_watch(request).await.map_err(|e| {
+            tracing::warn!(resource = %self.target.name, "{}", e.chain());
+            e.failure()
+        })
+    }
+}
+
+/// The kube client's event stream of one WATCH, counted as open while it
+/// lives.
+pub struct KubeWatch<'a> {
+    reflector: &'a Reflector,
+    stream: BoxStream<'static, Result<kube::core::WatchEvent<Box<RawValue>>, kube::Error>>,
+    _open: OpenWatch<'a>,
+}
+
+impl WatchStream<Object> for KubeWatch<'_> {
+    async fn next(&mut self) -> Option<Result<WatchItem<Object>, Failure>> {
+        let event = match self.stream.next().await? {
+            Ok(event) => event,
+            Err(source) => {
+                let e = ReflectorError::WatchStream { source };
+                return match e.watch_end() {
+                    // A connection that went away ends the stream normally.
+                    WatchEnd::Closed => None,
+                    WatchEnd::Failed(failure) => {
+                        tracing::warn!(resource = %self.reflector.target.name, "{}", e.chain());
+                        Some(Err(failure))
+                    }
+                };
+            }
+        };
+        let received = |object: &RawValue| self.reflector.received(object, false);
+        Some(Ok(match event {
+            kube::core::WatchEvent::Added(o) => WatchItem::Added(received(&o)),
+            kube::core::WatchEvent::Modified(o) => WatchItem::Modified(received(&o)),
+            kube::core::WatchEvent::Deleted(o) => WatchItem::Deleted(received(&o)),
+            kube::core::WatchEvent::Bookmark(b) => WatchItem::Bookmark {
+                initial_events_end: b
+                    .metadata
+                    .annotations
+                    .get(machine::INITIAL_EVENTS_END)
+                    .is_some_and(|v| v == "true"),
+                resource_version: b.metadata.resource_version,
+            },
+            kube::core::WatchEvent::Error(status) => {
+                WatchItem::Error(error::status_failure(&status))
+            }
+        }))
+    }
+}
+
+/// Where the driver delivers: the informer pipeline, each object stamped
+/// with the time the Reflector had it.
+struct PipelineSink<'a>(&'a Reflector);
+
+impl Sink<Object> for PipelineSink<'_> {
+    fn report(&mut self, state: ReflectorState) {
+        self.0.report(state);
+    }
+
+    fn replace(&mut self, objects: Vec<Object>, _resource_version: &str, at: Micros) {
+        let stages = StageTimes::from([(Stage::Reflector, StageMark::at(at))]);
+        let deltas = objects
+            .into_iter()
+            .map(|object| {
+                let event = self
+                    .0
+                    .event(EventType::Added, &object, stages.clone(), true);
+                (event, object)
+            })
+            .collect();
+        self.0.pipeline.replace(deltas);
+    }
+
+    fn delta(&mut self, event_type: EventType, object: Object, at: Micros) {
+        let stages = StageTimes::from([(Stage::Reflector, StageMark::at(at))]);
+        let event = self.0.event(event_type, &object, stages, false);
+        self.0.pipeline.deliver(event, object);
+    }
 
     /// A BOOKMARK or ERROR: it stops at the Reflector, but viewers see it
     /// pass, in stream order.
-    fn marker(&self, event_type: EventType, resource_version: &str, at: u64) {
-        let mut event = self.event(
+    fn marker(&mut self, event_type: EventType, resource_version: &str, at: Micros) {
+        let mut event = self.0.event(
             event_type,
             &Object::from_json(ObjectJson::null()),
             StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
             false,
         );
         event.resource_version = resource_version.into();
-        self.pipeline.marker(event);
+        self.0.pipeline.marker(event);
+    }
+
+    fn resync(&mut self) {
+        self.0.pipeline.resync();
+    }
+
+    fn answered(&mut self, list: bool) {
+        self.0.report_answer(list);
+    }
+}
+
+/// The bridge's clock, and tokio's sleep.
+struct BridgeTimer<'a>(&'a Clock);
+
+impl Timer for BridgeTimer<'_> {
+    fn now(&self) -> Micros {
+        self.0.now()
+    }
+
+    async fn sleep(&self, duration: Duration) {
+        // Test-only: see crate::test_break.
+        if !crate::test_break::is(crate::test_break::Break::SkipBackoff) {
+            tokio::time::sleep(duration).await;
+        }
     }
 }
 
@@ -375,21 +376,6 @@ struct ListMeta {
     resource_version: String,
     #[serde(rename = "continue")]
     continue_token: String,
-}
-
-/// One LIST page as read.
-struct Page {
-    items: Vec<Object>,
-    resource_version: String,
-    continue_token: Option<String>,
-}
-
-/// Sleeps until the next resync is due; forever when none is.
-async fn resync_sleep(at: Option<u64>, now: u64) {
-    match at {
-        Some(at) => tokio::time::sleep(Duration::from_micros(at.saturating_sub(now))).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Counts an upstream watch as open for as long as it lives.

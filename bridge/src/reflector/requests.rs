@@ -2,8 +2,7 @@
 //! with exactly the parameters the Reflector machine chose.
 
 use crate::target::Target;
-use kube::core::params::WatchParams;
-use kube::core::{DynamicObject, Request, Resource};
+use kube::core::{DynamicObject, Resource};
 
 /// The header that names a client's requests to the demo's apiserver
 /// (`watchlife_demo_apiserver::watch::CLIENT_HEADER`); any other server
@@ -23,43 +22,72 @@ fn named(mut request: http::Request<Vec<u8>>, target: &Target) -> http::Request<
     request
 }
 
-/// The collection URL of `target` (`/api/v1/namespaces/ns/pods`, `/apis/apps/v1/deployments`).
-fn collection(target: &Target) -> Request {
-    Request::new(DynamicObject::url_path(
-        &target.resource,
-        target.namespace.as_deref(),
-    ))
-}
-
 /// One LIST page: from resourceVersion `from` (none sent when empty), `limit`
 /// items (none sent when 0), or the page after `continue_token`.
 ///
 /// Written out rather than built with kube's `ListParams`: kube leaves out
 /// `resourceVersion=0` when a limit is set, which turns client-go's first
 /// LIST (`resourceVersion=0&limit=500`, served by the watch cache) into a
-/// consistent read from etcd.
+/// consistent read from etcd. Parameters are in client-go's order (Go's
+/// `url.Values.Encode` sorts them by name).
 pub fn list(
     target: &Target,
     from: &str,
     limit: u64,
     continue_token: Option<&str>,
 ) -> Result<http::Request<Vec<u8>>, kube::core::request::Error> {
+    let limit = (limit > 0).then(|| limit.to_string());
+    let from = (continue_token.is_none() && !from.is_empty()).then_some(from);
+    get(
+        target,
+        &[
+            ("continue", continue_token),
+            ("labelSelector", target.selector.as_deref()),
+            ("limit", limit.as_deref()),
+            ("resourceVersion", from),
+        ],
+    )
+}
+
+/// A WATCH from resourceVersion `from` (none sent when empty), with
+/// bookmarks, that the server ends after `timeout_seconds`; with
+/// `send_initial_events`, a streaming list (its initial events first, then
+/// the initial-events-end bookmark), as client-go v0.36's `watchList` asks.
+pub fn watch(
+    target: &Target,
+    from: &str,
+    timeout_seconds: u64,
+    send_initial_events: bool,
+) -> Result<http::Request<Vec<u8>>, kube::core::request::Error> {
+    let timeout = timeout_seconds.to_string();
+    let from = (!from.is_empty()).then_some(from);
+    let streaming = |value| send_initial_events.then_some(value);
+    get(
+        target,
+        &[
+            ("allowWatchBookmarks", Some("true")),
+            ("labelSelector", target.selector.as_deref()),
+            ("resourceVersion", from),
+            ("resourceVersionMatch", streaming("NotOlderThan")),
+            ("sendInitialEvents", streaming("true")),
+            ("timeoutSeconds", Some(&timeout)),
+            ("watch", Some("true")),
+        ],
+    )
+}
+
+/// A GET of `target`'s collection with the parameters that have a value, in
+/// the order given.
+fn get(
+    target: &Target,
+    params: &[(&str, Option<&str>)],
+) -> Result<http::Request<Vec<u8>>, kube::core::request::Error> {
     let path = DynamicObject::url_path(&target.resource, target.namespace.as_deref());
     let mut query = form_urlencoded::Serializer::new(String::new());
-    if let Some(selector) = &target.selector {
-        query.append_pair("labelSelector", selector);
-    }
-    if limit > 0 {
-        query.append_pair("limit", &limit.to_string());
-    }
-    match continue_token {
-        Some(token) => {
-            query.append_pair("continue", token);
+    for (name, value) in params {
+        if let Some(value) = value {
+            query.append_pair(name, value);
         }
-        None if !from.is_empty() => {
-            query.append_pair("resourceVersion", from);
-        }
-        None => {}
     }
     let query = query.finish();
     let uri = if query.is_empty() {
@@ -71,24 +99,6 @@ pub fn list(
         .body(Vec::new())
         .map(|r| named(r, target))
         .map_err(kube::core::request::Error::BuildRequest)
-}
-
-/// A WATCH from resourceVersion `from`, with bookmarks, that the server
-/// ends after `timeout_seconds`.
-pub fn watch(
-    target: &Target,
-    from: &str,
-    timeout_seconds: u64,
-) -> Result<http::Request<Vec<u8>>, kube::core::request::Error> {
-    let params = WatchParams {
-        label_selector: target.selector.clone(),
-        timeout: Some(timeout_seconds.min(u32::MAX as u64) as u32),
-        bookmarks: true,
-        ..WatchParams::default()
-    };
-    collection(target)
-        .watch(&params, from)
-        .map(|r| named(r, target))
 }
 
 #[cfg(test)]
@@ -125,7 +135,21 @@ mod tests {
         let r = list(&configmaps(), "", 500, Some("abc")).unwrap();
         assert_eq!(
             r.uri(),
-            "/api/v1/namespaces/default/configmaps?limit=500&continue=abc"
+            "/api/v1/namespaces/default/configmaps?continue=abc&limit=500"
+        );
+    }
+
+    #[test]
+    fn watches_ask_as_client_go_does() {
+        let r = watch(&configmaps(), "42", 417, false).unwrap();
+        assert_eq!(
+            r.uri(),
+            "/api/v1/namespaces/default/configmaps?allowWatchBookmarks=true&resourceVersion=42&timeoutSeconds=417&watch=true"
+        );
+        let r = watch(&configmaps(), "", 301, true).unwrap();
+        assert_eq!(
+            r.uri(),
+            "/api/v1/namespaces/default/configmaps?allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=301&watch=true"
         );
     }
 }
