@@ -231,6 +231,7 @@ impl Page {
             resource: rt.qualified_name(),
             kind: rt.kind.to_string(),
             resyncs: false,
+            queue: Default::default(),
         });
         let (fifo, fifo_wait) = signal();
         let (workqueue, workqueue_wait) = signal();
