@@ -18,6 +18,10 @@ pub struct App {
     pub clock: Clock,
     /// The demo's kubeconfig, removed when the app goes (the bridge stops).
     pub kubeconfig: Option<crate::source::demo::Kubeconfig>,
+    /// Whose rules the Reflectors follow (`1.36`, `1.20 (...)`).
+    pub kubernetes: String,
+    /// The apiserver's `gitVersion`, where `/version` answered.
+    pub cluster_version: Option<String>,
 }
 
 impl App {
@@ -32,6 +36,8 @@ impl App {
             observed_stages: self.observed_stages.clone(),
             demo_actions: self.demo.is_some(),
             heartbeat_ms: crate::viewer::HEARTBEAT.as_millis() as u64,
+            kubernetes: self.kubernetes.clone(),
+            cluster_version: self.cluster_version.clone(),
         }
     }
 

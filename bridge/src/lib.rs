@@ -145,6 +145,7 @@ async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunEr
     if let Some(cp) = &upstream.demo {
         fanout::spawn_reporter(cp.clone(), hub.clone());
     }
+    let cluster_version = cluster_version(&upstream.client).await;
     Ok(App {
         hub,
         source: upstream.source,
@@ -153,7 +154,25 @@ async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunEr
         demo: upstream.demo,
         clock,
         kubeconfig: upstream.kubeconfig,
+        kubernetes: args.profile()?.to_string(),
+        cluster_version,
     })
+}
+
+/// How long the bridge waits for the apiserver's `/version` at start: the
+/// header shows it, but an unreachable cluster must not hold the page back.
+const VERSION_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The apiserver's `gitVersion`, if `/version` answers in time.
+async fn cluster_version(client: &kube::Client) -> Option<String> {
+    match tokio::time::timeout(VERSION_WAIT, client.apiserver_version()).await {
+        Ok(Ok(info)) => Some(info.git_version),
+        Ok(Err(e)) => {
+            tracing::info!("the apiserver's /version did not answer: {e}");
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 async fn shutdown_signal() {

@@ -85,6 +85,8 @@ pub fn start(model: Model) {
         observed_stages: Stage::ALL.to_vec(),
         demo_actions: true,
         heartbeat_ms: 0,
+        kubernetes: String::new(),
+        cluster_version: None,
     }));
     page.control(FrameBody::Snapshot(Snapshot {
         objects: Vec::new(),

@@ -152,6 +152,15 @@ pub struct Hello {
     pub demo_actions: bool,
     /// Heartbeat period: a viewer that hears nothing for a few periods is stalled.
     pub heartbeat_ms: u64,
+    /// Whose list-watch rules the Reflectors (and the demo's apiserver)
+    /// follow: `1.36`, `1.20`, or with gates changed
+    /// `1.36 (WatchListClient=false)`. Empty from bridges that predate it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kubernetes: String,
+    /// The apiserver's own version (`gitVersion` of its `/version`), where it
+    /// answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_version: Option<String>,
 }
 
 /// Liveness frame.
@@ -312,6 +321,8 @@ mod tests {
                 observed_stages: Stage::ALL.to_vec(),
                 demo_actions: true,
                 heartbeat_ms: 5_000,
+                kubernetes: "1.36".into(),
+                cluster_version: None,
             }),
         };
         let json = round_trip(&hello);

@@ -29,6 +29,8 @@ fn hello(protocol: u32) -> Hello {
         observed_stages: Stage::ALL.to_vec(),
         demo_actions: false,
         heartbeat_ms: 5_000,
+        kubernetes: "1.36".into(),
+        cluster_version: None,
     }
 }
 

@@ -209,6 +209,8 @@ async fn http_errors_from_the_api_lose_nothing_and_stay_within_the_list_bound() 
     let bridge = Bridge::start_logged(
         addr,
         &[
+            "--kubernetes",
+            "1.20",
             "--kubeconfig",
             kubeconfig.to_str().unwrap(),
             "--resources",

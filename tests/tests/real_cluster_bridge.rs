@@ -35,6 +35,8 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
 async fn watch(cluster: &RealCluster, resources: &str, selector: Option<&str>) -> (Bridge, Viewer) {
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
     let mut args = vec![
+        "--kubernetes",
+        "1.20",
         "--kubeconfig",
         kubeconfig.as_str(),
         "--resources",
@@ -344,6 +346,8 @@ async fn with_etcd_access_each_event_is_matched_to_its_etcd_write() {
     let cluster = RealCluster::start().await;
     let kc = cluster.kubeconfig();
     let bridge = Bridge::start(&[
+        "--kubernetes",
+        "1.20",
         "--kubeconfig",
         kc.to_str().unwrap(),
         "--resources",

@@ -101,6 +101,8 @@ async fn the_read_only_role_watches_and_no_role_is_a_denial_told_on_the_node() {
         ],
     );
     let bridge = Bridge::start(&[
+        "--kubernetes",
+        "1.20",
         "--kubeconfig",
         reader.to_str().unwrap(),
         "--resources",
@@ -130,6 +132,8 @@ async fn the_read_only_role_watches_and_no_role_is_a_denial_told_on_the_node() {
     // server's words, and the Reflector keeps trying (a role may be granted).
     let nobody = acting_as(&cluster, "nobody.kubeconfig", "nobody", &[]);
     let bridge = Bridge::start(&[
+        "--kubernetes",
+        "1.20",
         "--kubeconfig",
         nobody.to_str().unwrap(),
         "--resources",

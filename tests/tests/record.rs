@@ -145,6 +145,8 @@ async fn recording_a_real_cluster_redacts_secrets_as_the_live_stream_does() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cluster.jsonl");
     let recorder = tokio::spawn(record(owned(&[
+        "--kubernetes",
+        "1.20",
         "--kubeconfig",
         &kc,
         "--resources",

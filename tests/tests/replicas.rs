@@ -227,6 +227,8 @@ async fn a_viewer_moved_to_another_replica_is_resynced_and_misses_nothing() {
     let base = stable_watches(&client, before_setup).await;
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
     let args = [
+        "--kubernetes",
+        "1.20",
         "--kubeconfig",
         kubeconfig.as_str(),
         "--resources",

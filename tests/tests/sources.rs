@@ -242,6 +242,8 @@ async fn an_unreachable_cluster_shows_backoff_while_the_app_is_served() {
     )
     .unwrap();
     let bridge = Bridge::start(&[
+        "--kubernetes",
+        "1.20",
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
         "--resources",

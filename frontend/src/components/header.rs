@@ -26,6 +26,11 @@ pub fn Header() -> impl IntoView {
                 .unwrap_or_default()
         })
     };
+    let kubernetes = move || {
+        model
+            .hello
+            .with(|h| h.as_ref().map(kubernetes_label).unwrap_or_default())
+    };
     let link = move || model.link.get();
     let detail = move || match model.link.get() {
         Link::Reconnecting { retry_ms } => format!(
@@ -45,10 +50,25 @@ pub fn Header() -> impl IntoView {
             <span class="tagline">"the life of a Kubernetes watch event"</span>
             <span class="source" id="source">{source}</span>
             <span class="resources" id="resources">{resources}</span>
+            <span class="kubernetes" id="kubernetes" title="whose list-watch rules the Reflectors and the demo's apiserver follow, and the apiserver's own version">{kubernetes}</span>
             <span id="link" class="link" data-link=move || link().label() role="status" aria-live="polite">
                 {move || link().label()}
             </span>
             <span class="link-detail">{detail}</span>
         </header>
+    }
+}
+
+/// `Kubernetes 1.36 rules · apiserver v1.36.4`: the profile, and the
+/// server's own version where it told.
+pub fn kubernetes_label(hello: &watchlife_protocol::Hello) -> String {
+    let rules = match hello.kubernetes.as_str() {
+        "" => String::new(),
+        k => format!("Kubernetes {k} rules"),
+    };
+    match (&hello.cluster_version, rules.is_empty()) {
+        (Some(v), true) => format!("apiserver {v}"),
+        (Some(v), false) => format!("{rules} · apiserver {v}"),
+        (None, _) => rules,
     }
 }

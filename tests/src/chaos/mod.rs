@@ -405,6 +405,8 @@ async fn setup(config: &Config) -> Rig {
     ));
     let _ = std::fs::remove_file(&log);
     let bridge_args = vec![
+        "--kubernetes".to_string(),
+        "1.20".to_string(),
         "--kubeconfig".to_string(),
         kubeconfig.to_str().unwrap().to_string(),
         "--resources".to_string(),

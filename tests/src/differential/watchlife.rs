@@ -41,6 +41,8 @@ impl Watchlife {
         assert_has_min_watch_timeout();
         let seconds = min_watch_timeout_seconds.to_string();
         let bridge = Bridge::start(&[
+            "--kubernetes",
+            "1.20",
             "--kubeconfig",
             kubeconfig.to_str().expect("a UTF-8 path"),
             "--resources",
@@ -190,6 +192,21 @@ fn reflector(state: &ReflectorState, list_out: bool) -> Option<Step> {
             message,
         } => Step::Note(format!("410 Gone at rv={resource_version}: {message}")),
         ReflectorState::Relist { reason } => Step::Note(format!("relist: {reason}")),
+        ReflectorState::StreamingListStarted {
+            resource_version,
+            timeout_seconds,
+        } => Step::Note(format!(
+            "streaming list from rv={resource_version:?}, timeout {timeout_seconds}s"
+        )),
+        ReflectorState::InitialEventsEnd {
+            count,
+            resource_version,
+        } => Step::Note(format!(
+            "initial events ended: {count} objects at rv={resource_version}"
+        )),
+        ReflectorState::StreamingListFailed { reason } => {
+            Step::Note(format!("streaming list failed: {reason}"))
+        }
         ReflectorState::ListProgress { .. } | ReflectorState::Answered { .. } => return None,
     })
 }
