@@ -22,7 +22,7 @@ mod watchers;
 
 pub use deletion::{DEFAULT_GRACE_PERIOD_SECONDS, Deletion};
 pub use requests::{COMPACTION_INTERVAL_MICROS, WATCH_CACHE_MAX_CAPACITY};
-pub use streams::{ListAnswer, ServedFrom, StreamRecord, WatchAnswer};
+pub use streams::{ConsistentRead, ListAnswer, ServedFrom, StreamRecord, WatchAnswer};
 pub use watchers::{SLOW_WATCHER_BUFFER, SLOW_WATCHER_NAME};
 
 use crate::cacher::watcher::WatchOptions;
@@ -38,6 +38,7 @@ use crate::watch_cache::{Delivery, WatchError, WindowBounds};
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
+use watchlife_informer::profile::Profile;
 use watchlife_protocol::Micros;
 
 /// Events each watch cache keeps at least: the apiserver's default watch cache
@@ -67,6 +68,11 @@ pub enum ApiError {
     /// 403: the request is understood and refused.
     #[error("{0}")]
     Forbidden(String),
+    /// 429: the Cacher is (re)initializing and refuses to wait
+    /// (`ResilientWatchCacheInitialization`); the client may retry after
+    /// `retry_after_seconds` (see [`crate::cacher::ready`]).
+    #[error("{}", crate::cacher::ready::NOT_READY_MESSAGE)]
+    NotReady { retry_after_seconds: u64 },
     /// 504: a resourceVersion the store has not reached.
     #[error("Too large resource version: {requested}, current: {current}")]
     TooLargeResourceVersion {
@@ -95,6 +101,8 @@ struct State {
     compactor: requests::Compactor,
     /// Objects counted for the quotas.
     usage: quota::Usage,
+    /// The Kubernetes release (and feature gates) the server behaves as.
+    profile: Profile,
 }
 
 /// The embedded control plane. Cheap to clone: clones share one state.
@@ -117,11 +125,18 @@ impl ControlPlane {
     /// [`ControlPlane::new`] within other limits (a benchmark's
     /// [`Limits::UNBOUNDED`]).
     pub fn with_limits(clock: Clock, limits: Limits) -> Self {
+        ControlPlane::with_profile(clock, limits, Profile::default())
+    }
+
+    /// [`ControlPlane::with_limits`] whose server behaves as `profile`'s
+    /// Kubernetes release and feature gates (see [`ControlPlane::profile`]).
+    pub fn with_profile(clock: Clock, limits: Limits, profile: Profile) -> Self {
         ControlPlane::build(
             clock,
             limits,
             true,
             crate::cacher::watcher::DEMO_BOOKMARK_FREQUENCY,
+            profile,
         )
     }
 
@@ -129,11 +144,28 @@ impl ControlPlane {
     /// which the caller must start with [`ControlPlane::stage_tasks`]: until
     /// then, writes commit and no watcher hears of them. Bookmarks come every
     /// `bookmark_frequency` (see [`crate::cacher::watcher`]).
+    /// Its server behaves as [`Profile::default()`] (1.36, every gate on).
     pub fn staged(clock: Clock, limits: Limits, bookmark_frequency: Micros) -> Self {
-        ControlPlane::build(clock, limits, false, bookmark_frequency)
+        ControlPlane::staged_with_profile(clock, limits, bookmark_frequency, Profile::default())
     }
 
-    fn build(clock: Clock, limits: Limits, inline: bool, bookmark_frequency: Micros) -> Self {
+    /// [`ControlPlane::staged`] whose server behaves as `profile`.
+    pub fn staged_with_profile(
+        clock: Clock,
+        limits: Limits,
+        bookmark_frequency: Micros,
+        profile: Profile,
+    ) -> Self {
+        ControlPlane::build(clock, limits, false, bookmark_frequency, profile)
+    }
+
+    fn build(
+        clock: Clock,
+        limits: Limits,
+        inline: bool,
+        bookmark_frequency: Micros,
+        profile: Profile,
+    ) -> Self {
         let store = Store::with_quota(
             clock.clone(),
             StoreQuota {
@@ -177,6 +209,7 @@ impl ControlPlane {
                 stalled: Vec::new(),
                 compactor,
                 usage: quota::Usage::default(),
+                profile,
             })),
             wakers: Arc::new(
                 resource::ALL
@@ -206,6 +239,12 @@ impl ControlPlane {
     /// The bounds it enforces.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The Kubernetes release and feature gates its server behaves as:
+    /// chosen when it is built, [`Profile::default()`] unless told.
+    pub fn profile(&self) -> Profile {
+        self.lock().profile
     }
 
     /// The store's latest revision.
@@ -374,7 +413,10 @@ impl ControlPlane {
 
     /// Starts a watch with every option a client may give (see
     /// [`WatchOptions`]). A revision older than the cache's window fails
-    /// with [`ApiError::Gone`], worded as the apiserver words it.
+    /// with [`ApiError::Gone`], worded as the apiserver words it; a Cacher
+    /// that is (re)initializing with [`ApiError::NotReady`] (a v1.20 server
+    /// waits instead: its HTTP layer tries again, see
+    /// `watchlife_demo_apiserver::watch`).
     pub fn watch_opts(
         &self,
         rt: ResourceType,
@@ -383,7 +425,7 @@ impl ControlPlane {
         self.lock()
             .cacher_mut(rt)
             .watch(options)
-            .map_err(|e: WatchError| ApiError::Gone(e.to_string()))
+            .map_err(api_watch_error)
     }
 
     /// Compacts the store's history up to its current revision.
@@ -462,6 +504,16 @@ impl State {
             .iter_mut()
             .find(|c| c.resource() == rt)
             .expect("a Cacher exists for every served type")
+    }
+}
+
+/// A watch that could not start, as the client is told.
+pub(crate) fn api_watch_error(e: WatchError) -> ApiError {
+    match e {
+        WatchError::TooOld { .. } => ApiError::Gone(e.to_string()),
+        WatchError::NotReady { downtime } => ApiError::NotReady {
+            retry_after_seconds: crate::cacher::ready::retry_after_seconds(downtime),
+        },
     }
 }
 

@@ -34,6 +34,7 @@ pub mod demo_action;
 pub mod ledger;
 pub mod limits;
 pub mod list;
+pub mod list_cache;
 pub mod object;
 pub mod resource;
 pub mod selector;
@@ -51,3 +52,5 @@ pub use control_plane::{ApiError, ControlPlane};
 pub use resource::ResourceType;
 pub use store::Revision;
 pub use watch_cache::{CachedEvent, Delivery, Origin, WatchFilter};
+/// The Kubernetes release and feature gates the server behaves as.
+pub use watchlife_informer::profile::{Gate, Profile, Release};

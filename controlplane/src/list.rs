@@ -55,6 +55,21 @@ pub enum ListPlan {
     /// The watch cache's snapshot, whole, once the cache has seen
     /// `min_revision`.
     Cache { min_revision: Revision },
+    /// v1.36: the watch cache, once it has seen `min_revision`, in pages of
+    /// `limit` (`NotOlderThan` with a limit; see [`crate::list_cache`]).
+    CachePage { min_revision: Revision, limit: u64 },
+    /// v1.36 `ConsistentListFromCache`: the watch cache once it has caught
+    /// up with the store's current revision, else the store.
+    Consistent { limit: Option<u64> },
+    /// v1.36 `ListFromCacheSnapshot`: the cache's snapshot at exactly
+    /// `revision` while its window reaches back to it, else the store at
+    /// `revision` (where it may have expired).
+    Snapshot {
+        revision: Revision,
+        after: Option<String>,
+        limit: Option<u64>,
+        continued: bool,
+    },
     /// The store: at `revision` (the latest when `None`), the keys after
     /// `after`, at most `limit` items.
     Store {

@@ -130,6 +130,12 @@ impl From<&ApiError> for Status {
                 Status::new(409, "Conflict", message).with_details(details(kind, name))
             }
             ApiError::Gone(_) => Status::expired(message),
+            // `errors.NewTooManyRequests`: the delay travels in the details
+            // (and, from the HTTP layer, as a `Retry-After` header).
+            ApiError::NotReady {
+                retry_after_seconds,
+            } => Status::new(429, "TooManyRequests", message)
+                .with_details(json!({"retryAfterSeconds": retry_after_seconds})),
             ApiError::TooLargeResourceVersion { .. } => Status::new(504, "Timeout", message)
                 .with_details(json!({
                     "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],

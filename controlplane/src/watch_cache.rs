@@ -31,6 +31,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, OnceLock};
 use watchlife_protocol::{EventType, Micros};
 
+/// The annotation of the BOOKMARK that ends a WatchList's initial events
+/// (`metav1.InitialEventsAnnotationKey`).
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
 /// How young the oldest event of a full window may be before the window
 /// doubles: the apiserver's `eventFreshDuration` (75 s), long enough for a
 /// client whose watch just ended to re-watch from where it was.
@@ -140,6 +144,30 @@ impl CachedEvent {
         )
     }
 
+    /// The BOOKMARK that ends a WatchList's initial events: at `revision`,
+    /// its object annotated [`INITIAL_EVENTS_END_ANNOTATION`]` = "true"`, as
+    /// `cacheWatcher.convertToWatchEvent` marks it (v0.36.4
+    /// `cache_watcher.go`).
+    pub fn initial_events_end(rt: ResourceType, revision: Revision) -> Self {
+        let object = serde_json::json!({
+            "kind": rt.kind,
+            "apiVersion": rt.api_version(),
+            "metadata": {
+                "resourceVersion": revision.to_string(),
+                "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"},
+            },
+        });
+        CachedEvent::new(
+            EventType::Bookmark,
+            String::new(),
+            revision,
+            Arc::new(object),
+            0,
+            None,
+            None,
+        )
+    }
+
     /// When the dispatcher took the event from `incoming`; `None` before it
     /// has, and for events that never pass it (synthetic, bookmarks).
     pub fn dispatched_at(&self) -> Option<Micros> {
@@ -225,6 +253,10 @@ pub enum WatchError {
         requested: Revision,
         oldest: Revision,
     },
+    /// The Cacher is (re)initializing: it has not been ready for
+    /// `downtime` µs (see [`crate::cacher::ready`]).
+    #[error("{}", crate::cacher::ready::NOT_READY_MESSAGE)]
+    NotReady { downtime: Micros },
 }
 
 /// Which events a watcher wants: the apiserver's namespace scope and
@@ -336,6 +368,14 @@ pub struct WatchCache {
     bounds: WindowBounds,
     /// The ring holds every change after this revision.
     window_start: Revision,
+    /// The revision of the last LIST that replaced the cache.
+    list_revision: Revision,
+    /// Whether an event has left the ring since that LIST
+    /// (`removedEventSinceRelist`).
+    removed_since_relist: bool,
+    /// The store's compaction the window was trimmed to (the demo's tie of
+    /// the two, see [`WatchCache::compact`]).
+    compacted: Revision,
     /// Latest store revision the cache has seen.
     revision: Revision,
     objects: BTreeMap<String, Current>,
@@ -383,6 +423,9 @@ impl WatchCache {
             capacity: min,
             bounds,
             window_start: revision,
+            list_revision: revision,
+            removed_since_relist: false,
+            compacted: 0,
             revision,
             objects: BTreeMap::new(),
             clock,
@@ -444,6 +487,8 @@ impl WatchCache {
         self.ring.clear();
         self.ring_bytes = 0;
         self.window_start = revision;
+        self.list_revision = revision;
+        self.removed_since_relist = false;
         self.revision = revision;
     }
 
@@ -515,6 +560,26 @@ impl WatchCache {
             self.evict_oldest();
         }
         self.window_start = self.window_start.max(revision.min(self.revision));
+        self.compacted = self.compacted.max(revision.min(self.revision));
+    }
+
+    /// The oldest resourceVersion a watch may start from; below it a watch
+    /// is too old. As `getAllEventsSinceLocked` (`watch_cache.go`, v1.20.2
+    /// `GetAllEventsSinceThreadUnsafe` and v0.36.4): with nothing removed
+    /// from the ring since the last LIST, the LIST's revision; else one
+    /// below the oldest event held (`resourceVersion < oldest-1` is too
+    /// old), even when the revisions between were another type's. Never
+    /// below the store's compaction (the demo's tie).
+    pub fn oldest_watchable(&self) -> Revision {
+        let apiserver = if !self.removed_since_relist {
+            self.list_revision
+        } else {
+            // A ring emptied by the demo's compaction: the window's start.
+            self.ring
+                .front()
+                .map_or(self.window_start, |e| e.revision.saturating_sub(1))
+        };
+        apiserver.max(self.compacted)
     }
 
     /// The current objects and the revision they are consistent with.
@@ -523,6 +588,70 @@ impl WatchCache {
             self.objects.values().map(|c| c.object.clone()).collect(),
             self.revision,
         )
+    }
+
+    /// The current objects under `prefix` with their store keys, in key
+    /// order.
+    pub fn entries(&self, prefix: &str) -> Vec<(String, Arc<Value>)> {
+        self.objects
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, c)| (k.clone(), c.object.clone()))
+            .collect()
+    }
+
+    /// The oldest revision the cache still has a snapshot of. The v0.36.4
+    /// watch cache keeps one per event and one at its LIST
+    /// (`w.snapshots.Add`), drops those older than the oldest event once the
+    /// ring is full (`RemoveLess(oldestRV)`) and those the store compacted
+    /// (`watchCache.Compact`).
+    pub fn snapshot_floor(&self) -> Revision {
+        let kept = if !self.removed_since_relist {
+            self.list_revision
+        } else {
+            self.ring.front().map_or(self.revision, |e| e.revision)
+        };
+        kept.max(self.compacted)
+    }
+
+    /// The objects under `prefix` as they were at `revision`, in key order,
+    /// while the cache has a snapshot at or below it
+    /// (`snapshots.GetLessOrEqual`, `waitAndListExactRV`, v0.36.4
+    /// `watch_cache.go`); `None` when `revision` is older than
+    /// [`WatchCache::snapshot_floor`] or newer than the cache.
+    ///
+    /// The demo keeps no copies: it undoes, newest first, the ring's events
+    /// after `revision` on the current objects, which gives the same state.
+    pub fn snapshot_at(
+        &self,
+        prefix: &str,
+        revision: Revision,
+    ) -> Option<Vec<(String, Arc<Value>)>> {
+        if revision < self.snapshot_floor() || revision > self.revision {
+            return None;
+        }
+        let mut state: BTreeMap<String, Arc<Value>> = self.entries(prefix).into_iter().collect();
+        for event in self.ring.iter().rev().take_while(|e| e.revision > revision) {
+            if !event.key.starts_with(prefix) {
+                continue;
+            }
+            match event.event_type {
+                EventType::Added => {
+                    state.remove(&event.key);
+                }
+                EventType::Modified => {
+                    if let Some(prev) = &event.prev {
+                        state.insert(event.key.clone(), prev.clone());
+                    }
+                }
+                EventType::Deleted => {
+                    let before = event.prev.as_ref().unwrap_or(&event.object);
+                    state.insert(event.key.clone(), before.clone());
+                }
+                _ => {}
+            }
+        }
+        Some(state.into_iter().collect())
     }
 
     /// The weights of the window's objects, summed.
@@ -552,9 +681,9 @@ impl WatchCache {
                     .collect(),
                 self.revision,
             )),
-            Some(from) if from < self.window_start => Err(WatchError::TooOld {
+            Some(from) if from < self.oldest_watchable() => Err(WatchError::TooOld {
                 requested: from,
-                oldest: self.window_start,
+                oldest: self.oldest_watchable(),
             }),
             Some(from) => {
                 let replayed: Vec<_> = self
@@ -596,6 +725,7 @@ impl WatchCache {
 
     fn evict_oldest(&mut self) {
         if let Some(evicted) = self.ring.pop_front() {
+            self.removed_since_relist = true;
             self.ring_bytes = self.ring_bytes.saturating_sub(evicted.size);
             self.window_start = self.window_start.max(evicted.revision);
         }
@@ -698,6 +828,65 @@ mod tests {
             "too old resource version: 1 (2)"
         );
         assert!(cache.since(Some(2), &all).is_ok());
+    }
+
+    #[test]
+    fn too_old_is_below_one_less_than_the_oldest_event_held() {
+        // getAllEventsSinceLocked: `resourceVersion < oldest-1` is too old,
+        // whatever type the revisions between were.
+        let (mut store, mut cache) = setup(2);
+        add(&mut cache, store.create("a", pod("default", "a")).unwrap());
+        store.create("other", pod("default", "x")).unwrap();
+        add(&mut cache, store.create("b", pod("default", "b")).unwrap());
+        add(&mut cache, store.create("c", pod("default", "c")).unwrap());
+        // a (2) left the ring; the oldest held is b (4).
+        let all = WatchFilter::default();
+        assert_eq!(
+            cache.since(Some(2), &all).unwrap_err().to_string(),
+            "too old resource version: 2 (3)"
+        );
+        assert!(cache.since(Some(3), &all).is_ok());
+    }
+
+    #[test]
+    fn a_snapshot_is_the_state_at_a_revision_while_the_window_reaches_it() {
+        let (mut store, mut cache) = setup(3);
+        add(
+            &mut cache,
+            store.create("/p/a", pod("default", "a")).unwrap(),
+        );
+        let after_a = store.revision();
+        add(
+            &mut cache,
+            store.create("/p/b", pod("default", "b")).unwrap(),
+        );
+        add(
+            &mut cache,
+            store.update("/p/a", pod("default", "a2"), None).unwrap(),
+        );
+        add(&mut cache, store.delete("/p/b", None).unwrap());
+        let names = |entries: Vec<(String, Arc<Value>)>| -> Vec<String> {
+            entries
+                .iter()
+                .map(|(_, o)| o["metadata"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        // a (2) left the ring: snapshots from b (3) on.
+        assert_eq!(cache.snapshot_floor(), after_a + 1);
+        assert_eq!(cache.snapshot_at("/p/", after_a), None);
+        assert_eq!(
+            names(cache.snapshot_at("/p/", after_a + 1).unwrap()),
+            ["a", "b"]
+        );
+        assert_eq!(
+            names(cache.snapshot_at("/p/", after_a + 2).unwrap()),
+            ["a2", "b"]
+        );
+        assert_eq!(
+            names(cache.snapshot_at("/p/", cache.revision()).unwrap()),
+            ["a2"]
+        );
+        assert_eq!(cache.snapshot_at("/p/", cache.revision() + 1), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::apply;
 use crate::patch::{self, PatchType};
 use crate::path::{self, Subresource, Target};
 use crate::protobuf::{self, Accept};
-use crate::{discovery, lists, objects, params, response, scale, watch};
+use crate::{discovery, lists, objects, params, response, scale, watch, watch_list};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
@@ -119,7 +119,7 @@ async fn resource(
     }
     match (method, named) {
         (Method::GET, false) => collection(cp, &target, &pairs, watch::client(headers)).await,
-        (Method::GET, true) => get(cp, &target, &pairs, watch::client(headers)),
+        (Method::GET, true) => get(cp, &target, &pairs, watch::client(headers)).await,
         (Method::POST, false) if target.namespace.is_some() || !target.rt.namespaced => {
             let manager = field_manager(&pairs, headers)?;
             let body = read_object(headers, body).await?;
@@ -244,26 +244,22 @@ async fn collection(
     client: Option<&str>,
 ) -> Answer {
     let params = params::collection(pairs, target.rt, target.watch_prefix)?;
-    if params::send_initial_events(pairs) {
-        return Err(Status::new(
-            422,
-            "Invalid",
-            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden unless the WatchList feature gate is enabled",
-        ));
-    }
+    let send_initial_events = watch_list::check(pairs, &params, &cp.profile())?;
     if params.watch {
         let filter = WatchFilter {
             namespace: target.namespace.clone().filter(|_| target.rt.namespaced),
             labels: params.list.labels.clone(),
             fields: params.list.fields.clone(),
         };
-        return Ok(watch::respond(cp, target.rt, filter, &params, client));
+        return Ok(
+            watch::respond(cp, target.rt, filter, &params, send_initial_events, client).await,
+        );
     }
     let list = lists::answer(cp, target.rt, namespace(target), &params.list, client).await?;
     Ok(response::list(target.rt, &list))
 }
 
-fn get(
+async fn get(
     cp: &ControlPlane,
     target: &Target,
     pairs: &[(String, String)],
@@ -271,6 +267,7 @@ fn get(
 ) -> Answer {
     let name = target.name.as_deref().unwrap_or_default();
     let params = params::collection(pairs, target.rt, target.watch_prefix)?;
+    let send_initial_events = watch_list::check(pairs, &params, &cp.profile())?;
     if params.watch && target.subresource.is_none() {
         // A watch of one object is a watch of its collection narrowed to
         // its name, as the apiserver serves it.
@@ -285,7 +282,9 @@ fn get(
             labels: params.list.labels.clone(),
             fields,
         };
-        return Ok(watch::respond(cp, target.rt, filter, &params, client));
+        return Ok(
+            watch::respond(cp, target.rt, filter, &params, send_initial_events, client).await,
+        );
     }
     let obj = cp.get(target.rt, namespace(target), name)?;
     Ok(match target.subresource {

@@ -52,6 +52,7 @@ pub mod scale;
 pub mod stages;
 pub mod table;
 pub mod watch;
+pub mod watch_list;
 
 pub use door::{Door, DoorError};
 pub use kubeconfig::{write_kubeconfig, write_kubeconfig_with_token};

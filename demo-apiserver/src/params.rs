@@ -6,11 +6,26 @@ use watchlife_controlplane::list::ListOptions;
 use watchlife_controlplane::selector::{FieldSelector, LabelSelector};
 use watchlife_controlplane::status::Status;
 
-/// A watch's lifetime when the client gives no `timeoutSeconds`: the
-/// apiserver's `--min-request-timeout` (1800 s). The apiserver picks a random
-/// value between one and two times it, to spread re-watches; the demo has too
-/// few clients for that to matter.
+/// The apiserver's `--min-request-timeout` (1800 s): a watch without
+/// `timeoutSeconds` lasts between one and two times it (see
+/// [`default_watch_timeout`]).
 pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// A watch's lifetime when the client gives no `timeoutSeconds`: a random
+/// time from [`DEFAULT_WATCH_TIMEOUT`] up to twice it, as `ListResource`
+/// (`endpoints/handlers/get.go`, v1.20.2 and v0.36.4) picks
+/// `minRequestTimeout × (1 + rand)`, so that watches opened together do not
+/// all end, and re-watch, together.
+pub fn default_watch_timeout() -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    // Each `RandomState` is freshly keyed: a random 64-bit number without a
+    // generator to keep.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let fraction = (random >> 11) as f64 / (1u64 << 53) as f64;
+    DEFAULT_WATCH_TIMEOUT.mul_f64(1.0 + fraction)
+}
 
 /// The longest a watch lasts, whatever `timeoutSeconds` asks: a day. Longer
 /// ones are taken as a day; clients re-watch when a watch ends, as they must
@@ -108,7 +123,7 @@ pub fn collection(
     };
     let timeout = parse_u64(pairs, "timeoutSeconds")?
         .filter(|&s| s > 0)
-        .map_or(DEFAULT_WATCH_TIMEOUT, Duration::from_secs)
+        .map_or_else(default_watch_timeout, Duration::from_secs)
         .min(MAX_WATCH_TIMEOUT);
     Ok(CollectionParams {
         watch: watch_prefix || parse_bool(pairs, "watch")?,
@@ -121,12 +136,6 @@ pub fn collection(
 /// `gracePeriodSeconds` from the query, when given.
 pub fn grace_period(pairs: &[(String, String)]) -> Result<Option<u64>, Status> {
     parse_u64(pairs, "gracePeriodSeconds")
-}
-
-/// Whether `sendInitialEvents` was asked for (the streaming list, which this
-/// server does not offer).
-pub fn send_initial_events(pairs: &[(String, String)]) -> bool {
-    get(pairs, "sendInitialEvents").is_some()
 }
 
 #[cfg(test)]
@@ -169,6 +178,26 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.message, "field label not supported: spec.nodeName");
+    }
+
+    #[test]
+    fn a_watch_without_timeout_lasts_a_random_30_to_60_minutes() {
+        let timeouts: Vec<_> = (0..64)
+            .map(|_| {
+                collection(&pairs(Some("watch=1")), PODS, false)
+                    .unwrap()
+                    .timeout
+            })
+            .collect();
+        let (min, max) = (Duration::from_secs(1800), Duration::from_secs(3600));
+        assert!(
+            timeouts.iter().all(|t| *t >= min && *t < max),
+            "{timeouts:?}"
+        );
+        assert!(
+            timeouts.iter().any(|t| *t != timeouts[0]),
+            "spread, not one value: {timeouts:?}"
+        );
     }
 
     #[test]

@@ -29,9 +29,24 @@ pub fn object(code: StatusCode, obj: &Arc<Value>) -> Response {
 }
 
 /// A failure as a `Status` object, with its code as the HTTP status.
+///
+/// A Status whose details carry `retryAfterSeconds` also says it in a
+/// `Retry-After` header, as the apiserver's `ErrorNegotiated`
+/// (`endpoints/handlers/responsewriters/writers.go`) does.
 pub fn status(s: &Status) -> Response {
     let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json(code, s.to_json().to_string())
+    let mut response = json(code, s.to_json().to_string());
+    let retry_after = s
+        .details
+        .as_ref()
+        .and_then(|d| d["retryAfterSeconds"].as_u64())
+        .filter(|&seconds| seconds > 0);
+    if let Some(seconds) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+    }
+    response
 }
 
 /// A `Status` of success, as a DELETE of most types answers.

@@ -15,6 +15,13 @@
 //! ([`ControlPlane::note_written`]), so the client learns when *its* stream
 //! carried each event.
 //!
+//! A v1.36 WatchList (`sendInitialEvents=true`, see [`crate::watch_list`])
+//! starts with a synthetic ADDED event for every current object, from the
+//! cache once it has reached the revision asked (for none: the store's
+//! current one, a consistent read), then, if the client allows bookmarks, a
+//! BOOKMARK annotated `k8s.io/initial-events-end: "true"` at the cache's
+//! revision, then the live events.
+//!
 //! How a watch ends, as with the apiserver's Cacher:
 //! - From a resourceVersion older than the cache's window (or compacted): the
 //!   answer is `200 OK` and the stream's only line is an ERROR event carrying
@@ -36,8 +43,10 @@ use axum::response::Response;
 use bytes::Bytes;
 use serde_json::json;
 use std::convert::Infallible;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use watchlife_controlplane::Gate;
 use watchlife_controlplane::control_plane::WatchAnswer;
 use watchlife_controlplane::status::Status;
 use watchlife_controlplane::{
@@ -63,29 +72,51 @@ pub fn client(headers: &HeaderMap) -> Option<&str> {
         .filter(|name| !name.is_empty() && name.len() <= 128)
 }
 
+/// How often a watch that waits for its Cacher to be ready looks again.
+const READY_POLL: Duration = Duration::from_millis(5);
+
 /// Starts a watch of `rt` and answers with its stream.
-pub fn respond(
+///
+/// While the Cacher is (re)initializing, a v1.20 server waits until it is
+/// ready (`c.ready.wait()` in `Cacher.Watch`, v1.20.2 `cacher.go`), at most
+/// for the watch's own timeout; a v1.36 server with
+/// `ResilientWatchCacheInitialization` answers 429 with `Retry-After` at
+/// once (`Cacher.Watch`, v0.36.4 `cacher.go`).
+pub async fn respond(
     cp: &ControlPlane,
     rt: ResourceType,
     filter: WatchFilter,
     params: &CollectionParams,
+    send_initial_events: Option<bool>,
     client: Option<&str>,
 ) -> Response {
-    if params.list.resource_version_match.is_some() {
-        return response::status(&Status::new(
-            422,
-            "Invalid",
-            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch",
-        ));
-    }
     let asked = params.list.resource_version.clone().unwrap_or_default();
-    let from = match asked.as_str() {
+    let mut from = match asked.as_str() {
         "" => None,
         rv => match watchlife_controlplane::list::parse_revision(rv) {
             Ok(rv) => Some(rv),
             Err(e) => return response::status(&Status::from(e)),
         },
     };
+    if send_initial_events.is_some() && from.is_none() {
+        // `getWatchCacheResourceVersion`: no resourceVersion with
+        // `sendInitialEvents` is the store's current revision.
+        from = Some(cp.revision());
+    }
+    if send_initial_events == Some(true) {
+        // `waitUntilWatchCacheFreshAndForceAllEvents`: the initial events
+        // are the cache's state once it has reached the revision asked.
+        let min = from.unwrap_or(0);
+        let (fresh, _) =
+            crate::lists::wait_until_fresh(cp, rt, min, crate::lists::BLOCK_TIMEOUT).await;
+        if !fresh {
+            let too_large = ApiError::TooLargeResourceVersion {
+                requested: min,
+                current: cp.watch_cache_revision(rt),
+            };
+            return response::stream(Body::from(error_line(&Status::from(too_large))));
+        }
+    }
     let now = Instant::now();
     // The timeout is bounded (see `params`); a clock near its end must not
     // make the addition panic either.
@@ -102,12 +133,30 @@ pub fn respond(
                 .saturating_add(params.timeout.as_micros().min(Micros::MAX as u128) as Micros),
         ),
         buffer: None,
+        initial_events: send_initial_events,
+        initial_events_end: send_initial_events == Some(true) && params.allow_bookmarks,
     };
-    match cp.watch_opts(rt, options) {
+    let waits_for_ready = !cp
+        .profile()
+        .enabled(Gate::ResilientWatchCacheInitialization);
+    let started = loop {
+        match cp.watch_opts(rt, options.clone()) {
+            Err(ApiError::NotReady { .. }) if waits_for_ready => {
+                if Instant::now() >= deadline {
+                    return response::stream(Body::empty());
+                }
+                tokio::time::sleep(READY_POLL).await;
+            }
+            other => break other,
+        }
+    };
+    match started {
         Ok((_, rx)) => {
             if let Some(client) = client {
-                let backlog = rx.len() as u32;
-                let synthetic = from.is_none_or(|rv| rv == 0);
+                let end = u32::from(send_initial_events == Some(true) && params.allow_bookmarks);
+                let backlog = (rx.len() as u32).saturating_sub(end);
+                let synthetic = send_initial_events == Some(true)
+                    || (send_initial_events.is_none() && from.is_none_or(|rv| rv == 0));
                 cp.note_watch(
                     client,
                     WatchAnswer {

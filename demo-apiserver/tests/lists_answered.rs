@@ -10,6 +10,7 @@ mod support;
 use serde_json::json;
 use watchlife_controlplane::control_plane::ServedFrom;
 use watchlife_controlplane::resource::CONFIGMAPS;
+use watchlife_controlplane::{Profile, Release};
 use watchlife_testkit::client::Client;
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
@@ -26,7 +27,8 @@ async fn list(base: &str, query: &str) -> support::Raw {
 
 #[tokio::test]
 async fn each_list_is_answered_by_whom_the_apiserver_would_ask() {
-    let server = support::start().await;
+    // v1.20's routes (v1.36 reads `rv=""` from the cache: see below).
+    let server = support::start_profile(Profile::new(Release::V1_20)).await;
     let c = Client::new(&server.base, None);
     for i in 0..3 {
         c.post(CMS, &json!({"metadata": {"name": format!("c{i}")}}))
@@ -69,4 +71,93 @@ async fn each_list_is_answered_by_whom_the_apiserver_would_ask() {
         "{}",
         future.body
     );
+}
+
+#[tokio::test]
+async fn v1_36_reads_consistent_lists_from_the_cache_once_it_caught_up() {
+    let server = support::start().await;
+    let c = Client::new(&server.base, None);
+    for i in 0..3 {
+        c.post(CMS, &json!({"metadata": {"name": format!("c{i}")}}))
+            .await;
+    }
+    let written = server.cp.revision();
+    let consistent = list(&server.base, "limit=2").await;
+    assert_eq!(consistent.code, 200, "{}", consistent.body);
+    let answer = server.cp.last_list("lister").unwrap();
+    let ServedFrom::WatchCache { revision, .. } = answer.served else {
+        panic!("ConsistentListFromCache: {answer:?}")
+    };
+    assert!(revision >= written);
+    let read = answer.consistent.expect("a consistent read is recorded");
+    assert!(
+        read.from_cache && read.store_revision >= written,
+        "{read:?}"
+    );
+    assert!(read.waited < 3_000_000, "{read:?}");
+    assert_eq!(answer.items, 2);
+    // The next page: the cache's snapshot at the first page's revision.
+    // The body may come in chunks: the token is read from its text.
+    let token = consistent
+        .body
+        .split_once("\"continue\":\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(token, _)| token.to_string())
+        .expect("a continue token");
+    let next = list(&server.base, &format!("limit=2&continue={token}")).await;
+    assert_eq!(next.code, 200, "{}", next.body);
+    let answer = server.cp.last_list("lister").unwrap();
+    assert_eq!(
+        answer.served,
+        ServedFrom::WatchCache {
+            revision,
+            waited: answer_waited(&answer.served)
+        }
+    );
+    assert_eq!(answer.items, 1);
+}
+
+fn answer_waited(served: &ServedFrom) -> u64 {
+    match served {
+        ServedFrom::WatchCache { waited, .. } => *waited,
+        ServedFrom::Store { .. } => 0,
+    }
+}
+
+#[tokio::test]
+async fn a_list_or_watch_while_the_cache_relists_gets_429_then_succeeds() {
+    let server = support::start().await;
+    server.cp.break_store_watch(CONFIGMAPS);
+    let refused = list(&server.base, "").await;
+    assert_eq!(refused.code, 429, "{}", refused.body);
+    assert!(
+        refused
+            .head
+            .to_ascii_lowercase()
+            .contains("\r\nretry-after: 1"),
+        "{}",
+        refused.head
+    );
+    assert!(
+        refused.body.contains("storage is (re)initializing"),
+        "{}",
+        refused.body
+    );
+    let watch = list(&server.base, "watch=1&timeoutSeconds=1").await;
+    assert_eq!(watch.code, 429, "{}", watch.body);
+    // A paged LIST without selectors goes to the store meanwhile.
+    let paged = list(&server.base, "limit=1").await;
+    assert_eq!(paged.code, 200, "{}", paged.body);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(list(&server.base, "").await.code, 200);
+}
+
+#[tokio::test]
+async fn v1_20_waits_for_the_relist_instead() {
+    let server = support::start_profile(Profile::new(Release::V1_20)).await;
+    server.cp.break_store_watch(CONFIGMAPS);
+    let started = std::time::Instant::now();
+    let answered = list(&server.base, "resourceVersion=1").await;
+    assert_eq!(answered.code, 200, "{}", answered.body);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(800));
 }

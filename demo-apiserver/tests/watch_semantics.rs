@@ -5,6 +5,7 @@
 
 mod support;
 
+use serde_json::json;
 use watchlife_controlplane::cacher::watcher::DEMO_BOOKMARK_FREQUENCY;
 use watchlife_testkit::client::Client;
 use watchlife_testkit::suite::{Cluster, Compact};
@@ -30,3 +31,56 @@ async fn demo() -> (support::Server, Cluster) {
 }
 
 watchlife_testkit::watch_semantics_tests!(demo());
+
+#[tokio::test]
+async fn a_watch_list_streams_the_state_then_the_initial_events_end_bookmark() {
+    let server = support::start().await;
+    let c = Client::new(&server.base, None);
+    for name in ["a", "b"] {
+        c.post(
+            "/api/v1/namespaces/default/configmaps",
+            &json!({"metadata": {"name": name}}),
+        )
+        .await;
+    }
+    let mut w = c
+        .stream(
+            "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true\
+             &resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2",
+        )
+        .await;
+    let mut events = Vec::new();
+    while let Some(e) = w.next().await {
+        events.push(e);
+    }
+    let types: Vec<_> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["ADDED", "ADDED", "BOOKMARK"], "{events:?}");
+    let end = &events[2]["object"]["metadata"];
+    assert_eq!(end["annotations"]["k8s.io/initial-events-end"], "true");
+    let rv: u64 = end["resourceVersion"].as_str().unwrap().parse().unwrap();
+    assert!(rv >= server.cp.revision() - 1, "the cache caught up first");
+}
+
+#[tokio::test]
+async fn a_watch_list_is_refused_with_the_gate_off_and_ignored_by_v1_20() {
+    let mut off = watchlife_controlplane::Profile::default();
+    off.set(watchlife_controlplane::Gate::WatchList, false)
+        .unwrap();
+    let server = support::start_profile(off).await;
+    let query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
+    let refused = support::raw(
+        &server.base,
+        &format!(
+            "GET /api/v1/namespaces/default/configmaps?{query} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        ),
+    )
+    .await;
+    assert_eq!(refused.code, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains(
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+        ),
+        "{}",
+        refused.body
+    );
+}

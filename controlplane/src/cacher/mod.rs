@@ -22,6 +22,7 @@
 //! task ([`crate::control_plane::stages`]) or, in tests, all of them in turn.
 
 pub mod budget;
+pub mod ready;
 pub mod watcher;
 
 use crate::clock::Clock;
@@ -29,11 +30,12 @@ use crate::resource::ResourceType;
 use crate::store::{Revision, Store, StoreError};
 use crate::watch_cache::{CachedEvent, Delivery, Origin, WatchCache, WatchError, WindowBounds};
 use budget::TimeBudget;
+use ready::Ready;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc::{self, error::TrySendError};
-use watcher::{WatchOptions, Watcher, WatcherId};
+use tokio::sync::mpsc;
+use watcher::{Refused, WatchOptions, Watcher, WatcherId};
 use watchlife_informer::reflector::{self, Effect, Failure, Request, Step, WatchEnd};
 use watchlife_protocol::Micros;
 
@@ -54,10 +56,10 @@ pub const CLOSED_WATCHERS_KEPT: usize = 16;
 pub struct WatcherInfo {
     pub id: WatcherId,
     pub name: String,
-    /// Events waiting in its buffer: put there by the dispatcher, not yet
-    /// written.
+    /// Live events waiting in its buffer: put there by the dispatcher, not
+    /// yet written (the watch's initial events are not counted).
     pub buffered: usize,
-    /// Events its buffer holds.
+    /// Live events its buffer holds now.
     pub capacity: usize,
     /// Whether the dispatcher is blocked on it right now.
     pub blocking: bool,
@@ -119,6 +121,8 @@ struct CacherReflector {
     started: bool,
     /// LISTs it made: one at start, one after each expired watch.
     lists: u64,
+    /// Its seed, for a fresh Reflector at each ListAndWatch.
+    seed: u64,
 }
 
 /// The Cacher of one resource type.
@@ -137,6 +141,8 @@ pub struct Cacher {
     /// (`lastProcessedResourceVersion`).
     last_dispatched: Revision,
     reflector: CacherReflector,
+    /// Whether the cache may serve (see [`ready`]).
+    ready: Ready,
     closed_slow: u64,
     recently_closed: VecDeque<ClosedWatcher>,
     /// Counts for metrics: events dispatched, and events put in buffers.
@@ -180,7 +186,9 @@ impl Cacher {
                 watching: None,
                 started: false,
                 lists: 0,
+                seed,
             },
+            ready: Ready::pending(now),
             closed_slow: 0,
             recently_closed: VecDeque::new(),
             dispatched: 0,
@@ -224,10 +232,15 @@ impl Cacher {
         self.watchers.len()
     }
 
-    /// Whether the Cacher has listed the store and is watching it: until
-    /// then, reads from the cache wait (`c.ready.wait()`).
+    /// Whether the Cacher's last LIST replaced the cache and its watch of
+    /// the store has not failed since (see [`ready`]).
     pub fn is_ready(&self) -> bool {
-        self.reflector.watching.is_some()
+        self.ready.is_ready()
+    }
+
+    /// `Ok` when ready, else how long the cache has not been.
+    pub fn check_ready(&self) -> Result<(), Micros> {
+        self.ready.check(self.clock.now())
     }
 
     /// The attached watchers and the ones recently closed for being slow.
@@ -247,8 +260,8 @@ impl Cacher {
                 .map(|w| WatcherInfo {
                     id: w.id,
                     name: w.name.clone(),
-                    buffered: w.buffered(),
-                    capacity: w.tx.max_capacity(),
+                    buffered: w.live_buffered(),
+                    capacity: w.live_capacity(),
                     blocking: blocking.contains(&w.id),
                 })
                 .collect(),
@@ -265,9 +278,12 @@ impl Cacher {
     pub fn reflect(&mut self, store: &Store) -> Progress {
         let now = self.clock.now();
         if !self.reflector.started {
-            self.reflector.started = true;
-            let step = self.reflector.machine.start(now);
-            self.take(step, now);
+            if now < self.reflector.wait_until {
+                return Progress::Idle {
+                    until: Some(self.reflector.wait_until),
+                };
+            }
+            self.start_caching(now);
         }
         if let Some(after) = self.reflector.watching {
             if self.incoming.len() >= INCOMING_CAPACITY {
@@ -295,20 +311,20 @@ impl Cacher {
                     Progress::Idle { until: None }
                 }
                 Err(e) => {
-                    // The Cacher restarts ListAndWatch and terminates every
-                    // watcher (`startCaching`): they re-watch, and find their
-                    // revision too old once the window restarts at the relist.
-                    self.reflector.watching = None;
-                    self.drop_watchers();
+                    // The watch failed: ListAndWatch returns, the cache is
+                    // no longer ready (`startCaching`'s deferred
+                    // `ready.set(false)`), and the next ListAndWatch starts
+                    // [`ready::RELIST_PERIOD`] later (`wait.Until`, 1 s),
+                    // whatever client-go's backoff would be.
                     let failure = match e {
                         StoreError::Compacted { .. } => Failure::Expired(e.to_string()),
                         _ => Failure::Other(e.to_string()),
                     };
-                    let step = self
+                    let _ = self
                         .reflector
                         .machine
                         .watch_ended(WatchEnd::Failed(failure), now);
-                    self.take(step, now);
+                    self.end_list_and_watch(now);
                     Progress::Moved
                 }
             };
@@ -341,6 +357,8 @@ impl Cacher {
                 {
                     self.reflector.lists += 1;
                     self.cache.replace(items, revision);
+                    // `SetOnReplace`: the cache is ready once replaced.
+                    self.ready.set(true, now);
                 }
                 step
             }
@@ -356,6 +374,29 @@ impl Cacher {
         };
         self.take(step, now);
         Progress::Moved
+    }
+
+    /// Ends the current ListAndWatch as a failed store watch does: the
+    /// cache is not ready until the next one, [`ready::RELIST_PERIOD`]
+    /// from now, has listed. A demo's speaker may call it to show a relist.
+    pub fn end_list_and_watch(&mut self, now: Micros) {
+        self.reflector.watching = None;
+        self.reflector.started = false;
+        self.reflector.wait_until = now.saturating_add(ready::RELIST_PERIOD);
+        self.ready.set(false, now);
+    }
+
+    /// One ListAndWatch begins (`startCaching`, `cacher.go`): every watcher
+    /// is terminated first (`terminateAllWatchers`), so that none stays
+    /// attached across the relist and misses the changes the LIST folds in;
+    /// then a fresh Reflector LISTs.
+    fn start_caching(&mut self, now: Micros) {
+        self.reflector.started = true;
+        self.drop_watchers();
+        self.reflector.machine =
+            reflector::Reflector::new(reflector::Config::default(), self.reflector.seed);
+        let step = self.reflector.machine.start(now);
+        self.take(step, now);
     }
 
     fn take(&mut self, step: Step, now: Micros) {
@@ -390,24 +431,25 @@ impl Cacher {
         self.last_dispatched = event.revision;
         self.dispatched += 1;
         let mut waiting = Vec::new();
-        self.watchers.retain(|w| {
+        self.watchers.retain_mut(|w| {
             if event.revision <= w.after {
                 return !w.tx.is_closed();
             }
             let Some(view) = w.filter.view(&event) else {
                 return !w.tx.is_closed();
             };
-            match w.tx.try_send(delivery(view.clone(), Origin::Live, now, w)) {
+            let d = delivery(view.clone(), Origin::Live, now, w);
+            match w.push_live(d) {
                 Ok(()) => {
                     self.delivered += 1;
                     true
                 }
-                Err(TrySendError::Full(_)) => {
+                Err(Refused::Full) => {
                     waiting.push((w.id, view));
                     true
                 }
                 // The client stopped watching.
-                Err(TrySendError::Closed(_)) => false,
+                Err(Refused::Closed) => false,
             }
         });
         if waiting.is_empty() {
@@ -432,16 +474,17 @@ impl Cacher {
         let watchers = &mut self.watchers;
         let mut delivered = 0;
         blocked.waiting.retain(|(id, view)| {
-            let Some(w) = watchers.iter().find(|w| w.id == *id) else {
+            let Some(w) = watchers.iter_mut().find(|w| w.id == *id) else {
                 return false;
             };
-            match w.tx.try_send(delivery(view.clone(), Origin::Live, now, w)) {
+            let d = delivery(view.clone(), Origin::Live, now, w);
+            match w.push_live(d) {
                 Ok(()) => {
                     delivered += 1;
                     false
                 }
-                Err(TrySendError::Full(_)) => true,
-                Err(TrySendError::Closed(_)) => false,
+                Err(Refused::Full) => true,
+                Err(Refused::Closed) => false,
             }
         });
         self.delivered += delivered;
@@ -498,18 +541,19 @@ impl Cacher {
         let frequency = self.bookmark_frequency;
         for w in &mut self.watchers {
             let Some(due) = w.next_bookmark else { continue };
-            if due > now || w.after > revision {
+            // Only past the watch's own position: the watcher sends an event
+            // only if its resourceVersion is above the one it started from
+            // (`cacheWatcher.process`, v1.20.2 `cacher.go`), bookmarks
+            // included, so a watch that has seen nothing gets no bookmark
+            // at its own resourceVersion.
+            if due > now || revision <= w.after {
                 continue;
             }
             let event = bookmark
                 .get_or_insert_with(|| Arc::new(CachedEvent::bookmark(self.resource, revision)))
                 .clone();
-            if w.tx
-                .try_send(delivery(event, Origin::Bookmark, now, w))
-                .is_ok()
-            {
-                w.after = w.after.max(revision);
-            }
+            let d = delivery(event, Origin::Bookmark, now, w);
+            let _ = w.push_live(d);
             w.next_bookmark = watcher::next_bookmark(now, w.deadline, frequency);
         }
     }
@@ -521,14 +565,32 @@ impl Cacher {
     }
 
     /// Starts a watch: the events it missed (replayed from the window, or the
-    /// current objects as synthetic ADDED events) go into its buffer at once,
-    /// then live ones from the dispatcher. A revision older than the window
-    /// fails with [`WatchError::TooOld`].
+    /// current objects as synthetic ADDED events) go into its channel at once,
+    /// ahead of and apart from its buffer of live events (see
+    /// [`watcher::Watcher`]), then live ones from the dispatcher. A revision
+    /// older than the window fails with [`WatchError::TooOld`]; a Cacher
+    /// that is not ready refuses with [`WatchError::NotReady`] (the caller
+    /// waits or answers 429, see [`ready`]).
     pub fn watch(
         &mut self,
         options: WatchOptions,
     ) -> Result<(WatcherId, mpsc::Receiver<Delivery>), WatchError> {
-        let (backlog, after) = self.cache.since(options.from, &options.filter)?;
+        self.check_ready()
+            .map_err(|downtime| WatchError::NotReady { downtime })?;
+        let (mut backlog, after) = match options.initial_events {
+            None => self.cache.since(options.from, &options.filter)?,
+            // The whole current state, at the cache's revision.
+            Some(true) => self.cache.since(None, &options.filter)?,
+            Some(false) => {
+                let from = options.from.filter(|&r| r > 0);
+                let from = from.unwrap_or(self.cache.revision());
+                self.cache.since(Some(from), &options.filter)?
+            }
+        };
+        if options.initial_events == Some(true) && options.initial_events_end {
+            let end = CachedEvent::initial_events_end(self.resource, self.cache.revision());
+            backlog.push((Arc::new(end), Origin::Bookmark));
+        }
         let buffer = options
             .buffer
             .unwrap_or_else(|| watcher::buffer_size(self.resource, &options.filter))
@@ -537,7 +599,7 @@ impl Cacher {
         let now = self.clock.now();
         let id = self.next_watcher_id;
         self.next_watcher_id += 1;
-        let watcher = Watcher {
+        let mut watcher = Watcher {
             id,
             name: options.name,
             tx,
@@ -548,9 +610,13 @@ impl Cacher {
                 .then(|| watcher::next_bookmark(now, options.deadline, self.bookmark_frequency))
                 .flatten(),
             deadline: options.deadline,
+            buffer,
+            backlog: backlog.len(),
+            sent: 0,
         };
         for (event, origin) in backlog {
-            let _ = watcher.tx.try_send(delivery(event, origin, now, &watcher));
+            let d = delivery(event, origin, now, &watcher);
+            let _ = watcher.push(d);
         }
         self.watchers.push(watcher);
         Ok((id, rx))

@@ -276,3 +276,147 @@ fn a_compacted_store_watch_makes_the_reflector_relist_after_its_backoff() {
     assert_eq!(w.cacher.lists(), 2);
     assert_eq!(w.cacher.cache().object_count(), 3);
 }
+
+/// The Cacher's watch of the store fails (compacted past what it read).
+fn fail_the_store_watch(w: &mut World) {
+    w.reflect();
+    let n = w.store.revision();
+    w.pod(&format!("unread-{n}-1"));
+    w.pod(&format!("unread-{n}-2"));
+    let revision = w.store.revision();
+    w.store.compact(revision);
+    w.reflect();
+}
+
+#[test]
+fn a_watch_during_the_relist_is_not_accepted_so_no_change_is_lost() {
+    let mut w = World::new();
+    w.reflect();
+    let (_, mut before) = w.cacher.watch(WatchOptions::named("before", None)).unwrap();
+    let from = w.store.revision();
+    fail_the_store_watch(&mut w);
+    // The client re-watches from what it had, while the Cacher waits to
+    // relist: v1.20 waits for `ready`, v0.36 answers 429; neither accepts it.
+    assert!(!w.cacher.is_ready());
+    assert!(
+        w.cacher
+            .watch(WatchOptions::named("again", Some(from)))
+            .is_err(),
+        "accepted while the cache is behind the store"
+    );
+    w.pod("during-relist");
+    w.advance(2_000_000);
+    w.reflect();
+    assert!(w.cacher.is_ready());
+    // Every watcher was terminated before the relist.
+    drain(&mut before);
+    assert!(matches!(before.try_recv(), Err(TryRecvError::Disconnected)));
+    // Once ready, the old revision is below the relist: too old, so the
+    // client relists and sees the change made during the relist.
+    assert!(
+        w.cacher
+            .watch(WatchOptions::named("again", Some(from)))
+            .is_err()
+    );
+    let (_, mut fresh) = w.cacher.watch(WatchOptions::named("fresh", None)).unwrap();
+    assert_eq!(drain(&mut fresh).len(), 3);
+}
+
+#[test]
+fn the_cacher_relists_one_second_after_each_failed_watch() {
+    let mut w = World::new();
+    fail_the_store_watch(&mut w);
+    let failed_at = w.now.load(Ordering::Relaxed);
+    assert_eq!(
+        w.reflect(),
+        Progress::Idle {
+            until: Some(failed_at + 1_000_000)
+        },
+        "wait.Until(startCaching, time.Second)"
+    );
+    w.advance(999_999);
+    w.reflect();
+    assert_eq!(w.cacher.lists(), 1);
+    w.advance(1);
+    w.reflect();
+    assert_eq!(w.cacher.lists(), 2);
+    // A second failure right away: again one second, no growing backoff.
+    fail_the_store_watch(&mut w);
+    let failed_at = w.now.load(Ordering::Relaxed);
+    assert_eq!(
+        w.reflect(),
+        Progress::Idle {
+            until: Some(failed_at + 1_000_000)
+        }
+    );
+}
+
+#[test]
+fn a_watcher_with_a_backlog_has_no_more_room_for_live_events_than_any_other() {
+    let mut w = World::new();
+    w.reflect();
+    for i in 0..30 {
+        w.pod(&format!("old-{i}"));
+    }
+    w.reflect();
+    w.dispatch_all();
+    let from = w.cacher.cache().window_start();
+    let options = WatchOptions {
+        buffer: Some(4),
+        ..WatchOptions::named("backlogged", Some(from))
+    };
+    let (_, mut rx) = w.cacher.watch(options).unwrap();
+    // The writer takes the whole backlog, then stops reading.
+    assert_eq!(drain(&mut rx).len(), 30);
+    for i in 0..5 {
+        w.pod(&format!("new-{i}"));
+    }
+    w.reflect();
+    w.advance(2_000_000);
+    w.dispatch_all();
+    w.advance(budget::MAX_BUDGET);
+    w.dispatch_all();
+    // Four live events fit its buffer; the fifth closes it, as for a
+    // watcher that started with no backlog.
+    assert_eq!(w.cacher.watchers_info().closed_slow, 1);
+    assert_eq!(drain(&mut rx).len(), 4);
+}
+
+#[test]
+fn no_bookmark_at_the_watchs_own_resource_version() {
+    let mut w = World::new();
+    w.reflect();
+    w.pod("a");
+    w.reflect();
+    w.dispatch_all();
+    let from = w.store.revision();
+    let start = w.now.load(Ordering::Relaxed);
+    let (_, mut rx) = w
+        .cacher
+        .watch(WatchOptions {
+            bookmarks: true,
+            deadline: Some(start + 600_000_000),
+            ..WatchOptions::named("quiet", Some(from))
+        })
+        .unwrap();
+    for _ in 0..20 {
+        w.advance(BOOKMARK_TICK * 2);
+        w.dispatch_all();
+    }
+    assert!(
+        drain(&mut rx).is_empty(),
+        "nothing happened after its resourceVersion"
+    );
+    // Once the store moves on, bookmarks carry the new revision.
+    w.pod("b");
+    w.reflect();
+    w.dispatch_all();
+    assert_eq!(drain(&mut rx).len(), 1);
+    for _ in 0..5 {
+        w.advance(BOOKMARK_TICK * 2);
+        w.dispatch_all();
+    }
+    let got = drain(&mut rx);
+    assert!(!got.is_empty());
+    assert!(got.iter().all(|d| d.event.revision == w.store.revision()));
+}

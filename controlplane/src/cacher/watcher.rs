@@ -52,6 +52,17 @@ pub struct WatchOptions {
     /// A buffer size other than the apiserver's, for a watcher made slow on
     /// purpose.
     pub buffer: Option<usize>,
+    /// `sendInitialEvents` (a v1.36 WatchList): `Some(true)` starts with a
+    /// synthetic ADDED event per current object whatever `from` is (the
+    /// caller has waited for the cache to be fresh enough); `Some(false)`
+    /// starts with none, from `from` or, when that is "any", from the
+    /// cache's revision (`getAllEventsSinceLocked`, v0.36.4). `None`: the
+    /// legacy rules of `from`.
+    pub initial_events: Option<bool>,
+    /// Ends the initial events with a BOOKMARK annotated
+    /// `k8s.io/initial-events-end` (`setInitialEventsEndBookmarkIfRequested`,
+    /// v0.36.4 `cacher.go`): a WatchList that allowed bookmarks.
+    pub initial_events_end: bool,
 }
 
 impl WatchOptions {
@@ -101,24 +112,94 @@ pub fn next_bookmark(now: Micros, deadline: Option<Micros>, frequency: Micros) -
     (due >= now).then_some(due)
 }
 
+/// Why a live event could not go into a watcher's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// No room for live events now: the dispatcher may wait for it.
+    Full,
+    /// The client stopped watching.
+    Closed,
+}
+
 /// An attached watcher.
+///
+/// Its channel holds the watch's initial events (replayed or synthetic)
+/// *and* its live ones, but the two are counted apart, as a `cacheWatcher`
+/// keeps them apart: the initial events are written first, outside the
+/// buffer (`process` / `processInterval` sends them before it reads
+/// `input`), and live events get [`Watcher::buffer`] slots of their own.
+/// While initial events are still waiting, live events have only half of
+/// it: the `input` channel, the `result` channel being busy with the
+/// initial events (`cache_watcher.go` in v1.20.2's `cacher.go`).
 pub(crate) struct Watcher {
     pub id: WatcherId,
     pub name: String,
     pub tx: mpsc::Sender<Delivery>,
     pub filter: WatchFilter,
     /// Events at or below this revision are not sent: it had them replayed,
-    /// or it asked for later ones.
+    /// or it asked for later ones. A bookmark is sent only above it.
     pub after: Revision,
     /// When its next bookmark is due; `None` when it asked for none.
     pub next_bookmark: Option<Micros>,
     pub deadline: Option<Micros>,
+    /// Live events it may hold (see [`buffer_size`]).
+    pub buffer: usize,
+    /// Initial events put in its channel when it started.
+    pub backlog: usize,
+    /// Everything put in its channel so far, initial events included.
+    pub sent: u64,
 }
 
 impl Watcher {
-    /// Events waiting in its buffer.
+    /// Events waiting in its channel, initial ones included.
     pub fn buffered(&self) -> usize {
         self.tx.max_capacity() - self.tx.capacity()
+    }
+
+    /// Initial events its writer has not taken yet: the channel is in
+    /// order, so they are the first `backlog` ever sent, less those taken.
+    pub fn backlog_left(&self) -> usize {
+        let taken = self.sent.saturating_sub(self.buffered() as u64);
+        (self.backlog as u64).saturating_sub(taken) as usize
+    }
+
+    /// Live events waiting in its buffer.
+    pub fn live_buffered(&self) -> usize {
+        self.buffered().saturating_sub(self.backlog_left())
+    }
+
+    /// Live events its buffer holds now (see the type's doc).
+    pub fn live_capacity(&self) -> usize {
+        if self.backlog_left() > 0 {
+            (self.buffer / 2).max(1)
+        } else {
+            self.buffer
+        }
+    }
+
+    /// Puts `delivery` in its channel, initial or not: no bound but the
+    /// channel's.
+    pub fn push(&mut self, delivery: Delivery) -> Result<(), Refused> {
+        match self.tx.try_send(delivery) {
+            Ok(()) => {
+                self.sent += 1;
+                Ok(())
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => Err(Refused::Full),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(Refused::Closed),
+        }
+    }
+
+    /// Puts a live event (or a bookmark) in its buffer if it has room for
+    /// one (see [`Watcher::live_capacity`]).
+    pub fn push_live(&mut self, delivery: Delivery) -> Result<(), Refused> {
+        if self.tx.is_closed() {
+            return Err(Refused::Closed);
+        }
+        if self.live_buffered() >= self.live_capacity() {
+            return Err(Refused::Full);
+        }
+        self.push(delivery)
     }
 }
 

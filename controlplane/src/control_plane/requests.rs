@@ -1,9 +1,11 @@
 //! The apiserver's read paths and housekeeping: LIST with its parameters,
 //! WATCH with a selection, the watch cache's window, and periodic compaction.
 
+use super::ServedFrom;
 use super::{ApiError, ControlPlane, State};
 use crate::cacher::watcher::WatchOptions;
 use crate::list::{self, ListOptions, ListPlan, ObjectList};
+use crate::list_cache;
 use crate::object;
 use crate::resource::ResourceType;
 use crate::store::{Revision, StoreError};
@@ -72,19 +74,59 @@ impl ControlPlane {
     }
 
     /// A LIST with the apiserver's parameters: where it is served from and how
-    /// it is paged is decided by [`list::plan`] (see [`crate::list`]).
+    /// it is paged is decided by [`list_cache::plan_for`] for this control
+    /// plane's profile (see [`crate::list`], [`crate::list_cache`]). Nothing
+    /// waits here: a consistent read the cache has not caught up with is read
+    /// from the store.
     pub fn list_with(
         &self,
         rt: ResourceType,
         namespace: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ObjectList, ApiError> {
-        let plan = list::plan(opts)?;
+        let plan = list_cache::plan_for(opts, &self.profile())?;
+        self.list_planned(rt, namespace, opts, plan)
+            .map(|(list, _)| list)
+    }
+
+    /// Reads a LIST as `plan` says, and says who answered (`waited` is left
+    /// 0 for the caller to fill). A [`ListPlan::Consistent`] read is served
+    /// by the cache only if it has reached the store's current revision,
+    /// else by the store (the caller waits first, see
+    /// `watchlife_demo_apiserver::lists`); a [`ListPlan::Snapshot`] by the
+    /// store when the cache's window no longer reaches its revision
+    /// (`CacheDelegator.GetList` falls back on `ResourceExpired`, v0.36.4
+    /// `delegator.go`).
+    pub fn list_planned(
+        &self,
+        rt: ResourceType,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+        plan: ListPlan,
+    ) -> Result<(ObjectList, ServedFrom), ApiError> {
         let namespace = namespace.filter(|_| rt.namespaced);
+        let prefix = match namespace {
+            Some(ns) => format!("{}{ns}/", rt.key_prefix()),
+            None => rt.key_prefix(),
+        };
         let mut state = self.lock();
         let current = state.store.revision();
         let too_large = |requested| ApiError::TooLargeResourceVersion { requested, current };
-        match plan {
+        let from_cache = |list: ObjectList| {
+            let served = ServedFrom::WatchCache {
+                revision: list.resource_version,
+                waited: 0,
+            };
+            Ok((list, served))
+        };
+        let store_plan = |revision, after, limit, continued, min_revision| ListPlan::Store {
+            revision,
+            after,
+            limit,
+            continued,
+            min_revision,
+        };
+        let fallback = match plan {
             ListPlan::Cache { min_revision } => {
                 let cache = state.cacher_mut(rt).cache();
                 if min_revision > cache.revision() {
@@ -96,54 +138,93 @@ impl ControlPlane {
                     .into_iter()
                     .filter(|o| namespace.is_none_or(|ns| object::namespace(o) == Some(ns)))
                     .map(|o| (String::new(), o));
-                Ok(list::page(entries, opts, revision, None, None))
+                return from_cache(list::page(entries, opts, revision, None, None));
             }
-            ListPlan::Store {
+            ListPlan::CachePage {
+                min_revision,
+                limit,
+            } => {
+                let cache = state.cacher_mut(rt).cache();
+                if min_revision > cache.revision() {
+                    return Err(too_large(min_revision));
+                }
+                let (entries, revision) = (cache.entries(&prefix), cache.revision());
+                drop(state);
+                let page = list::page(entries.into_iter(), opts, revision, None, Some(limit));
+                return from_cache(page);
+            }
+            ListPlan::Consistent { limit } => {
+                let cache = state.cacher_mut(rt).cache();
+                if cache.revision() >= current {
+                    let (entries, revision) = (cache.entries(&prefix), cache.revision());
+                    drop(state);
+                    let page = list::page(entries.into_iter(), opts, revision, None, limit);
+                    return from_cache(page);
+                }
+                store_plan(None, None, limit, false, 0)
+            }
+            ListPlan::Snapshot {
                 revision,
                 after,
                 limit,
                 continued,
-                min_revision,
             } => {
-                if min_revision > current {
-                    return Err(too_large(min_revision));
+                let cache = state.cacher_mut(rt).cache();
+                if let Some(entries) = cache.snapshot_at(&prefix, revision) {
+                    drop(state);
+                    let page =
+                        list::page(entries.into_iter(), opts, revision, after.as_deref(), limit);
+                    return from_cache(page);
                 }
-                let prefix = match namespace {
-                    Some(ns) => format!("{}{ns}/", rt.key_prefix()),
-                    None => rt.key_prefix(),
-                };
-                let (entries, revision): (Vec<_>, Revision) = match revision {
-                    None => (
-                        state
-                            .store
-                            .entries(&prefix)
-                            .map(|(k, v)| (k.to_string(), v))
-                            .collect(),
-                        current,
-                    ),
-                    Some(at) => match state.store.entries_at(&prefix, at) {
-                        Ok(entries) => (entries.into_iter().collect(), at),
-                        Err(StoreError::FutureRevision { .. }) => return Err(too_large(at)),
-                        Err(_) => {
-                            let message = if continued {
-                                list::CONTINUE_EXPIRED
-                            } else {
-                                list::LIST_EXPIRED
-                            };
-                            return Err(ApiError::Gone(message.into()));
-                        }
-                    },
-                };
-                drop(state);
-                Ok(list::page(
-                    entries.into_iter(),
-                    opts,
-                    revision,
-                    after.as_deref(),
-                    limit,
-                ))
+                store_plan(Some(revision), after, limit, continued, 0)
             }
+            store @ ListPlan::Store { .. } => store,
+        };
+        let ListPlan::Store {
+            revision,
+            after,
+            limit,
+            continued,
+            min_revision,
+        } = fallback
+        else {
+            unreachable!("every other plan returned above");
+        };
+        if min_revision > current {
+            return Err(too_large(min_revision));
         }
+        let (entries, revision): (Vec<_>, Revision) = match revision {
+            None => (
+                state
+                    .store
+                    .entries(&prefix)
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                current,
+            ),
+            Some(at) => match state.store.entries_at(&prefix, at) {
+                Ok(entries) => (entries.into_iter().collect(), at),
+                Err(StoreError::FutureRevision { .. }) => return Err(too_large(at)),
+                Err(_) => {
+                    let message = if continued {
+                        list::CONTINUE_EXPIRED
+                    } else {
+                        list::LIST_EXPIRED
+                    };
+                    return Err(ApiError::Gone(message.into()));
+                }
+            },
+        };
+        drop(state);
+        let page = list::page(entries.into_iter(), opts, revision, after.as_deref(), limit);
+        let served = ServedFrom::Store { revision };
+        Ok((page, served))
+    }
+
+    /// Whether the Cacher of `rt` may serve: `Err` with how long it has not
+    /// been (see [`crate::cacher::ready`]).
+    pub fn cache_ready(&self, rt: ResourceType) -> Result<(), Micros> {
+        self.lock().cacher_mut(rt).check_ready()
     }
 
     /// Watches a type through its Cacher with a selection, as a watcher

@@ -56,6 +56,20 @@ pub enum ServedFrom {
     Store { revision: Revision },
 }
 
+/// A consistent read (`resourceVersion=""`) a v1.36 server tried to serve
+/// from its watch cache (`ConsistentListFromCache`): it asked the store for
+/// its current revision and waited for the cache to reach it, for at most
+/// `blockTimeout` (3 s), then read the cache or fell back to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsistentRead {
+    /// The store's revision when the LIST came: the cache had to reach it.
+    pub store_revision: Revision,
+    /// How long the LIST waited for the cache.
+    pub waited: Micros,
+    /// Whether the cache caught up and answered (else the store did).
+    pub from_cache: bool,
+}
+
 /// How a LIST was answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListAnswer {
@@ -65,6 +79,9 @@ pub struct ListAnswer {
     pub served: ServedFrom,
     pub items: u64,
     pub at: Micros,
+    /// Set for a consistent read tried from the cache (see
+    /// [`ConsistentRead`]); `None` for any other LIST and on v1.20.
+    pub consistent: Option<ConsistentRead>,
 }
 
 /// How a WATCH was started.

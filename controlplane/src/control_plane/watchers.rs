@@ -24,6 +24,18 @@ impl ControlPlane {
             .collect()
     }
 
+    /// Ends the store watch of `rt`'s Cacher, as a compaction past it or an
+    /// etcd failure would: the Cacher is not ready until it has relisted,
+    /// [`crate::cacher::ready::RELIST_PERIOD`] later, and terminates every
+    /// watcher when it does.
+    pub fn break_store_watch(&self, rt: ResourceType) {
+        let now = self.clock.now();
+        let mut state = self.lock();
+        state.cacher_mut(rt).end_list_and_watch(now);
+        // Wakes the Cacher's Reflector, to wait for its relist.
+        state.revisions.send_modify(|_| {});
+    }
+
     /// Starts a watcher of `rt` that never reads (listed as
     /// [`SLOW_WATCHER_NAME`]). Once [`SLOW_WATCHER_BUFFER`] events of that type
     /// are waiting in its buffer, the next one blocks the dispatcher for at
@@ -39,9 +51,7 @@ impl ControlPlane {
             buffer: Some(SLOW_WATCHER_BUFFER),
             ..WatchOptions::named(SLOW_WATCHER_NAME, Some(from))
         };
-        let (id, rx) = cacher
-            .watch(options)
-            .map_err(|e| ApiError::Gone(e.to_string()))?;
+        let (id, rx) = cacher.watch(options).map_err(super::api_watch_error)?;
         state.stalled.push(rx);
         Ok(id)
     }

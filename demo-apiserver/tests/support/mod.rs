@@ -55,9 +55,19 @@ pub async fn start() -> Server {
 
 /// [`start`] with other options (a token).
 pub async fn start_with(options: ServeOptions) -> Server {
-    let cp = watchlife_demo_apiserver::stages::start(
+    serve(options, watchlife_controlplane::Profile::default()).await
+}
+
+/// [`start`] with a server that behaves as `profile`.
+pub async fn start_profile(profile: watchlife_controlplane::Profile) -> Server {
+    serve(ServeOptions::default(), profile).await
+}
+
+async fn serve(options: ServeOptions, profile: watchlife_controlplane::Profile) -> Server {
+    let cp = watchlife_demo_apiserver::stages::start_with_profile(
         watchlife_controlplane::limits::Limits::DEMO,
         watchlife_controlplane::cacher::watcher::DEMO_BOOKMARK_FREQUENCY,
+        profile,
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
