@@ -31,22 +31,58 @@ pub fn parse(name: &str) -> (&str, &str) {
     name.split_once('.').unwrap_or((name, ""))
 }
 
+/// `widgets.v1.example.com` (as kubectl takes it): the plural, a version
+/// (`v` and a digit first) and a group; `None` for other names.
+pub fn parse_pinned(name: &str) -> Option<(&str, &str, &str)> {
+    let (plural, rest) = name.split_once('.')?;
+    let (version, group) = rest.split_once('.')?;
+    let digit_after_v = version
+        .strip_prefix('v')
+        .and_then(|v| v.chars().next())
+        .is_some_and(|c| c.is_ascii_digit());
+    digit_after_v.then_some((plural, version, group))
+}
+
 /// Resolves every name in `names` against the server's discovery, keeping
 /// the given order. Unknown names fail with the closest names the server has.
+/// Names pinned to a version (`widgets.v1.example.com`) are looked up in
+/// that group-version's own document, so they resolve on a server that
+/// serves no `/apis` root (an apiserver behind an aggregator, for one).
 pub async fn resolve(
     client: &kube::Client,
     names: &[String],
     namespace: Option<&str>,
     selector: Option<&str>,
 ) -> Result<Vec<Target>, ResolveError> {
-    let discovery = Discovery::new(client.clone())
-        .run()
-        .await
-        .map_err(ResolveError::Discovery)?;
     let mut known = Vec::new();
-    for group in discovery.groups() {
-        for (resource, caps) in group.recommended_resources() {
-            known.push((qualified(&resource), resource, caps.scope));
+    let mut pinned = Vec::new();
+    for name in names {
+        let name = name.trim().to_ascii_lowercase();
+        let Some((_, version, group)) = parse_pinned(&name) else {
+            continue;
+        };
+        let gv = kube::core::GroupVersion::gv(group, version);
+        if pinned.contains(&gv) {
+            continue;
+        }
+        let found = kube::discovery::pinned_group(client, &gv)
+            .await
+            .map_err(ResolveError::Discovery)?;
+        for (resource, caps) in found.recommended_resources() {
+            let name = format!("{}.{}.{}", resource.plural, resource.version, resource.group);
+            known.push((name, resource, caps.scope));
+        }
+        pinned.push(gv);
+    }
+    if names.iter().any(|n| parse_pinned(n.trim()).is_none()) {
+        let discovery = Discovery::new(client.clone())
+            .run()
+            .await
+            .map_err(ResolveError::Discovery)?;
+        for group in discovery.groups() {
+            for (resource, caps) in group.recommended_resources() {
+                known.push((qualified(&resource), resource, caps.scope));
+            }
         }
     }
     names
@@ -117,6 +153,17 @@ mod tests {
         assert_eq!(parse("pods"), ("pods", ""));
         assert_eq!(parse("deployments.apps"), ("deployments", "apps"));
         assert_eq!(parse("widgets.example.com"), ("widgets", "example.com"));
+        assert_eq!(
+            parse_pinned("widgets.v1.example.com"),
+            Some(("widgets", "v1", "example.com"))
+        );
+        assert_eq!(
+            parse_pinned("widgets.v2beta1.example.com"),
+            Some(("widgets", "v2beta1", "example.com"))
+        );
+        assert_eq!(parse_pinned("widgets.example.com"), None);
+        assert_eq!(parse_pinned("deployments.apps"), None);
+        assert_eq!(parse_pinned("widgets.vendor.example.com"), None);
     }
 
     #[test]
