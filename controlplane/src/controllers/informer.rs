@@ -1,34 +1,37 @@
-//! The informer of the demo's controllers: the one Reflector state machine
-//! of the informer crate, driven against the control plane in-process, and
-//! a shared informer whose single listener is the owning controller.
+//! The informer of the demo's controllers: the informer crate's one
+//! list-watch driver ([`watchlife_informer::list_watch`]) against the control
+//! plane in-process, and a shared informer whose single listener is the
+//! owning controller.
 //!
-//! IO-free and pull-driven: [`Informer::poll`] performs whatever the
-//! Reflector asks that is due (LIST, WATCH, or the end of a backoff wait),
-//! drains what the watch has delivered, and returns the notifications; the
+//! IO-free and pull-driven: [`Informer::poll`] runs the driver until it
+//! waits (for the watch to deliver, or for a backoff to end), feeds what it
+//! delivered to the shared informer, and returns the notifications; the
 //! owning controller hands them to its handlers. A relist after 410 Gone
 //! therefore waits client-go's backoff (0.8–1.6 s), as a real controller's.
 
 use super::owner::controller_uid;
+use crate::cacher::watcher::WatchOptions;
 use crate::control_plane::{ApiError, ControlPlane};
 use crate::resource::ResourceType;
 use crate::watch_cache::{Delivery, WatchFilter};
 use serde_json::Value;
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use tokio::sync::mpsc::{self, error::TryRecvError};
+use tokio::sync::mpsc;
 use watchlife_informer::fifo::DeltaType;
 use watchlife_informer::indexer::Indexer;
-use watchlife_informer::reflector::{self, Effect, Failure, Request, Step, WatchEnd};
-use watchlife_informer::shared_informer::{Kind, SharedInformer};
-use watchlife_protocol::{EventType, Micros};
+use watchlife_informer::list_watch::{
+    self, ListRequest, ListerWatcher, Page, Sink, Timer, WatchItem, WatchRequest, WatchStream,
+};
+use watchlife_informer::profile::Gate;
+use watchlife_informer::reflector::{self, Failure};
+use watchlife_informer::shared_informer::{Kind, QueueModel, SharedInformer};
+use watchlife_protocol::{EventType, Micros, ReflectorState};
 
 pub use watchlife_informer::indexer::key_of;
-
-/// Requests one poll may start before giving up until the next poll. A
-/// re-watch normally succeeds at once and a relist always does; the bound
-/// only stops a control plane that closes every watch at once (drop every
-/// watch, pressed repeatedly) from keeping one poll busy.
-pub const STARTS_PER_POLL: usize = 4;
 
 /// The index of objects by the uid of the controller managing them, as
 /// client-go's indexer keeps one: a controller asks for its own objects on
@@ -67,7 +70,9 @@ impl Notification {
 /// Counts a viewer may show of one informer's life.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InformerStats {
+    /// Lists asked for: LISTs, and (1.36) streaming lists.
     pub lists: u64,
+    /// WATCH requests, streaming lists included.
     pub watches: u64,
     pub events: u64,
 }
@@ -88,17 +93,15 @@ pub struct Informer {
     /// The selection the watch asks the server for (namespace, labels,
     /// fields); the list is narrowed to the same.
     filter: WatchFilter,
-    reflector: reflector::Reflector,
-    /// What the Reflector asked for last.
-    request: Request,
-    /// When the wait asked for ends.
-    wait_until: Micros,
-    watch: Option<mpsc::Receiver<Delivery>>,
-    /// Items of the LIST being read, until the Reflector says to use them.
-    pages: Vec<Arc<Value>>,
+    /// The rules followed; the control plane's release's until set.
+    config: Option<reflector::Config>,
+    seed: u64,
+    /// What the driver delivered since the last poll.
+    feed: Arc<Mutex<Feed>>,
+    /// The driver, once the first poll started it.
+    driver: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     shared: SharedInformer<(), Arc<Value>>,
     listener: usize,
-    started: bool,
 }
 
 impl std::fmt::Debug for Informer {
@@ -106,7 +109,6 @@ impl std::fmt::Debug for Informer {
         f.debug_struct("Informer")
             .field("resource", &self.resource.plural)
             .field("name", &self.name)
-            .field("request", &self.request)
             .field("objects", &self.shared.indexer().len())
             .finish()
     }
@@ -114,13 +116,14 @@ impl std::fmt::Debug for Informer {
 
 impl Informer {
     /// An informer on every object of `rt`, whose watch the watch cache lists
-    /// under `name`.
+    /// under `name`, with the rules of the control plane's release (read at
+    /// the first poll; see [`Informer::with_config`] for others).
     pub fn new(rt: ResourceType, name: impl Into<String>) -> Self {
         let name = name.into();
         let indexer = Indexer::<Arc<Value>>::default().with_index(BY_CONTROLLER, |o| {
             controller_uid(o).map(String::from).into_iter().collect()
         });
-        let mut shared = SharedInformer::new(indexer);
+        let mut shared = SharedInformer::with_queue(indexer, QueueModel::default());
         let listener = shared.add_listener(name.clone(), false);
         // Jitter that differs between informers, and is the same every run.
         let seed = name.bytes().fold(rt.plural.len() as u64, |h, b| {
@@ -130,14 +133,12 @@ impl Informer {
             resource: rt,
             name,
             filter: WatchFilter::default(),
-            reflector: reflector::Reflector::new(reflector::Config::default(), seed),
-            request: Request::Wait(Duration::ZERO),
-            wait_until: 0,
-            watch: None,
-            pages: Vec::new(),
+            config: None,
+            seed,
+            feed: Arc::default(),
+            driver: None,
             shared,
             listener,
-            started: false,
         }
     }
 
@@ -150,6 +151,23 @@ impl Informer {
         self
     }
 
+    /// Follows `config`'s rules (its release's Reflector and queue). Only
+    /// before the first poll.
+    pub fn with_config(mut self, config: reflector::Config) -> Self {
+        self.follow(config);
+        self
+    }
+
+    /// Takes `config`'s rules, and the queue of its release.
+    fn follow(&mut self, config: reflector::Config) {
+        let indexer = Indexer::<Arc<Value>>::default().with_index(BY_CONTROLLER, |o| {
+            controller_uid(o).map(String::from).into_iter().collect()
+        });
+        self.shared = SharedInformer::with_queue(indexer, QueueModel::of(&config.profile));
+        self.listener = self.shared.add_listener(self.name.clone(), false);
+        self.config = Some(config);
+    }
+
     pub fn resource(&self) -> ResourceType {
         self.resource
     }
@@ -160,12 +178,7 @@ impl Informer {
     }
 
     pub fn stats(&self) -> InformerStats {
-        let s = self.reflector.stats();
-        InformerStats {
-            lists: s.lists,
-            watches: s.watches,
-            events: s.events,
-        }
+        self.lock_feed().stats
     }
 
     /// The cached object under `key` (`namespace/name`, or `name`).
@@ -190,132 +203,70 @@ impl Informer {
     /// When the informer next has something to do by itself (the end of a
     /// backoff wait), if it is waiting for one.
     pub fn next_wake(&self) -> Option<Micros> {
-        (matches!(self.request, Request::Wait(_)) && self.watch.is_none())
-            .then_some(self.wait_until)
+        self.lock_feed().wake_at
     }
 
     /// Brings the cache up to date with what the control plane has delivered
-    /// and returns what changed. Lists first, re-watches when a watch ends,
-    /// and relists after the backoff when the watch cache answers 410 Gone.
+    /// and returns what changed: runs the driver until it waits (it lists
+    /// first, re-watches when a watch ends, and relists after the backoff
+    /// when the watch cache answers 410 Gone).
     pub fn poll(&mut self, cp: &ControlPlane) -> Vec<Notification> {
-        let now = cp.clock().now();
-        if !self.started {
-            self.started = true;
-            let step = self.reflector.start(now);
-            self.take(step, now);
+        if self.config.is_none() {
+            self.follow(reflector::Config::for_profile(cp.profile()));
         }
-        let mut starts = 0;
-        loop {
-            if let Some(rx) = &mut self.watch {
-                match rx.try_recv() {
-                    Ok(delivery) => {
-                        self.delivered(delivery, now);
-                        continue;
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    // The cache closed the watch (too slow, or every watch was
-                    // dropped).
-                    Err(TryRecvError::Disconnected) => {
-                        self.watch = None;
-                        let step = self.reflector.watch_ended(WatchEnd::Closed, now);
-                        self.take(step, now);
-                        continue;
-                    }
-                }
-            }
-            if starts == STARTS_PER_POLL {
-                break;
-            }
-            starts += 1;
-            let step = match self.request.clone() {
-                Request::Wait(_) if now < self.wait_until => break,
-                Request::Wait(_) => self.reflector.waited(now),
-                Request::List { .. } => {
-                    let (items, revision) = cp.list(self.resource, None);
-                    let items: Vec<_> = items.into_iter().filter(|o| self.selects(o)).collect();
-                    let count = items.len() as u64;
-                    self.pages = items;
-                    self.reflector
-                        .list_page(count, &revision.to_string(), None, now)
-                }
-                Request::Watch {
-                    resource_version, ..
-                } => self.start_watch(cp, &resource_version, now),
+        let config = self.config.clone().unwrap_or_default();
+        let driver = self.driver.get_or_insert_with(|| {
+            let lw = InProcess {
+                cp: cp.clone(),
+                resource: self.resource,
+                name: self.name.clone(),
+                filter: self.filter.clone(),
             };
-            self.take(step, now);
+            let feed = self.feed.clone();
+            let seed = self.seed;
+            Box::pin(async move {
+                let timer = PollTimer {
+                    cp: lw.cp.clone(),
+                    feed: feed.clone(),
+                };
+                let mut sink = FeedSink(feed);
+                list_watch::run(&lw, &mut sink, &timer, config, seed).await
+            })
+        });
+        // Nothing wakes this future: each poll looks again.
+        let _ = driver
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
+        let fed = std::mem::take(&mut self.lock_feed().items);
+        for item in fed {
+            match item {
+                Fed::Replace(objects) => {
+                    self.shared.queue_list(objects);
+                }
+                Fed::Resync => {
+                    self.shared.queue_resync();
+                }
+                Fed::Delta(event_type, object) => self.delta(event_type, object),
+            }
         }
         self.notifications()
     }
 
-    fn start_watch(&mut self, cp: &ControlPlane, from: &str, now: Micros) -> Step {
-        let from = from.parse().unwrap_or(0);
-        match cp.watch_with(&self.name, self.resource, Some(from), self.filter.clone()) {
-            Ok(rx) => {
-                self.watch = Some(rx);
-                // Nothing to ask until the watch delivers or ends.
-                Step {
-                    effects: Vec::new(),
-                    request: Request::Wait(Duration::MAX),
-                }
-            }
-            // Too old for the watch cache's window: as the apiserver's 410
-            // ERROR event on the watch.
-            Err(ApiError::Gone(message)) => self
-                .reflector
-                .watch_ended(WatchEnd::Failed(Failure::Expired(message)), now),
-            Err(e) => self
-                .reflector
-                .watch_failed(Failure::Other(e.to_string()), now),
-        }
-    }
-
-    /// Carries out the Reflector's effects and remembers its request.
-    fn take(&mut self, step: Step, now: Micros) {
-        for effect in step.effects {
-            match effect {
-                Effect::Report(_) => {}
-                Effect::DiscardPages => self.pages.clear(),
-                Effect::Replace { .. } => {
-                    self.shared.queue_list(std::mem::take(&mut self.pages));
-                }
-            }
-        }
-        if let Request::Wait(delay) = step.request {
-            let delay = delay.as_micros().min(Micros::MAX as u128) as Micros;
-            self.wait_until = now.saturating_add(delay);
-        }
-        self.request = step.request;
-    }
-
-    fn delivered(&mut self, delivery: Delivery, now: Micros) {
-        let event = &delivery.event;
-        let rv = event.revision.to_string();
-        let kind = match event.event_type {
-            EventType::Bookmark => {
-                self.reflector.watch_event(&rv, true);
-                return;
-            }
-            EventType::Error => {
-                self.watch = None;
-                let failure = Failure::Other("the watch cache ended the watch".into());
-                let step = self.reflector.watch_ended(WatchEnd::Failed(failure), now);
-                self.take(step, now);
-                return;
-            }
+    /// One watch event, narrowed to the selection: an object that no longer
+    /// matches leaves the cache.
+    fn delta(&mut self, event_type: EventType, object: Arc<Value>) {
+        let kind = match event_type {
             EventType::Deleted => DeltaType::Deleted,
-            _ if !self.selects(&event.object) => {
-                self.reflector.watch_event(&rv, false);
-                if self.get(&key_of(&event.object)).is_some() {
-                    self.shared
-                        .queue_delta(DeltaType::Deleted, event.object.clone());
+            _ if !self.filter.matches(&object) => {
+                if self.get(&key_of(&object)).is_some() {
+                    self.shared.queue_delta(DeltaType::Deleted, object);
                 }
                 return;
             }
             EventType::Added => DeltaType::Added,
-            EventType::Modified => DeltaType::Updated,
+            _ => DeltaType::Updated,
         };
-        self.reflector.watch_event(&rv, false);
-        self.shared.queue_delta(kind, event.object.clone());
+        self.shared.queue_delta(kind, object);
     }
 
     /// HandleDeltas on everything queued; the listener's notifications.
@@ -336,8 +287,185 @@ impl Informer {
             .collect()
     }
 
-    fn selects(&self, obj: &Value) -> bool {
-        self.filter.matches(obj)
+    fn lock_feed(&self) -> std::sync::MutexGuard<'_, Feed> {
+        self.feed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What the driver delivered, waiting for the next poll.
+#[derive(Debug, Default)]
+struct Feed {
+    items: Vec<Fed>,
+    stats: InformerStats,
+    /// When the driver's wait ends, while it waits.
+    wake_at: Option<Micros>,
+}
+
+#[derive(Debug)]
+enum Fed {
+    Replace(Vec<Arc<Value>>),
+    Delta(EventType, Arc<Value>),
+    Resync,
+}
+
+/// The control plane, listed and watched in-process.
+struct InProcess {
+    cp: ControlPlane,
+    resource: ResourceType,
+    name: String,
+    filter: WatchFilter,
+}
+
+impl ListerWatcher for InProcess {
+    type Object = Arc<Value>;
+    type Stream<'a> = InProcessWatch;
+
+    /// The whole list at once, at the store's revision (the control plane
+    /// pages nothing for its own controllers).
+    async fn list(&self, _request: ListRequest<'_>) -> Result<Page<Arc<Value>>, Failure> {
+        let (items, revision) = self.cp.list(self.resource, None);
+        Ok(Page {
+            items: items
+                .into_iter()
+                .filter(|o| self.filter.matches(o))
+                .collect(),
+            resource_version: revision.to_string(),
+            continue_token: None,
+        })
+    }
+
+    async fn watch<'a>(&'a self, request: WatchRequest<'_>) -> Result<InProcessWatch, Failure> {
+        let mut options = WatchOptions::named(
+            self.name.clone(),
+            Some(request.resource_version.parse().unwrap_or(0)),
+        );
+        options.filter = self.filter.clone();
+        options.bookmarks = true;
+        if request.send_initial_events {
+            // A streaming list, which the control plane's own release must
+            // serve (1.36 with WatchList); in-process there is no request to
+            // refuse, so it is refused here as the apiserver would.
+            if !self.cp.profile().enabled(Gate::WatchList) {
+                return Err(Failure::Other(
+                    "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled (422)".into(),
+                ));
+            }
+            options.initial_events = Some(true);
+            options.initial_events_end = true;
+        }
+        match self.cp.watch_opts(self.resource, options) {
+            Ok((_, rx)) => Ok(InProcessWatch(rx)),
+            // Too old for the watch cache's window: the apiserver's 410.
+            Err(ApiError::Gone(message)) => Err(Failure::Expired(message)),
+            Err(e) => Err(Failure::Other(e.to_string())),
+        }
+    }
+}
+
+/// A watch on the control plane's watch cache.
+struct InProcessWatch(mpsc::Receiver<Delivery>);
+
+impl WatchStream<Arc<Value>> for InProcessWatch {
+    async fn next(&mut self) -> Option<Result<WatchItem<Arc<Value>>, Failure>> {
+        // The cache closes the channel when it drops the watch (too slow,
+        // or every watch was dropped).
+        let delivery = self.0.recv().await?;
+        let event = &delivery.event;
+        let object = event.object.clone();
+        Some(Ok(match event.event_type {
+            EventType::Bookmark => WatchItem::Bookmark {
+                resource_version: event.revision.to_string(),
+                initial_events_end: object["metadata"]["annotations"]
+                    [reflector::INITIAL_EVENTS_END]
+                    == "true",
+            },
+            EventType::Error => {
+                return Some(Err(Failure::Other(
+                    "the watch cache ended the watch".into(),
+                )));
+            }
+            EventType::Added => WatchItem::Added(object),
+            EventType::Modified => WatchItem::Modified(object),
+            EventType::Deleted => WatchItem::Deleted(object),
+        }))
+    }
+}
+
+/// Delivers into the feed the next poll reads.
+struct FeedSink(Arc<Mutex<Feed>>);
+
+impl FeedSink {
+    fn feed(&self) -> std::sync::MutexGuard<'_, Feed> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Sink<Arc<Value>> for FeedSink {
+    fn report(&mut self, state: ReflectorState) {
+        let stats = &mut self.feed().stats;
+        match state {
+            ReflectorState::ListStarted { .. } => stats.lists += 1,
+            ReflectorState::WatchStarted { .. } => stats.watches += 1,
+            ReflectorState::StreamingListStarted { .. } => {
+                stats.lists += 1;
+                stats.watches += 1;
+            }
+            _ => {}
+        }
+    }
+
+    fn replace(&mut self, objects: Vec<Arc<Value>>, _rv: &str, _at: Micros) {
+        self.feed().items.push(Fed::Replace(objects));
+    }
+
+    fn delta(&mut self, event_type: EventType, object: Arc<Value>, _at: Micros) {
+        let mut feed = self.feed();
+        feed.stats.events += 1;
+        feed.items.push(Fed::Delta(event_type, object));
+    }
+
+    fn marker(&mut self, event_type: EventType, _rv: &str, _at: Micros) {
+        if event_type == EventType::Bookmark {
+            self.feed().stats.events += 1;
+        }
+    }
+
+    fn resync(&mut self) {
+        self.feed().items.push(Fed::Resync);
+    }
+}
+
+/// The control plane's clock; a wait ends at the first poll past its end.
+struct PollTimer {
+    cp: ControlPlane,
+    feed: Arc<Mutex<Feed>>,
+}
+
+impl Timer for PollTimer {
+    fn now(&self) -> Micros {
+        self.cp.clock().now()
+    }
+
+    async fn sleep(&self, duration: Duration) {
+        let until = self
+            .now()
+            .saturating_add(duration.as_micros().min(Micros::MAX as u128) as Micros);
+        let set = |at| {
+            self.feed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .wake_at = at
+        };
+        set(Some(until));
+        std::future::poll_fn(|_| {
+            if self.now() >= until {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        set(None);
     }
 }
 
@@ -356,6 +484,7 @@ mod tests {
     use crate::resource::PODS;
     use serde_json::json;
     use std::sync::atomic::{AtomicU64, Ordering};
+    use watchlife_informer::profile::{Profile, Release};
 
     /// A control plane whose clock the test moves.
     fn control_plane() -> (ControlPlane, Arc<AtomicU64>) {
@@ -385,9 +514,21 @@ mod tests {
 
     #[test]
     fn lists_then_watches_and_survives_dropped_watches_and_compaction() {
+        // A relist applies the deletions last in v1.20's DeltaFIFO, first in
+        // v0.36's atomic RealFIFO.
+        for (release, relist) in [
+            (Release::V1_20, ["~a", "-b"]),
+            (Release::V1_36, ["-b", "~a"]),
+        ] {
+            survives_dropped_watches_and_compaction(release, relist);
+        }
+    }
+
+    fn survives_dropped_watches_and_compaction(release: Release, relist: [&str; 2]) {
         let (cp, now) = control_plane();
         cp.create(PODS, json!({"metadata": {"name": "a"}})).unwrap();
-        let mut informer = Informer::new(PODS, "test");
+        let config = reflector::Config::for_profile(Profile::new(release));
+        let mut informer = Informer::new(PODS, "test").with_config(config);
         assert_eq!(names(&informer.poll(&cp)), vec!["+a"]);
         assert!(informer.has_synced());
         cp.create(PODS, json!({"metadata": {"name": "b"}})).unwrap();
@@ -410,7 +551,7 @@ mod tests {
         );
         assert!(informer.next_wake().is_some());
         after_backoff(&now);
-        assert_eq!(names(&informer.poll(&cp)), vec!["~a", "-b"]);
+        assert_eq!(names(&informer.poll(&cp)), relist, "{release}");
         assert_eq!(informer.stats().lists, 2, "relisted after 410 Gone");
         assert_eq!(informer.list().count(), 1);
     }
