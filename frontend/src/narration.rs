@@ -194,6 +194,27 @@ pub fn answer(answer: &ServerAnswer) -> String {
         } => format!(
             "LIST rv=\"{asked}\" answered by a consistent read from etcd at {revision} ({items} objects)"
         ),
+        ServerAnswer::ConsistentList {
+            asked,
+            store_revision,
+            revision,
+            items,
+            waited_micros,
+            from_cache: true,
+        } => format!(
+            "consistent LIST rv=\"{asked}\": etcd is at {store_revision}; the watch cache caught up in {}, and answered at {revision} ({items} objects) without reading the objects from etcd",
+            crate::stats::format_micros(*waited_micros as i64)
+        ),
+        ServerAnswer::ConsistentList {
+            asked,
+            store_revision,
+            items,
+            waited_micros,
+            ..
+        } => format!(
+            "consistent LIST rv=\"{asked}\": etcd is at {store_revision}; the watch cache had not caught up after {}, so etcd answered ({items} objects)",
+            crate::stats::format_micros(*waited_micros as i64)
+        ),
         ServerAnswer::WatchReplayed { asked, events } => format!(
             "WATCH rv=\"{asked}\" answered by the watch cache: {events} events replayed from its window, then live"
         ),
@@ -208,6 +229,14 @@ pub fn answer_short(answer: &ServerAnswer) -> String {
     match answer {
         ServerAnswer::ListFromWatchCache { revision, .. } => format!("← cache @{revision}"),
         ServerAnswer::ListFromEtcd { revision, .. } => format!("← etcd @{revision}"),
+        ServerAnswer::ConsistentList {
+            revision,
+            from_cache: true,
+            ..
+        } => format!("← cache caught up @{revision}"),
+        ServerAnswer::ConsistentList { revision, .. } => {
+            format!("← etcd @{revision} (cache behind)")
+        }
         ServerAnswer::WatchReplayed { events, .. } => format!("← {events} replayed"),
         ServerAnswer::WatchSynthetic { events, .. } => format!("← {events} synthetic"),
     }

@@ -59,6 +59,19 @@ pub enum ServerAnswer {
         revision: u64,
         items: u64,
     },
+    /// A consistent LIST (`rv=""`) that v1.34+ serves from the watch cache:
+    /// the apiserver asked etcd for its current revision
+    /// (`store_revision`), waited `waited_micros` for the cache to reach it,
+    /// then read the cache at `revision` (`from_cache`), or, when the cache
+    /// had not caught up within its bound, read etcd instead.
+    ConsistentList {
+        asked: String,
+        store_revision: u64,
+        revision: u64,
+        items: u64,
+        waited_micros: Micros,
+        from_cache: bool,
+    },
     /// A WATCH that started by replaying `events` from the window.
     WatchReplayed { asked: String, events: u32 },
     /// A WATCH from 0 that started with `events` synthetic ADDED events, one

@@ -47,7 +47,14 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
         Some(token) => watchlife_demo_apiserver::door::server_url(&base, token),
         None => base.clone(),
     };
-    let cp = watchlife_demo_apiserver::stages::start(Limits::DEMO, DEMO_BOOKMARK_FREQUENCY);
+    // The demo's apiserver follows the release the Reflectors do
+    // (`run` checked the flags before anything started).
+    let profile = args.profile().unwrap_or_default();
+    let cp = watchlife_demo_apiserver::stages::start_with_profile(
+        Limits::DEMO,
+        DEMO_BOOKMARK_FREQUENCY,
+        profile,
+    );
     let clock = cp.clock().clone();
     let options = watchlife_demo_apiserver::ServeOptions {
         token: token.clone(),
@@ -249,6 +256,21 @@ impl ServerStages for LedgerStages {
     fn answer(&self, client: &str, list: bool) -> Option<ServerAnswer> {
         if list {
             let answer = self.0.last_list(client)?;
+            if let Some(read) = answer.consistent {
+                let revision = match answer.served {
+                    ServedFrom::WatchCache { revision, .. } | ServedFrom::Store { revision } => {
+                        revision
+                    }
+                };
+                return Some(ServerAnswer::ConsistentList {
+                    asked: answer.asked,
+                    store_revision: read.store_revision,
+                    revision,
+                    items: answer.items,
+                    waited_micros: read.waited,
+                    from_cache: read.from_cache,
+                });
+            }
             Some(match answer.served {
                 ServedFrom::WatchCache { revision, waited } => ServerAnswer::ListFromWatchCache {
                     asked: answer.asked,
