@@ -10,6 +10,8 @@
 //! - [`ws`]: a real WebSocket client that reads protocol frames.
 //! - [`http`]: a minimal HTTP/1.1 GET, enough for `/healthz` and the app.
 //! - [`real_cluster`]: a real etcd and kube-apiserver on loopback, killed on drop.
+//! - [`modern_cluster`]: etcd 3.5 and a v1.36 apiserver serving one custom
+//!   resource, and client-go v0.36's informer run against it as a reference.
 //! - [`static_files`]: a plain static file server, for the embed with no bridge.
 
 pub mod bridge;
@@ -19,6 +21,7 @@ pub mod client_go;
 pub mod deploy;
 pub mod differential;
 pub mod http;
+pub mod modern_cluster;
 pub mod real_cluster;
 pub mod static_files;
 pub mod ws;

@@ -5,9 +5,11 @@
 //! TLS and token files from `scripts/real-cluster-pki.sh`.
 
 mod apiserver;
-mod etcd;
+// The etcd launcher, the process guard and the PKI are shared with
+// `modern_cluster`.
+pub(crate) mod etcd;
 mod kubeconfig;
-mod process;
+pub(crate) mod process;
 pub(crate) mod scripts;
 #[cfg(test)]
 mod tests;

@@ -14,17 +14,17 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 const NAME: &str = "watchlife-test";
 
 /// A running etcd, killed on drop.
-pub(super) struct Etcd {
+pub(crate) struct Etcd {
     process: Process,
     /// `http://127.0.0.1:PORT`, for clients.
-    pub(super) endpoint: String,
+    pub(crate) endpoint: String,
     etcdctl: PathBuf,
 }
 
 impl Etcd {
     /// Starts etcd with its data in `dir/etcd` and its log in `dir/etcd.log`,
     /// on free loopback ports, and waits until it reports itself healthy.
-    pub(super) async fn start(etcd: &Path, etcdctl: &Path, dir: &Path) -> Etcd {
+    pub(crate) async fn start(etcd: &Path, etcdctl: &Path, dir: &Path) -> Etcd {
         let url = |port: u16| format!("http://127.0.0.1:{port}");
         let (client, peer, metrics) = (
             url(crate::free_port()),
@@ -62,7 +62,7 @@ impl Etcd {
     }
 
     /// The process id.
-    pub(super) fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.process.id()
     }
 
@@ -71,23 +71,29 @@ impl Etcd {
     /// gone from disk too), and returns that revision. From then on a read or
     /// watch at an older revision fails with "required revision has been
     /// compacted".
-    pub(super) async fn compact(&self) -> u64 {
-        let status = self
-            .etcdctl(&["endpoint", "status", "--write-out=json"])
-            .await;
-        let status: serde_json::Value =
-            serde_json::from_str(&status).expect("etcdctl endpoint status prints JSON");
-        let revision = status[0]["Status"]["header"]["revision"]
-            .as_u64()
-            .unwrap_or_else(|| panic!("no revision in {status}"));
+    pub(crate) async fn compact(&self) -> u64 {
+        let revision = self.revision().await;
         self.etcdctl(&["compact", &revision.to_string(), "--physical"])
             .await;
         revision
     }
 
+    /// The key space's current revision (the newest write's), from
+    /// `etcdctl endpoint status`.
+    pub(crate) async fn revision(&self) -> u64 {
+        let status = self
+            .etcdctl(&["endpoint", "status", "--write-out=json"])
+            .await;
+        let status: serde_json::Value =
+            serde_json::from_str(&status).expect("etcdctl endpoint status prints JSON");
+        status[0]["Status"]["header"]["revision"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no revision in {status}"))
+    }
+
     /// Runs etcdctl (API v3) against this member and returns its stdout;
     /// panics if it fails.
-    pub(super) async fn etcdctl(&self, args: &[&str]) -> String {
+    pub(crate) async fn etcdctl(&self, args: &[&str]) -> String {
         let out = tokio::process::Command::new(&self.etcdctl)
             .env("ETCDCTL_API", "3")
             .arg("--endpoints")

@@ -17,7 +17,7 @@ const LOG_TAIL_LINES: usize = 30;
 /// A running child process. Its stdout and stderr are appended to its log
 /// file, so a restarted process adds to the same log. Dropping it kills the
 /// process (SIGKILL) and reaps it, also while a test is panicking.
-pub(super) struct Process {
+pub(crate) struct Process {
     name: &'static str,
     child: Child,
     log: PathBuf,
@@ -26,7 +26,7 @@ pub(super) struct Process {
 impl Process {
     /// Starts `command` with its output appended to `log`. Panics if it
     /// cannot be started.
-    pub(super) fn spawn(name: &'static str, command: &mut Command, log: &Path) -> Process {
+    pub(crate) fn spawn(name: &'static str, command: &mut Command, log: &Path) -> Process {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -47,7 +47,7 @@ impl Process {
 
     /// Polls `ready` until it returns true. Panics, quoting the end of the
     /// log, if the process exits first or `timeout` passes.
-    pub(super) async fn wait_until<F, Fut>(&mut self, what: &str, timeout: Duration, mut ready: F)
+    pub(crate) async fn wait_until<F, Fut>(&mut self, what: &str, timeout: Duration, mut ready: F)
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = bool>,
@@ -79,7 +79,7 @@ impl Process {
 
     /// Kills the process (SIGKILL) and waits until it is gone. Does nothing
     /// more if it has exited already.
-    pub(super) fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         // An error means it has exited already; wait() then only reaps it.
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -88,7 +88,7 @@ impl Process {
     /// Sends SIGTERM and waits up to `grace` for the process to exit, then
     /// SIGKILLs it, as a kubelet does at the end of a pod's grace period.
     /// Returns whether it exited by itself.
-    pub(super) fn terminate(&mut self, grace: Duration) -> bool {
+    pub(crate) fn terminate(&mut self, grace: Duration) -> bool {
         if self.child.try_wait().ok().flatten().is_some() {
             return true;
         }
@@ -107,12 +107,12 @@ impl Process {
     }
 
     /// The process id, while it runs.
-    pub(super) fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.child.id()
     }
 
     /// The last lines of the log.
-    pub(super) fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")

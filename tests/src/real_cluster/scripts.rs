@@ -38,19 +38,21 @@ pub(super) fn binaries() -> &'static Binaries {
 }
 
 /// The files `scripts/real-cluster-pki.sh` makes in a directory.
-pub(super) struct Pki {
-    pub(super) ca_crt: PathBuf,
-    pub(super) server_crt: PathBuf,
-    pub(super) server_key: PathBuf,
-    pub(super) token_file: PathBuf,
-    pub(super) token_auth_file: PathBuf,
-    pub(super) sa_key: PathBuf,
-    pub(super) sa_pub: PathBuf,
+pub(crate) struct Pki {
+    pub(crate) ca_crt: PathBuf,
+    /// The CA's private key, to sign further certificates with.
+    pub(crate) ca_key: PathBuf,
+    pub(crate) server_crt: PathBuf,
+    pub(crate) server_key: PathBuf,
+    pub(crate) token_file: PathBuf,
+    pub(crate) token_auth_file: PathBuf,
+    pub(crate) sa_key: PathBuf,
+    pub(crate) sa_pub: PathBuf,
 }
 
 /// A fresh CA, serving certificate, bearer token and service-account key
 /// pair in `dir`. Panics if the script fails.
-pub(super) fn pki(dir: &Path) -> Pki {
+pub(crate) fn pki(dir: &Path) -> Pki {
     let mut paths = run(
         &crate::workspace().join("scripts/real-cluster-pki.sh"),
         &[dir],
@@ -62,6 +64,7 @@ pub(super) fn pki(dir: &Path) -> Pki {
     };
     Pki {
         ca_crt: take("CA_CRT"),
+        ca_key: take("CA_KEY"),
         server_crt: take("SERVER_CRT"),
         server_key: take("SERVER_KEY"),
         token_file: take("TOKEN_FILE"),
