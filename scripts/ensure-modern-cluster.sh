@@ -19,10 +19,10 @@
 #
 # Everything lives outside the repository, in
 #   ${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}/modern-cluster/
-#     root/       the unpacked packages (about 2.3 GB)
+#     root/       the unpacked packages (about 3 GB)
 #     VERSIONS    "PACKAGE VERSION" of every unpacked package
 #     bin/        the compiled apiserver
-#     go-build/   Go's build cache
+#     go-build/   Go's build cache (about 1.5 GB)
 # so the expensive part happens once per machine. A later run that finds
 # everything in place returns at once. Unstable moves: to take what sid
 # carries today, remove that directory and run again.
@@ -229,7 +229,7 @@ make_root() {
       | grep -v -e '^ ' -e '^<' | LC_ALL=C sort -u
   )
   ((${#closure[@]} > 0)) || die "apt-cache depends found no packages"
-  log "downloading ${#closure[@]} packages from $SUITE (about 300 MB; wanted: ${wanted[*]})"
+  log "downloading ${#closure[@]} packages from $SUITE (about 400 MB; wanted: ${wanted[*]})"
   for attempt in 1 2 3 4 5; do
     if (cd "$debs" && apt-get -qq "${apt_private[@]}" download "${closure[@]}" >&2); then break; fi
     ((attempt < 5)) || die "apt-get download failed"
@@ -265,7 +265,7 @@ make_root() {
   LC_ALL=C sort "$partial.versions" >"$VERSIONS"
   rm -f "$partial.versions"
   printf '%s\n' "$ROOT_RECIPE" >"$ROOT_MARKER"
-  # The .debs and apt's lists are of no more use (about 300 MB).
+  # The .debs and apt's lists are of no more use (about 400 MB).
   rm -rf "$debs" "$apt_dir"
   log "unpacked $(wc -l <"$VERSIONS") packages ($(elapsed)); versions in $VERSIONS"
 }
