@@ -229,6 +229,7 @@ mod tests {
     #[test]
     fn calls_and_the_reconcile_are_listed_with_their_times() {
         let handled = Handled {
+            in_initial_list: false,
             old_resource_version: Some("11".into()),
             resync: true,
             calls: vec![

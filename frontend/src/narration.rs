@@ -3,7 +3,9 @@
 
 use crate::model::Model;
 use leptos::prelude::*;
-use watchlife_protocol::{EventType, ReflectorState, ServerAnswer, Source, Stage, WatchEvent};
+use watchlife_protocol::{
+    EventType, Hello, ReflectorState, ServerAnswer, Source, Stage, WatchEvent,
+};
 
 /// Whether `source` is a real cluster, whose etcd mark is the moment etcd's
 /// watch notification reached watchlife, not the commit: watchlife watches
@@ -12,18 +14,33 @@ pub fn etcd_notifies(source: Option<&Source>) -> bool {
     matches!(source, Some(Source::Cluster { .. }))
 }
 
-/// Two short lines under a stage's name, saying what the stage does (and,
-/// for etcd, what its mark is for `source`).
-pub fn explain(stage: Stage, source: Option<&Source>) -> [&'static str; 2] {
+/// Which release's client the page shows, from the hello (`1.36`, `1.20`,
+/// `1.36 (WatchListClient=false)`); a bridge that does not say is v1.20's.
+pub fn client_release(hello: Option<&Hello>) -> (bool, bool) {
+    let kubernetes = hello.map(|h| h.kubernetes.as_str()).unwrap_or_default();
+    let modern = kubernetes.starts_with("1.36");
+    let streams = modern && !kubernetes.contains("WatchListClient=false");
+    (modern, streams)
+}
+
+/// Two short lines under a stage's name, saying what the stage does (for
+/// etcd, what its mark is for the source; for the Reflector and the FIFO,
+/// what they are in the release followed).
+pub fn explain(stage: Stage, hello: Option<&Hello>) -> [&'static str; 2] {
+    let (modern, streams) = client_release(hello);
     match stage {
-        Stage::Etcd if etcd_notifies(source) => ["notified watchlife;", "its revision is the RV"],
+        Stage::Etcd if etcd_notifies(hello.map(|h| &h.source)) => {
+            ["notified watchlife;", "its revision is the RV"]
+        }
         Stage::Etcd => ["write committed;", "its revision is the RV"],
         Stage::WatchCache => ["apiserver's window", "of recent events"],
         Stage::WatchStream => ["sent to each watcher", "over one HTTP stream"],
+        Stage::Reflector if streams => ["streaming list (one", "WATCH), then watching"],
         Stage::Reflector => ["LIST, then WATCH", "from the last RV"],
-        Stage::Fifo => ["deltas queued", "per object key"],
+        Stage::Fifo if modern => ["RealFIFO: every delta", "in arrival order"],
+        Stage::Fifo => ["DeltaFIFO: one entry", "per key, its deltas"],
         Stage::Indexer => ["the informer's cache", "is updated"],
-        Stage::Handlers => ["OnAdd / OnUpdate /", "OnDelete are called"],
+        Stage::Handlers => ["distributed to each", "listener's buffer"],
         Stage::Workqueue => ["the key is queued;", "repeats merge"],
         Stage::Reconcile => ["a worker makes the", "world match the spec"],
     }
@@ -73,9 +90,14 @@ pub fn caption_for(stage: Stage, e: &WatchEvent, etcd_notifies: bool) -> String 
             "A resync: {key} is handed to the handlers again at the same resourceVersion, {rv}. Only listeners due for a resync get it."
         );
     }
+    if e.initial && e.event_type == EventType::Modified {
+        return format!(
+            "{kind} {key} (RV {rv}) came with a relist, not as a change on the watch: the Indexer already had it, so its handlers get OnUpdate."
+        );
+    }
     if e.initial {
         return format!(
-            "{kind} {key} (RV {rv}) came from a LIST, not from the watch: the Reflector turns every listed object into an ADDED."
+            "{kind} {key} (RV {rv}) came with the initial list (a LIST's items, or a streaming list's synthetic ADDEDs), not as a change on the watch."
         );
     }
     match stage {
@@ -95,7 +117,9 @@ pub fn caption_for(stage: Stage, e: &WatchEvent, etcd_notifies: bool) -> String 
             "The Reflector decodes the {} event and remembers {rv} as the last resourceVersion it has seen.",
             e.event_type.as_str()
         ),
-        Stage::Fifo => format!("The change to {key} is queued in the FIFO as a delta."),
+        Stage::Fifo => format!(
+            "The change to {key} is queued as a delta (DeltaFIFO joins it to {key}'s entry if one waits; RealFIFO queues it on its own)."
+        ),
         Stage::Indexer => {
             format!("The informer pops the delta and updates its cache: {key} is now at RV {rv}.")
         }
@@ -109,7 +133,7 @@ pub fn caption_for(stage: Stage, e: &WatchEvent, etcd_notifies: bool) -> String 
                 .join(", ")
         ),
         Stage::Handlers => format!(
-            "The event handlers are called ({}) with the {kind}.",
+            "The notification ({}) is put in each listener's buffer; each listener calls its handler when it takes it.",
             match e.event_type {
                 EventType::Added => "OnAdd",
                 EventType::Deleted => "OnDelete",

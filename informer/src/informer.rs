@@ -425,6 +425,7 @@ impl Informer {
             n.old.as_ref().map(|o| o.resource_version().to_string());
         event.handled.final_state_unknown = n.final_state_unknown;
         event.handled.resync = n.resync;
+        event.handled.in_initial_list = n.in_initial_list;
         stamp(&mut event, Stage::Indexer, applied_at, None);
         stamp(&mut event, Stage::Handlers, distributed_at, None);
         let pending = d.listeners.len() as u32;

@@ -108,6 +108,11 @@ pub struct Handled {
     /// resourceVersion did not change. Only listeners due for a resync get it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resync: bool,
+    /// OnAdd's `isInInitialList` (client-go ≥ 1.27): the object came with
+    /// the informer's first list. Never set by v1.20's rules, whose OnAdd
+    /// has no such argument.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_initial_list: bool,
     /// Each listener that was called, in the order listeners registered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<HandlerCall>,

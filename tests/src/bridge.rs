@@ -65,6 +65,12 @@ impl Bridge {
         Bridge::launch(&crate::workspace(), addr, args).await
     }
 
+    /// Like [`Bridge::start`], with extra environment variables.
+    pub async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Bridge {
+        let addr: SocketAddr = format!("127.0.0.1:{}", crate::free_port()).parse().unwrap();
+        Bridge::launch_with(&crate::workspace(), addr, args, env, Stdio::inherit()).await
+    }
+
     /// Like [`Bridge::start_at`], with extra environment variables, and its
     /// stderr appended to `log` instead of the test's own.
     pub async fn start_logged(

@@ -22,6 +22,7 @@
 //! that [`Pair::finish`] reports every difference at once, with both traces.
 
 pub mod list_counts;
+pub mod modern;
 pub mod trace;
 pub mod watchlife;
 

@@ -556,6 +556,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
     bridge.send(&handled(
         event(3, EventType::Modified, pod("web-1"), 12, changed),
         Handled {
+            in_initial_list: false,
             old_resource_version: Some("11".into()),
             calls: vec![
                 call("scheduler: scheduled", Callback::OnUpdate, 2, 40, 55),

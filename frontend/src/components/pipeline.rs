@@ -145,12 +145,9 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
     } else {
         "client"
     };
-    // What the etcd mark is depends on the source (see `explain`).
-    let lines = Memo::new(move |_| {
-        model
-            .hello
-            .with(|h| explain(stage, h.as_ref().map(|h| &h.source)))
-    });
+    // What the etcd mark is depends on the source, what the Reflector and
+    // the FIFO do on the release followed (see `explain`).
+    let lines = Memo::new(move |_| model.hello.with(|h| explain(stage, h.as_ref())));
     let line1 = move || lines.get()[0];
     let line2 = move || lines.get()[1];
     // Follows the refresh clock only, not every event: under load the
