@@ -2,11 +2,19 @@
 //! `make embed` as `demo.html`): no bridge and no network. The store, the
 //! Cachers' stages (each Cacher's Reflector and dispatcher), the controllers
 //! and the story run here; so do a Reflector per resource (the informer
-//! crate's state machine, as on the bridge) and the informer's stages. Every
-//! stage is a task of its own that runs one item per turn of the page's
-//! event loop, so queues form here as on a server. The page's Reflectors
-//! LIST and WATCH with the apiserver's parameters (`rv="0"` is answered by
-//! the watch cache), and the demo actions run against this control plane.
+//! crate's one list-watch driver, as on the bridge; see [`reflector`]) and
+//! the informer's stages. Every stage is a task of its own that runs one
+//! item per turn of the page's event loop, so queues form here as on a
+//! server. The page's Reflectors ask what a client of the apiserver asks
+//! (`rv="0"` is answered by the watch cache), and the demo actions run
+//! against this control plane.
+//!
+//! One Kubernetes release is followed throughout, chosen by the page's
+//! `kubernetes` query parameter (`demo.html?kubernetes=1.20`; 1.36 when
+//! absent): the control plane's apiserver, the Reflectors' rules (1.20: LIST,
+//! then WATCH; 1.36: a streaming list) and the informers' queue (DeltaFIFO,
+//! RealFIFO). A release the page does not know is refused on the page, and
+//! nothing starts.
 //!
 //! Every stage time comes from the browser's clock: the control plane's
 //! commit, cache and dispatch times, and the Reflector's and the informer's,
@@ -14,35 +22,31 @@
 //! That clock is coarse (browsers round `performance.now()`); the page
 //! measures its tick at start and shows a shorter interval as under it.
 
+mod reflector;
+
 use crate::model::{Link, Model};
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use leptos::prelude::{Set, SetValue};
 use leptos::task::spawn_local;
-use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 use watchlife_controlplane::cacher::watcher::DEMO_BOOKMARK_FREQUENCY;
 use watchlife_controlplane::control_plane::stages::Sleeper;
 use watchlife_controlplane::controllers::Demo;
 use watchlife_controlplane::demo_action;
 use watchlife_controlplane::limits::Limits;
-use watchlife_controlplane::list::{ListOptions, ListPlan};
 use watchlife_controlplane::resource::{CONFIGMAPS, DEPLOYMENTS, PODS, REPLICASETS, ResourceType};
-use watchlife_controlplane::watch_cache::Delivery;
 use watchlife_controlplane::watch_cache_report::report;
-use watchlife_controlplane::{Clock, ControlPlane, Origin, WatchOptions};
+use watchlife_controlplane::{Clock, ControlPlane};
 use watchlife_informer::informer::Options;
-use watchlife_informer::reflector::{
-    Config as ReflectorConfig, Effect, Failure, Reflector, Request, WatchEnd,
-};
-use watchlife_informer::{Finished, Informer, Object};
+use watchlife_informer::profile::{Profile, ProfileError};
+use watchlife_informer::shared_informer::QueueModel;
+use watchlife_informer::{Finished, Informer};
 use watchlife_protocol::{
-    ActionResult, ClientMessage, ErrorFrame, EventType, FrameBody, Hello, Micros, ObjectRef,
-    PROTOCOL_VERSION, ReflectorState, ReflectorUpdate, ServerAnswer, ServerFrame, ServerPath,
-    Snapshot, Source, Stage, StageMark, StageTimes, WatchEvent,
+    ActionResult, ClientMessage, ErrorFrame, FrameBody, Hello, Micros, PROTOCOL_VERSION,
+    ReflectorState, ReflectorUpdate, ServerFrame, Snapshot, Source, Stage,
 };
 
 /// What the page's Reflectors watch: what the story and its controllers change.
@@ -59,12 +63,30 @@ const REPORT_EVERY: Duration = Duration::from_millis(250);
 /// The name the page's watches have in the watch caches' lanes.
 const WATCHER_NAME: &str = "this page";
 
+/// The query parameter that names the Kubernetes release the page follows
+/// (`demo.html?kubernetes=1.20`), as the bridge's `--kubernetes` does.
+const KUBERNETES_PARAM: &str = "kubernetes";
+
 /// Starts the control plane, its controllers and story, and the page's
-/// informer, all feeding `model`.
+/// informer, all feeding `model`, with the rules of the release the page's
+/// URL asks for. A release it does not know is told on the page (and the
+/// console), and nothing starts.
 pub fn start(model: Model) {
+    let search = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    let profile = match profile_asked(&search) {
+        Ok(profile) => profile,
+        Err(e) => return refuse(model, e),
+    };
     let clock = Clock::new(browser_micros);
     crate::stats::set_clock_tick(measure_clock_tick());
-    let cp = ControlPlane::staged(clock.clone(), Limits::DEMO, DEMO_BOOKMARK_FREQUENCY);
+    let cp = ControlPlane::staged_with_profile(
+        clock.clone(),
+        Limits::DEMO,
+        DEMO_BOOKMARK_FREQUENCY,
+        profile,
+    );
     for rt in watchlife_controlplane::resource::ALL {
         spawn_local(cp.reflector_task(rt, PageSleeper));
         spawn_local(cp.dispatcher_task(rt, PageSleeper));
@@ -85,7 +107,7 @@ pub fn start(model: Model) {
         observed_stages: Stage::ALL.to_vec(),
         demo_actions: true,
         heartbeat_ms: 0,
-        kubernetes: String::new(),
+        kubernetes: profile.to_string(),
         cluster_version: None,
     }));
     page.control(FrameBody::Snapshot(Snapshot {
@@ -95,10 +117,38 @@ pub fn start(model: Model) {
     spawn_local(drive(Demo::new(cp, Some(STORY_PACE)), page.clock.clone()));
     for rt in RESOURCES {
         let stages = page.start_informer(rt);
-        spawn_local(page.clone().list_and_watch(stages));
+        spawn_local(reflector::list_and_watch(page.clone(), stages));
     }
     spawn_local(page.clone().report_watch_caches());
     page.take_actions();
+}
+
+/// The release `search` (the page's `?…` query) asks for with
+/// [`KUBERNETES_PARAM`], with that release's default gates: `1.20`, `v1.20.2`
+/// and the like, or 1.36 when the query names none. Any other value is an
+/// error that names the releases modelled. The value is read as written
+/// (release names need no percent-encoding).
+fn profile_asked(search: &str) -> Result<Profile, ProfileError> {
+    let asked = search
+        .trim_start_matches('?')
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == KUBERNETES_PARAM);
+    match asked {
+        None => Ok(Profile::default()),
+        Some((_, release)) => Ok(Profile::new(release.parse()?)),
+    }
+}
+
+/// Tells the page, as an alarming notice that nothing replaces, and the
+/// console why the demo did not start.
+fn refuse(model: Model, error: ProfileError) {
+    let message = format!(
+        "{error}. Open demo.html?{KUBERNETES_PARAM}=1.20 or ?{KUBERNETES_PARAM}=1.36 (the default)."
+    );
+    leptos::logging::warn!("{message}");
+    model.last_error.set(Some(message.clone()));
+    model.tell(message, true);
 }
 
 /// The browser's wall clock in µs since the epoch, with the sub-millisecond
@@ -233,7 +283,7 @@ impl Page {
             resource: rt.qualified_name(),
             kind: rt.kind.to_string(),
             resyncs: false,
-            queue: Default::default(),
+            queue: QueueModel::of(&self.cp.profile()),
         });
         let (fifo, fifo_wait) = signal();
         let (workqueue, workqueue_wait) = signal();
@@ -308,165 +358,6 @@ impl Page {
         }
     }
 
-    /// ListAndWatch for one resource, for the life of the page: the one
-    /// Reflector state machine, driven against the control plane.
-    async fn list_and_watch(self, stages: Stages) {
-        let rt = stages.rt;
-        let seed = rt.plural.len() as u64 ^ self.clock.now();
-        let mut reflector = Reflector::new(ReflectorConfig::default(), seed);
-        let mut pages: Vec<Arc<Value>> = Vec::new();
-        let mut step = reflector.start(self.clock.now());
-        loop {
-            self.apply(&stages, step.effects, &mut pages);
-            step = match step.request {
-                Request::List {
-                    resource_version,
-                    limit,
-                    ..
-                } => {
-                    next_turn().await;
-                    let opts = ListOptions {
-                        resource_version: Some(resource_version.clone()),
-                        limit: Some(limit),
-                        ..ListOptions::default()
-                    };
-                    let served_by_cache = matches!(
-                        watchlife_controlplane::list::plan(&opts),
-                        Ok(ListPlan::Cache { .. })
-                    );
-                    match self.cp.list_with(rt, None, &opts) {
-                        Ok(list) => {
-                            let count = list.items.len() as u64;
-                            let revision = list.resource_version;
-                            let answer = if served_by_cache {
-                                ServerAnswer::ListFromWatchCache {
-                                    asked: resource_version,
-                                    revision,
-                                    items: count,
-                                    waited_micros: 0,
-                                }
-                            } else {
-                                ServerAnswer::ListFromEtcd {
-                                    asked: resource_version,
-                                    revision,
-                                    items: count,
-                                }
-                            };
-                            self.answered(&stages, answer);
-                            pages = list.items;
-                            reflector.list_page(
-                                count,
-                                &revision.to_string(),
-                                list.continue_token.as_deref(),
-                                self.clock.now(),
-                            )
-                        }
-                        Err(e) => {
-                            reflector.list_failed(Failure::Other(e.to_string()), self.clock.now())
-                        }
-                    }
-                }
-                Request::Watch {
-                    resource_version,
-                    timeout_seconds,
-                    ..
-                } => {
-                    let from = resource_version.parse().unwrap_or(0);
-                    let options = WatchOptions {
-                        bookmarks: true,
-                        deadline: Some(self.clock.now() + timeout_seconds * 1_000_000),
-                        ..WatchOptions::named(WATCHER_NAME, Some(from))
-                    };
-                    match self.cp.watch_opts(rt, options) {
-                        Ok((_, mut deliveries)) => {
-                            let events = deliveries.len() as u32;
-                            let answer = if from == 0 {
-                                ServerAnswer::WatchSynthetic {
-                                    asked: resource_version.clone(),
-                                    events,
-                                }
-                            } else {
-                                ServerAnswer::WatchReplayed {
-                                    asked: resource_version.clone(),
-                                    events,
-                                }
-                            };
-                            self.answered(&stages, answer);
-                            let deadline =
-                                gloo_timers::future::sleep(Duration::from_secs(timeout_seconds));
-                            let mut deadline = futures::FutureExt::fuse(deadline);
-                            loop {
-                                let next = futures::FutureExt::fuse(deliveries.recv());
-                                futures::pin_mut!(next);
-                                let delivery = futures::select! {
-                                    d = next => d,
-                                    _ = deadline => None,
-                                };
-                                let Some(delivery) = delivery else { break };
-                                let rv = delivery.event.revision.to_string();
-                                if delivery.origin == Origin::Bookmark {
-                                    reflector.watch_event(&rv, true);
-                                    let state = ReflectorState::Bookmark {
-                                        resource_version: rv,
-                                    };
-                                    self.note(&stages, state);
-                                    continue;
-                                }
-                                reflector.watch_event(&rv, false);
-                                self.deliver(&stages, delivery);
-                            }
-                            reflector.watch_ended(WatchEnd::Closed, self.clock.now())
-                        }
-                        Err(e) => reflector.watch_ended(
-                            WatchEnd::Failed(Failure::Expired(e.to_string())),
-                            self.clock.now(),
-                        ),
-                    }
-                }
-                Request::Wait(delay) => {
-                    gloo_timers::future::sleep(delay).await;
-                    reflector.waited(self.clock.now())
-                }
-            };
-        }
-    }
-
-    /// The Reflector's effects, in order, into the informer's FIFO.
-    fn apply(&self, stages: &Stages, effects: Vec<Effect>, pages: &mut Vec<Arc<Value>>) {
-        let rt = stages.rt;
-        let mut informer = stages.informer.borrow_mut();
-        for effect in effects {
-            match effect {
-                Effect::Report(state) => {
-                    informer.enqueue_note(FrameBody::Reflector(ReflectorUpdate {
-                        resource: rt.qualified_name(),
-                        state,
-                    }))
-                }
-                Effect::DiscardPages => pages.clear(),
-                Effect::Replace { .. } => {
-                    let now = self.clock.now();
-                    let items = pages
-                        .drain(..)
-                        .map(|object| {
-                            let object = Object::from_value(&object);
-                            let mut event = watch_event(rt, EventType::Added, &object, now);
-                            event.initial = true;
-                            (event, object)
-                        })
-                        .collect();
-                    informer.enqueue_list(items, now);
-                }
-            }
-        }
-        stages.fifo.wake();
-    }
-
-    /// Who answered a request, onto the Reflector's node.
-    fn answered(&self, stages: &Stages, answer: ServerAnswer) {
-        self.note(stages, ReflectorState::Answered { answer });
-    }
-
     /// A Reflector state of `stages`' resource, in order with its events.
     fn note(&self, stages: &Stages, state: ReflectorState) {
         stages
@@ -476,60 +367,6 @@ impl Page {
                 resource: stages.rt.qualified_name(),
                 state,
             }));
-        stages.fifo.wake();
-    }
-
-    /// One watch event from the Cacher, into the informer's FIFO: this
-    /// watch's reader is its stream's writer, so the event is written now.
-    fn deliver(&self, stages: &Stages, delivery: Delivery) {
-        let cached = &delivery.event;
-        let now = self.clock.now();
-        let object = Object::from_value(&cached.object);
-        let mut event = watch_event(stages.rt, cached.event_type, &object, now);
-        let origin = match delivery.origin {
-            Origin::Replayed => watchlife_protocol::Origin::Replayed,
-            Origin::Synthetic => watchlife_protocol::Origin::Synthetic,
-            _ => watchlife_protocol::Origin::Live,
-        };
-        if let Some(t) = cached.times {
-            event.stages.extend([
-                (Stage::Etcd, StageMark::at(t.committed_at)),
-                (
-                    Stage::WatchCache,
-                    StageMark {
-                        at: t.cached_at,
-                        depth: Some(t.incoming_depth),
-                    },
-                ),
-            ]);
-        }
-        event.stages.insert(
-            Stage::WatchStream,
-            StageMark {
-                at: now,
-                depth: Some(delivery.buffer_depth),
-            },
-        );
-        event.server = Some(Box::new(ServerPath {
-            origin,
-            reflected: cached.times.map(|t| t.reflected_at),
-            dispatched: cached
-                .dispatched_at()
-                .filter(|_| origin == watchlife_protocol::Origin::Live)
-                .map(|at| StageMark {
-                    at,
-                    depth: cached.times.map(|t| t.incoming_depth),
-                }),
-            buffered: StageMark {
-                at: delivery.buffered_at,
-                depth: Some(delivery.buffer_depth),
-            },
-            written: now,
-        }));
-        stages
-            .informer
-            .borrow_mut()
-            .enqueue(event, object, self.clock.now());
         stages.fifo.wake();
     }
 
@@ -571,28 +408,34 @@ impl Page {
     }
 }
 
-/// The event the Reflector makes of an object, stamped at `now`.
-fn watch_event(
-    rt: ResourceType,
-    event_type: EventType,
-    object: &Object,
-    now: Micros,
-) -> WatchEvent {
-    let meta = object.meta();
-    WatchEvent {
-        event_type,
-        target: ObjectRef {
-            resource: rt.qualified_name(),
-            kind: rt.kind.to_string(),
-            namespace: meta.namespace().map(String::from),
-            name: meta.name().to_string(),
-        },
-        resource_version: meta.resource_version.to_string(),
-        object: object.json().clone(),
-        stages: StageTimes::from([(Stage::Reflector, StageMark::at(now))]),
-        initial: false,
-        coalesced: false,
-        handled: Default::default(),
-        server: None,
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watchlife_informer::profile::Release;
+
+    #[test]
+    fn the_url_names_the_release_and_1_36_is_the_default() {
+        let release = |search: &str| profile_asked(search).map(|p| p.release());
+        assert_eq!(release(""), Ok(Release::V1_36));
+        assert_eq!(release("?controls=minimal"), Ok(Release::V1_36));
+        assert_eq!(release("?kubernetes=1.20"), Ok(Release::V1_20));
+        assert_eq!(
+            release("?theme=dark&kubernetes=v1.20.2"),
+            Ok(Release::V1_20)
+        );
+        assert_eq!(release("?kubernetes=1.36&paused=1"), Ok(Release::V1_36));
+        assert_eq!(
+            profile_asked("?kubernetes=1.20").map(|p| p.to_string()),
+            Ok("1.20".to_string()),
+            "the hello names the release as the bridge does"
+        );
+    }
+
+    #[test]
+    fn an_unknown_release_is_an_error_that_names_the_known_ones() {
+        for search in ["?kubernetes=1.99", "?kubernetes=", "?kubernetes=latest"] {
+            let error = profile_asked(search).expect_err(search);
+            assert!(error.to_string().contains("1.20 and 1.36"), "{error}");
+        }
     }
 }
