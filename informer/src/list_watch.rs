@@ -18,6 +18,10 @@
 //!   after it are the watch's.
 //! - A delta is delivered once, in stream order; an object the watch sends
 //!   before the streaming list's end goes to the next replace instead.
+//! - The driver reads no further event until [`Sink::ready`] says the sink
+//!   is ready: a sink with a bounded queue blocks the stream as the
+//!   apiserver's Cacher blocks on its full `incoming` channel
+//!   (`processEvent`), and the server's events wait in the stream meanwhile.
 
 use crate::Micros;
 use crate::object::Stored;
@@ -119,6 +123,12 @@ pub trait Sink<O> {
     fn marker(&mut self, event_type: EventType, resource_version: &str, at: Micros);
     /// A resync of the store is due.
     fn resync(&mut self);
+    /// Ready once the sink can take another event. The driver awaits it
+    /// before it reads each watch event, so a sink whose queue is full
+    /// holds the stream back instead of growing. By default it never waits.
+    fn ready(&mut self) -> impl Future<Output = ()> {
+        async {}
+    }
     /// The answer to a LIST (`list`) or WATCH has just come (the place to
     /// report who answered, where the server tells).
     fn answered(&mut self, _list: bool) {}
@@ -211,6 +221,7 @@ where
     T: Timer,
 {
     loop {
+        sink.ready().await;
         let item = {
             let next = pin!(stream.next());
             let resync = pin!(resync_due(machine.resync_at(), timer));

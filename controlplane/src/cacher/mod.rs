@@ -7,9 +7,10 @@
 //! ```
 //!
 //! - [`Cacher::reflect`]: the Cacher's Reflector (the informer crate's one
-//!   Reflector) lists the store, then reads its watch one change at a time
-//!   into the [`WatchCache`] and the `incoming` queue. When `incoming` is
-//!   full it waits, as `processEvent` blocks on the channel.
+//!   list-watch driver, adapted in the `reflect` module) lists the store,
+//!   then reads its watch one change at a time into the [`WatchCache`] and
+//!   the `incoming` queue. When `incoming` is full it waits, as
+//!   `processEvent` blocks on the channel.
 //! - [`Cacher::dispatch`]: the dispatcher takes one event from `incoming`
 //!   and puts it in the buffer of every watcher that wants it, without
 //!   blocking first; on full buffers it blocks for at most the time budget,
@@ -23,20 +24,23 @@
 
 pub mod budget;
 pub mod ready;
+mod reflect;
+mod store_lw;
 pub mod watcher;
 
 use crate::clock::Clock;
 use crate::resource::ResourceType;
-use crate::store::{Revision, Store, StoreError};
+use crate::store::{Revision, Store};
 use crate::watch_cache::{CachedEvent, Delivery, Origin, WatchCache, WatchError, WindowBounds};
 use budget::TimeBudget;
 use ready::Ready;
+use reflect::{CacherReflector, Fed, Waits};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use watcher::{Refused, WatchOptions, Watcher, WatcherId};
-use watchlife_informer::reflector::{self, Effect, Failure, Request, Step, WatchEnd};
+use watchlife_informer::reflector;
 use watchlife_protocol::Micros;
 
 /// Events `incoming` holds between the watch cache and the dispatcher
@@ -111,20 +115,6 @@ struct Blocked {
     deadline: Micros,
 }
 
-/// The Cacher's Reflector, driven against the store.
-struct CacherReflector {
-    machine: reflector::Reflector,
-    request: Request,
-    wait_until: Micros,
-    /// The store watch's position while it is open: the last revision read.
-    watching: Option<Revision>,
-    started: bool,
-    /// LISTs it made: one at start, one after each expired watch.
-    lists: u64,
-    /// Its seed, for a fresh Reflector at each ListAndWatch.
-    seed: u64,
-}
-
 /// The Cacher of one resource type.
 pub struct Cacher {
     resource: ResourceType,
@@ -141,6 +131,9 @@ pub struct Cacher {
     /// (`lastProcessedResourceVersion`).
     last_dispatched: Revision,
     reflector: CacherReflector,
+    /// LISTs its Reflector made of the store: one at start, one after each
+    /// failed ListAndWatch.
+    lists: u64,
     /// Whether the cache may serve (see [`ready`]).
     ready: Ready,
     closed_slow: u64,
@@ -179,15 +172,8 @@ impl Cacher {
             bookmark_tick: now + BOOKMARK_TICK,
             bookmark_frequency,
             last_dispatched: 0,
-            reflector: CacherReflector {
-                machine: reflector::Reflector::new(reflector::Config::default(), seed),
-                request: Request::Wait(Duration::ZERO),
-                wait_until: 0,
-                watching: None,
-                started: false,
-                lists: 0,
-                seed,
-            },
+            reflector: CacherReflector::new(rt, reflector_config(), seed, clock.clone()),
+            lists: 0,
             ready: Ready::pending(now),
             closed_slow: 0,
             recently_closed: VecDeque::new(),
@@ -219,7 +205,7 @@ impl Cacher {
 
     /// LISTs the Cacher's Reflector has made of the store.
     pub fn lists(&self) -> u64 {
-        self.reflector.lists
+        self.lists
     }
 
     /// Events the dispatcher has taken, and deliveries it has made.
@@ -272,139 +258,71 @@ impl Cacher {
         }
     }
 
-    /// One step of the Cacher's Reflector: performs what its Reflector asks
-    /// (LIST the store, open the store's watch, wait out a backoff), or reads
-    /// the next change from the store's watch into the cache and `incoming`.
+    /// One step of the Cacher's Reflector: the list-watch driver runs, with
+    /// `store` lent to it, until it waits (for a change of the store, for
+    /// room in `incoming`, or for the next ListAndWatch). It LISTs the store
+    /// or reads at most one change from the store's watch into the cache
+    /// and `incoming`; what it did is applied here (see the `reflect` module).
     pub fn reflect(&mut self, store: &Store) -> Progress {
-        let now = self.clock.now();
-        if !self.reflector.started {
-            if now < self.reflector.wait_until {
-                return Progress::Idle {
-                    until: Some(self.reflector.wait_until),
-                };
-            }
-            self.start_caching(now);
+        let room = self.incoming.len() < INCOMING_CAPACITY;
+        let (fed, waits) = self.reflector.step(Some(store), room);
+        if self.absorb(fed) {
+            return Progress::Moved;
         }
-        if let Some(after) = self.reflector.watching {
-            if self.incoming.len() >= INCOMING_CAPACITY {
-                return Progress::Blocked { until: None };
-            }
-            let prefix = self.resource.key_prefix();
-            return match store.next_change_after(&prefix, after) {
-                Ok(Some(change)) => {
-                    self.reflector.watching = Some(change.revision);
-                    self.reflector
-                        .machine
-                        .watch_event(&change.revision.to_string(), false);
-                    let depth = (self.incoming.len() + 1) as u32;
-                    let event = self.cache.process(change, now, depth);
-                    self.incoming.push_back(event);
-                    Progress::Moved
-                }
-                Ok(None) => {
-                    // Caught up: nothing of this type up to the store's
-                    // revision (what etcd's progress notification says). A
-                    // synced etcd watcher is at the current revision, so a
-                    // later compaction does not end it.
-                    self.reflector.watching = Some(store.revision());
-                    self.cache.advance(store.revision());
-                    Progress::Idle { until: None }
-                }
-                Err(e) => {
-                    // The watch failed: ListAndWatch returns, the cache is
-                    // no longer ready (`startCaching`'s deferred
-                    // `ready.set(false)`), and the next ListAndWatch starts
-                    // [`ready::RELIST_PERIOD`] later (`wait.Until`, 1 s),
-                    // whatever client-go's backoff would be.
-                    let failure = match e {
-                        StoreError::Compacted { .. } => Failure::Expired(e.to_string()),
-                        _ => Failure::Other(e.to_string()),
-                    };
-                    let _ = self
-                        .reflector
-                        .machine
-                        .watch_ended(WatchEnd::Failed(failure), now);
-                    self.end_list_and_watch(now);
-                    Progress::Moved
-                }
-            };
+        match waits {
+            Waits::ForRoom => Progress::Blocked { until: None },
+            Waits::Until(until) => Progress::Idle { until },
         }
-        let step = match self.reflector.request.clone() {
-            Request::Wait(_) if now < self.reflector.wait_until => {
-                return Progress::Idle {
-                    until: Some(self.reflector.wait_until),
-                };
-            }
-            Request::Wait(_) => self.reflector.machine.waited(now),
-            Request::List { .. } => {
-                // A consistent read of the prefix, at the store's revision.
-                let prefix = self.resource.key_prefix();
-                let items: Vec<_> = store
-                    .entries(&prefix)
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect();
-                let revision = store.revision();
-                let step = self.reflector.machine.list_page(
-                    items.len() as u64,
-                    &revision.to_string(),
-                    None,
-                    now,
-                );
-                if step
-                    .effects
-                    .iter()
-                    .any(|e| matches!(e, Effect::Replace { .. }))
-                {
-                    self.reflector.lists += 1;
-                    self.cache.replace(items, revision);
-                    // `SetOnReplace`: the cache is ready once replaced.
-                    self.ready.set(true, now);
-                }
-                step
-            }
-            Request::Watch {
-                resource_version, ..
-            } => {
-                self.reflector.watching = Some(resource_version.parse().unwrap_or(0));
-                Step {
-                    effects: Vec::new(),
-                    request: Request::Wait(Duration::MAX),
-                }
-            }
-        };
-        self.take(step, now);
-        Progress::Moved
     }
 
     /// Ends the current ListAndWatch as a failed store watch does: the
-    /// cache is not ready until the next one, [`ready::RELIST_PERIOD`]
-    /// from now, has listed. A demo's speaker may call it to show a relist.
+    /// cache is not ready from `now` until the next ListAndWatch, which
+    /// begins [`ready::RELIST_PERIOD`] after the Reflector finds its watch
+    /// ended (at once, unless it waits for room in `incoming`). A demo's
+    /// speaker may call it to show a relist.
     pub fn end_list_and_watch(&mut self, now: Micros) {
-        self.reflector.watching = None;
-        self.reflector.started = false;
-        self.reflector.wait_until = now.saturating_add(ready::RELIST_PERIOD);
         self.ready.set(false, now);
+        self.reflector.break_watch();
+        // No store: the broken watch needs no read to end.
+        let (fed, _) = self.reflector.step(None, false);
+        self.absorb(fed);
     }
 
-    /// One ListAndWatch begins (`startCaching`, `cacher.go`): every watcher
-    /// is terminated first (`terminateAllWatchers`), so that none stays
-    /// attached across the relist and misses the changes the LIST folds in;
-    /// then a fresh Reflector LISTs.
-    fn start_caching(&mut self, now: Micros) {
-        self.reflector.started = true;
-        self.drop_watchers();
-        self.reflector.machine =
-            reflector::Reflector::new(reflector::Config::default(), self.reflector.seed);
-        let step = self.reflector.machine.start(now);
-        self.take(step, now);
-    }
-
-    fn take(&mut self, step: Step, now: Micros) {
-        if let Request::Wait(delay) = step.request {
-            let delay = delay.as_micros().min(Micros::MAX as u128) as Micros;
-            self.reflector.wait_until = now.saturating_add(delay);
+    /// Applies what the Reflector delivered, in order; true if it moved
+    /// anything on (a progress notification alone moves nothing).
+    fn absorb(&mut self, fed: Vec<Fed>) -> bool {
+        let mut moved = false;
+        for item in fed {
+            let now = self.clock.now();
+            match item {
+                // One ListAndWatch begins (`startCaching`, `cacher.go`):
+                // every watcher is terminated first (`terminateAllWatchers`),
+                // so that none stays attached across the relist and misses
+                // the changes the LIST folds in.
+                Fed::ListStarted => self.drop_watchers(),
+                Fed::Replace { objects, revision } => {
+                    self.lists += 1;
+                    self.cache.replace(objects, revision);
+                    // `SetOnReplace`: the cache is ready once replaced.
+                    self.ready.set(true, now);
+                }
+                Fed::Change { event, at } => {
+                    let depth = (self.incoming.len() + 1) as u32;
+                    let event = self.cache.process(&event, at, depth);
+                    self.incoming.push_back(event);
+                }
+                Fed::Progress(revision) => {
+                    self.cache.advance(revision);
+                    continue;
+                }
+                // The watch failed: ListAndWatch returns, and the cache is
+                // no longer ready (`startCaching`'s deferred
+                // `ready.set(false)`).
+                Fed::Ended => self.ready.set(false, now),
+            }
+            moved = true;
         }
-        self.reflector.request = step.request;
+        moved
     }
 
     /// One step of the dispatcher: finishes a blocked dispatch, sends the
@@ -636,6 +554,17 @@ impl Cacher {
     pub fn drop_watchers(&mut self) {
         self.watchers.clear();
         self.blocked = None;
+    }
+}
+
+/// The rules of the Cacher's Reflector: client-go's v1.20 Reflector (the
+/// store offers no streaming list), whose ListAndWatch the Cacher runs from
+/// `wait.Until(..., time.Second)`: a failed one is followed by
+/// [`ready::RELIST_PERIOD`], not by client-go's backoff.
+fn reflector_config() -> reflector::Config {
+    reflector::Config {
+        wait_until_period: Some(Duration::from_micros(ready::RELIST_PERIOD)),
+        ..reflector::Config::default()
     }
 }
 

@@ -352,6 +352,64 @@ fn the_cacher_relists_one_second_after_each_failed_watch() {
 }
 
 #[test]
+fn an_ended_list_and_watch_is_not_ready_at_once_and_relists_one_second_later() {
+    let mut w = World::new();
+    w.reflect();
+    let (_, mut before) = w.cacher.watch(WatchOptions::named("before", None)).unwrap();
+    let ended_at = w.now.load(Ordering::Relaxed);
+    w.cacher.end_list_and_watch(ended_at);
+    assert!(!w.cacher.is_ready());
+    assert_eq!(
+        w.reflect(),
+        Progress::Idle {
+            until: Some(ended_at + ready::RELIST_PERIOD)
+        }
+    );
+    w.advance(ready::RELIST_PERIOD);
+    w.reflect();
+    assert_eq!(w.cacher.lists(), 2);
+    assert!(w.cacher.is_ready());
+    drain(&mut before);
+    assert!(matches!(before.try_recv(), Err(TryRecvError::Disconnected)));
+}
+
+#[test]
+fn each_step_reads_at_most_one_change_of_the_store() {
+    let mut w = World::new();
+    w.reflect();
+    for i in 0..3 {
+        w.pod(&format!("p{i}"));
+    }
+    for read in 1..=3 {
+        assert_eq!(w.cacher.reflect(&w.store), Progress::Moved);
+        assert_eq!(w.cacher.incoming_len(), read);
+    }
+    assert_eq!(
+        w.cacher.reflect(&w.store),
+        Progress::Idle { until: None },
+        "caught up"
+    );
+}
+
+#[test]
+fn changes_of_other_types_move_the_cache_on_without_an_event() {
+    let mut w = World::new();
+    w.reflect();
+    let key = CONFIGMAPS.key(Some("default"), "not-a-pod");
+    w.store.create(&key, json!({})).unwrap();
+    assert_eq!(w.reflect(), Progress::Idle { until: None });
+    assert_eq!(w.cacher.incoming_len(), 0);
+    assert_eq!(w.cacher.cache().revision(), w.store.revision());
+    // A synced watch is at the store's revision: compacting up to it does
+    // not end the watch.
+    w.store.compact(w.store.revision());
+    w.pod("a");
+    w.reflect();
+    assert_eq!(w.cacher.lists(), 1);
+    assert_eq!(w.cacher.incoming_len(), 1);
+}
+
+#[test]
 fn a_watcher_with_a_backlog_has_no_more_room_for_live_events_than_any_other() {
     let mut w = World::new();
     w.reflect();

@@ -6,9 +6,13 @@ use crate::profile::{Gate, Profile, Release};
 use serde_json::{Value, json};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 type Obj = Arc<Value>;
+
+/// One item of a scripted watch stream.
+type Item = Result<WatchItem<Obj>, Failure>;
 
 fn obj(name: &str, rv: u64) -> Obj {
     Arc::new(
@@ -20,7 +24,7 @@ fn obj(name: &str, rv: u64) -> Obj {
 #[derive(Default)]
 struct Scripted {
     lists: RefCell<VecDeque<Result<Page<Obj>, Failure>>>,
-    watches: RefCell<VecDeque<Result<Vec<Result<WatchItem<Obj>, Failure>>, Failure>>>,
+    watches: RefCell<VecDeque<Result<Vec<Item>, Failure>>>,
     /// The requests made, as `LIST rv=0 limit=500` or `WATCH rv= stream`.
     asked: RefCell<Vec<String>>,
     clock: Cell<Micros>,
@@ -28,12 +32,12 @@ struct Scripted {
 
 /// A stream of scripted items; `None` at its end closes it unless it hangs.
 struct Items {
-    items: VecDeque<Result<WatchItem<Obj>, Failure>>,
+    items: VecDeque<Item>,
     hang: bool,
 }
 
 impl WatchStream<Obj> for Items {
-    async fn next(&mut self) -> Option<Result<WatchItem<Obj>, Failure>> {
+    async fn next(&mut self) -> Option<Item> {
         match self.items.pop_front() {
             Some(item) => Some(item),
             None if self.hang => future::pending().await,
@@ -57,7 +61,7 @@ impl ListerWatcher for Scripted {
         }
     }
 
-    async fn watch<'a>(&'a self, r: WatchRequest<'_>) -> Result<Items, Failure> {
+    async fn watch(&self, r: WatchRequest<'_>) -> Result<Items, Failure> {
         let kind = if r.send_initial_events { " stream" } else { "" };
         self.asked
             .borrow_mut()
@@ -132,7 +136,7 @@ fn drive(server: &Scripted, profile: Profile) -> Vec<String> {
     sink.0
 }
 
-fn end(rv: u64) -> Result<WatchItem<Obj>, Failure> {
+fn end(rv: u64) -> Item {
     Ok(WatchItem::Bookmark {
         resource_version: rv.to_string(),
         initial_events_end: true,
@@ -257,4 +261,64 @@ fn a_paged_list_is_replaced_once_whole() {
         got.contains(&r#"replace 9 ["ns/a", "ns/b"]"#.to_string()),
         "{got:?}"
     );
+}
+
+/// A sink whose queue holds at most `capacity` deltas; the test takes them.
+struct Bounded {
+    queue: Rc<RefCell<VecDeque<String>>>,
+    capacity: usize,
+}
+
+impl Sink<Obj> for Bounded {
+    fn report(&mut self, _state: ReflectorState) {}
+    fn replace(&mut self, _objects: Vec<Obj>, _rv: &str, _at: Micros) {}
+    fn delta(&mut self, t: EventType, o: Obj, _at: Micros) {
+        self.queue
+            .borrow_mut()
+            .push_back(format!("{t:?} {}", o.key()));
+    }
+    fn marker(&mut self, _t: EventType, _rv: &str, _at: Micros) {}
+    fn resync(&mut self) {}
+    async fn ready(&mut self) {
+        std::future::poll_fn(|_| {
+            if self.queue.borrow().len() < self.capacity {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+#[test]
+fn a_full_sink_holds_the_stream_back_until_it_has_room() {
+    let server = Scripted::default();
+    server.lists.borrow_mut().push_back(Ok(Page {
+        items: vec![],
+        resource_version: "1".into(),
+        continue_token: None,
+    }));
+    server.watches.borrow_mut().push_back(Ok(vec![
+        Ok(WatchItem::Added(obj("a", 2))),
+        Ok(WatchItem::Added(obj("b", 3))),
+        Ok(WatchItem::Added(obj("c", 4))),
+    ]));
+    let queue = Rc::new(RefCell::new(VecDeque::new()));
+    let mut sink = Bounded {
+        queue: queue.clone(),
+        capacity: 2,
+    };
+    let config = Config::for_profile(Profile::new(Release::V1_20));
+    let mut run = pin!(run(&server, &mut sink, &server, config, 1));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(run.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(
+        *queue.borrow(),
+        ["Added ns/a", "Added ns/b"],
+        "c waits in the stream"
+    );
+    queue.borrow_mut().pop_front();
+    assert!(run.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(*queue.borrow(), ["Added ns/b", "Added ns/c"]);
 }

@@ -65,7 +65,9 @@
 //! - Anything else that ends a watch (an ERROR event such as 410 Gone, a
 //!   watch that closed within a second with no event, a refused WATCH) ends
 //!   the list-watch cycle, and so does a failed LIST: the next cycle begins
-//!   after the backoff (`wait.BackoffUntil`, v1.36's `delayHandler.Until`).
+//!   after the backoff (`wait.BackoffUntil`, v1.36's `delayHandler.Until`),
+//!   or after [`Config::wait_until_period`] for a caller that runs each
+//!   cycle from `wait.Until` (the apiserver's Cacher).
 
 pub mod backoff;
 mod failure;
@@ -106,6 +108,16 @@ pub struct Config {
     pub resync_period: Duration,
     /// The release (and gates) whose rules apply.
     pub profile: Profile,
+    /// How a failed list-watch cycle is followed. `None`, client-go's
+    /// `Reflector.Run`: by the backoff (`wait.BackoffUntil` with the
+    /// backoff manager, see [`backoff`]). `Some(period)`: by exactly
+    /// `period`, with no jitter and no growth, as for a caller that runs
+    /// each `ListAndWatch` from `wait.Until(f, period, stopCh)`; the
+    /// apiserver's Cacher does, with one second
+    /// (`wait.Until(func() { c.startCaching(stopCh) }, time.Second, stopCh)`,
+    /// `NewCacherFromConfig` in `cacher.go`, v1.20.2 and v0.36.4). Waits
+    /// within a cycle (a refused WATCH tried again) keep their backoff.
+    pub wait_until_period: Option<Duration>,
 }
 
 impl Default for Config {
@@ -126,6 +138,7 @@ impl Config {
             page_size: PAGE_SIZE,
             resync_period: Duration::ZERO,
             profile,
+            wait_until_period: None,
         }
     }
 }
@@ -834,7 +847,10 @@ impl Reflector {
 
     /// The cycle is over: wait, then list again.
     fn end_cycle(&mut self, reason: String, now: Micros, effects: &mut Vec<Effect>) -> Request {
-        let delay = self.backoff.next_delay(now, self.random.unit());
+        let delay = match self.config.wait_until_period {
+            Some(period) => period,
+            None => self.backoff.next_delay(now, self.random.unit()),
+        };
         self.stats.cycles_failed += 1;
         self.phase = Phase::WaitingToList;
         self.resync_at = None;

@@ -266,6 +266,40 @@ fn failing_cycles_back_off_doubling_and_reset_after_two_healthy_minutes() {
     assert!(wait_of(&step) < 2 * backoff::INITIAL);
 }
 
+/// The apiserver's Cacher runs each ListAndWatch from `wait.Until(...,
+/// time.Second)`: every failed cycle is followed by exactly the period,
+/// however many failed before, while a refused WATCH within a cycle keeps
+/// its own backoff.
+#[test]
+fn a_wait_until_period_paces_every_failed_cycle_exactly() {
+    let period = Duration::from_secs(1);
+    let config = Config {
+        wait_until_period: Some(period),
+        ..v1_20()
+    };
+    let mut r = Reflector::new(config, 11);
+    let mut now = 0;
+    r.start(now);
+    for _ in 0..5 {
+        let step = r.list_failed(Failure::Other("forbidden".into()), now);
+        assert_eq!(wait_of(&step), period);
+        now += period.as_micros() as u64;
+        r.waited(now);
+    }
+    r.list_page(0, "5", None, now);
+    let step = r.watch_failed(Failure::ConnectionRefused("refused".into()), now);
+    let delay = wait_of(&step);
+    assert!(delay >= backoff::INITIAL && delay < 2 * backoff::INITIAL);
+    now += delay.as_micros() as u64;
+    r.waited(now);
+    let step = r.watch_ended(WatchEnd::Failed(Failure::Expired("gone".into())), now);
+    assert_eq!(wait_of(&step), period);
+    assert!(matches!(
+        reports(&step)[1],
+        ReflectorState::Backoff { delay_ms: 1000, .. }
+    ));
+}
+
 #[test]
 fn resyncs_are_due_every_period_while_a_cycle_watches() {
     let config = Config {
