@@ -97,6 +97,10 @@ fn binaries() -> &'static Binaries {
 
 /// The Debian package versions the binaries were built from, package →
 /// version (`golang-k8s-apiextensions-apiserver-dev` → `0.36.4-1`, say), as
+/// How long a LIST may keep getting 429 while the watch cache fills after a
+/// restart (it took under a second here).
+const BUSY_FOR: Duration = Duration::from_secs(30);
+
 /// `scripts/ensure-modern-cluster.sh` recorded them.
 pub fn package_versions() -> BTreeMap<String, String> {
     let path = &binaries().versions;
@@ -294,9 +298,21 @@ impl ModernCluster {
     }
 
     /// The widgets of `namespace` now, name → resourceVersion, from a
-    /// consistent LIST. Panics unless the apiserver answers 200.
+    /// consistent LIST. A 429 (the watch cache filling after a restart) is
+    /// asked again after the Retry-After it carries; panics on any other
+    /// answer than 200, or when the cache stays busy past [`BUSY_FOR`].
     pub async fn widgets(&self, namespace: &str) -> BTreeMap<String, String> {
-        let reply = self.client.get(&Self::widgets_path(namespace)).await;
+        let deadline = std::time::Instant::now() + BUSY_FOR;
+        let reply = loop {
+            let reply = self.client.get(&Self::widgets_path(namespace)).await;
+            if reply.code != 429 || std::time::Instant::now() >= deadline {
+                break reply;
+            }
+            let retry_after = reply.body["details"]["retryAfterSeconds"]
+                .as_u64()
+                .unwrap_or(1);
+            tokio::time::sleep(Duration::from_secs(retry_after)).await;
+        };
         assert_eq!(reply.code, 200, "listing widgets: {}", reply.text);
         reply.body["items"]
             .as_array()

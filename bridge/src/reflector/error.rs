@@ -58,6 +58,19 @@ impl ReflectorError {
         }
     }
 
+    /// The request went out on a pooled connection that the server closed
+    /// before any answer (hyper's "connection closed before message
+    /// completed"): Go's `http.Transport` sends such an idempotent request
+    /// again on a new connection by itself, so client-go never sees it.
+    pub fn closed_before_answer(&self) -> bool {
+        match self {
+            ReflectorError::List { source } | ReflectorError::Watch { source } => {
+                chain_mentions(source, "connection closed before message completed")
+            }
+            _ => false,
+        }
+    }
+
     /// How a watch stream that failed mid-way ended: a connection that went
     /// away (EOF, reset, timeout) is a normal close, as client-go's stream
     /// watcher treats it; an undecodable event is an error.
@@ -92,6 +105,18 @@ pub fn status_failure(status: &kube::core::Status) -> Failure {
     } else {
         Failure::Other(message)
     }
+}
+
+/// Whether any error in `error`'s chain says `words`.
+fn chain_mentions(error: &kube::Error, words: &str) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.to_string().contains(words) {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// Whether the error was a TCP connection refused, anywhere in its chain

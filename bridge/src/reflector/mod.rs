@@ -65,6 +65,14 @@ pub trait ServerStages: Send + Sync {
     }
 }
 
+/// How many times a request is sent while each try meets a pooled
+/// connection that the server closed before answering (see
+/// [`ReflectorError::closed_before_answer`]): Go's `http.Transport`, under
+/// client-go, sends such a GET again on another connection by itself; the
+/// kube client leaves it to its caller. A restarting server can leave a few
+/// such connections in the pool.
+const REPLAYS: usize = 4;
+
 /// The Reflector of one [`Target`].
 pub struct Reflector {
     pub client: kube::Client,
@@ -235,14 +243,34 @@ impl ListerWatcher for Reflector {
     type Stream<'a> = KubeWatch<'a>;
 
     async fn list(&self, request: ListRequest<'_>) -> Result<Page<Object>, Failure> {
-        self.list_page(request).await.map_err(|e| {
+        let mut page = self.list_page(request).await;
+        for _ in 1..REPLAYS {
+            if !page
+                .as_ref()
+                .is_err_and(ReflectorError::closed_before_answer)
+            {
+                break;
+            }
+            page = self.list_page(request).await;
+        }
+        page.map_err(|e| {
             tracing::warn!(resource = %self.target.name, "{}", e.chain());
             e.failure()
         })
     }
 
     async fn watch<'a>(&'a self, request: WatchRequest<'_>) -> Result<KubeWatch<'a>, Failure> {
-        self.open_watch(request).await.map_err(|e| {
+        let mut watch = self.open_watch(request).await;
+        for _ in 1..REPLAYS {
+            if !watch
+                .as_ref()
+                .is_err_and(ReflectorError::closed_before_answer)
+            {
+                break;
+            }
+            watch = self.open_watch(request).await;
+        }
+        watch.map_err(|e| {
             tracing::warn!(resource = %self.target.name, "{}", e.chain());
             e.failure()
         })

@@ -334,7 +334,7 @@ impl ListerWatcher for InProcess {
         })
     }
 
-    async fn watch<'a>(&'a self, request: WatchRequest<'_>) -> Result<InProcessWatch, Failure> {
+    async fn watch(&self, request: WatchRequest<'_>) -> Result<InProcessWatch, Failure> {
         let mut options = WatchOptions::named(
             self.name.clone(),
             Some(request.resource_version.parse().unwrap_or(0)),

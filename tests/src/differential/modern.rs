@@ -71,6 +71,9 @@ impl std::fmt::Display for Asked {
 #[derive(Debug, Default)]
 pub struct Seen {
     pub asked: Vec<Asked>,
+    /// The lists that came back: LISTs answered whole, streaming lists that
+    /// reached their initial-events-end bookmark.
+    pub served: Vec<Asked>,
     /// Handler calls of the compared listener, with `isInInitialList`.
     pub calls: Vec<(Call, bool)>,
     /// What the page holds: name → resourceVersion.
@@ -159,6 +162,20 @@ fn read(body: &FrameBody, seen: &mut Seen) {
                     rv: rv.clone(),
                     limit,
                 });
+            }
+            // A list came back: the last list-kind request asked is served
+            // (a LIST's continuation pages are no request of their own here).
+            if matches!(
+                u.state,
+                ReflectorState::ListFinished { .. } | ReflectorState::InitialEventsEnd { .. }
+            ) && let Some(last) = seen
+                .asked
+                .iter()
+                .rev()
+                .find(|a| a.kind != RequestKind::Watch)
+                .cloned()
+            {
+                seen.served.push(last);
             }
             seen.lines.push(format!("reflector {:?}", u.state));
         }
@@ -306,6 +323,67 @@ impl ModernPair {
                 wl.join(", ")
             ));
         }
+    }
+
+    /// The lists that came back (streaming lists that reached their
+    /// initial-events-end bookmark, and LISTs that were answered) must be
+    /// the same, in order. Across a restart the failures each side meets
+    /// depend on when its requests land (refused, reset, a connection
+    /// closed before the answer, the custom resource not served yet), so
+    /// the tests of restarts compare what came of them.
+    pub fn check_lists_served(&mut self) {
+        let go: Vec<String> = self
+            .client_go_served()
+            .iter()
+            .map(Asked::to_string)
+            .collect();
+        let wl: Vec<String> = self
+            .watchlife
+            .seen
+            .lock()
+            .unwrap()
+            .served
+            .iter()
+            .map(Asked::to_string)
+            .collect();
+        if go != wl {
+            self.problem(format!(
+                "the lists served differ\n      client-go: {}\n      watchlife: {}",
+                go.join(", "),
+                wl.join(", ")
+            ));
+        }
+    }
+
+    /// The reference's lists that came back: a LIST answered 200, a
+    /// streaming list whose stream carried the initial-events-end bookmark.
+    fn client_go_served(&self) -> Vec<Asked> {
+        let trace = self.reference.trace();
+        let ended: Vec<u64> = trace
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.line {
+                reference::Line::WatchEvent(w) if w.initial_events_end => Some(w.id),
+                _ => None,
+            })
+            .collect();
+        trace
+            .requests()
+            .into_iter()
+            .filter(|r| match r.kind() {
+                RequestKind::List => trace.response_code(r.id) == Some(200),
+                RequestKind::WatchList => ended.contains(&r.id),
+                RequestKind::Watch => false,
+            })
+            .map(|r| Asked {
+                kind: r.kind(),
+                rv: r.param("resourceVersion").unwrap_or_default().to_string(),
+                limit: match r.kind() {
+                    RequestKind::List => r.param("limit").and_then(|l| l.parse().ok()).unwrap_or(0),
+                    _ => 0,
+                },
+            })
+            .collect()
     }
 
     /// Per key, the handler's calls (with `isInInitialList`) must be the
