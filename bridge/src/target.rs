@@ -69,7 +69,10 @@ pub async fn resolve(
             .await
             .map_err(ResolveError::Discovery)?;
         for (resource, caps) in found.recommended_resources() {
-            let name = format!("{}.{}.{}", resource.plural, resource.version, resource.group);
+            let name = format!(
+                "{}.{}.{}",
+                resource.plural, resource.version, resource.group
+            );
             known.push((name, resource, caps.scope));
         }
         pinned.push(gv);

@@ -106,6 +106,9 @@ pub(super) struct Queue<N, O> {
     populated: bool,
     /// `initialPopulationCount`: entries of the first relist still queued.
     initial: usize,
+    /// Notes waiting: they are no item of client-go's queue, so they count
+    /// toward no `HasSynced`.
+    notes: usize,
 }
 
 impl<N, O: Stored> Queue<N, O> {
@@ -117,6 +120,7 @@ impl<N, O: Stored> Queue<N, O> {
             deltas: HashMap::new(),
             populated: false,
             initial: 0,
+            notes: 0,
         }
     }
 
@@ -198,7 +202,7 @@ impl<N, O: Stored> Queue<N, O> {
         };
         if !self.populated {
             self.populated = true;
-            self.initial = self.len();
+            self.initial = self.len() - self.notes;
         }
         depth
     }
@@ -228,6 +232,7 @@ impl<N, O: Stored> Queue<N, O> {
 
     /// Queues a note, to come out in stream order.
     pub fn note(&mut self, note: N) -> usize {
+        self.notes += 1;
         match self.model {
             QueueModel::RealFifo { .. } => self.real.push(Entry::Note(note)),
             QueueModel::DeltaFifo => {
@@ -243,7 +248,10 @@ impl<N, O: Stored> Queue<N, O> {
         let in_initial_list = !self.has_synced();
         let popped = match self.model {
             QueueModel::RealFifo { .. } => match self.real.pop()? {
-                Entry::Note(n) => return Some((Popped::Note(n), in_initial_list)),
+                Entry::Note(n) => {
+                    self.notes -= 1;
+                    return Some((Popped::Note(n), in_initial_list));
+                }
                 Entry::Delta(d) => Popped::Deltas(vec![d]),
                 Entry::ReplacedAll(items) => Popped::ReplacedAll(items),
                 Entry::SyncAll => Popped::SyncAll,
@@ -252,7 +260,10 @@ impl<N, O: Stored> Queue<N, O> {
                 let slot = self.order.pop_front();
                 crate::drained::Drained::shrink_when_drained(&mut self.order);
                 match slot? {
-                    Slot::Note(n) => return Some((Popped::Note(n), in_initial_list)),
+                    Slot::Note(n) => {
+                        self.notes -= 1;
+                        return Some((Popped::Note(n), in_initial_list));
+                    }
                     Slot::Key(key) => Popped::Deltas(self.deltas.remove(&key).unwrap_or_default()),
                 }
             }

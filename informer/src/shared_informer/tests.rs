@@ -214,7 +214,11 @@ fn delta_fifo_resync_skips_keys_already_queued() {
 fn real_fifo_says_which_adds_were_in_the_initial_list() {
     let mut i = SharedInformer::<&str>::default();
     let l = i.add_listener("controller", false);
+    // Notes (the Reflector's reports) around the list are no items of the
+    // queue: they do not hold HasSynced back.
+    i.queue_note("streaming list");
     i.queue_list(vec![cm("a", 1)]);
+    i.queue_note("initial events end");
     i.queue_delta(DeltaType::Added, cm("b", 2));
     while i.process_one().is_some() {}
     assert!(i.pop(l).unwrap().in_initial_list);
