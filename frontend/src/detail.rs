@@ -13,6 +13,8 @@ pub fn delivery(e: &WatchEvent) -> Option<&'static str> {
         Some("DeletedFinalStateUnknown (found by relist)")
     } else if e.handled.resync {
         Some("resync: the same resourceVersion handed to the handlers again")
+    } else if e.handled.in_initial_list {
+        Some("OnAdd(obj, isInInitialList=true): part of the informer's first list")
     } else {
         None
     }

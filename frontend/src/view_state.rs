@@ -69,6 +69,9 @@ pub struct ViewQuery {
     pub minimal: bool,
     /// `loop=1`: a replay starts over when it ends.
     pub looping: bool,
+    /// `kubernetes=1.20`: the release the in-page demo follows (kept so
+    /// that a reload follows it too).
+    pub kubernetes: String,
 }
 
 impl ViewQuery {
@@ -119,6 +122,7 @@ impl ViewQuery {
                 "scenario" => v.scenario = val,
                 "controls" => v.minimal = val == "minimal",
                 "loop" => v.looping = val == "1",
+                "kubernetes" => v.kubernetes = val,
                 _ => {}
             }
         }
@@ -156,7 +160,11 @@ impl ViewQuery {
         if !self.token.is_empty() {
             parts.push(format!("token={}", encode(&self.token)));
         }
-        for (k, val) in [("replay", &self.replay), ("scenario", &self.scenario)] {
+        for (k, val) in [
+            ("replay", &self.replay),
+            ("scenario", &self.scenario),
+            ("kubernetes", &self.kubernetes),
+        ] {
             if !val.is_empty() {
                 parts.push(format!("{k}={}", encode(val)));
             }
@@ -228,6 +236,8 @@ pub struct ViewState {
     pub minimal: StoredValue<bool>,
     /// A replay starts over when it ends.
     pub looping: RwSignal<bool>,
+    /// The release the in-page demo follows, as the URL gave it.
+    pub kubernetes: StoredValue<String>,
 }
 
 impl ViewState {
@@ -248,6 +258,7 @@ impl ViewState {
             scenario: StoredValue::new(q.scenario),
             minimal: StoredValue::new(q.minimal),
             looping: RwSignal::new(q.looping),
+            kubernetes: StoredValue::new(q.kubernetes),
         }
     }
 
@@ -279,6 +290,7 @@ impl ViewState {
             scenario: self.scenario.get_value(),
             minimal: self.minimal.get_value(),
             looping: self.looping.get(),
+            kubernetes: self.kubernetes.get_value(),
         }
     }
 
@@ -394,6 +406,7 @@ mod tests {
             scenario: "scale".into(),
             minimal: true,
             looping: true,
+            kubernetes: "1.20".into(),
         };
         let text = q.to_query();
         assert_eq!(ViewQuery::parse(&text), q);

@@ -225,12 +225,10 @@ impl Informer {
     }
 
     /// The processing loop's step: HandleDeltas on one FIFO item. `now` is
-    /// read when the item is popped and applied, and again once it is
-    /// distributed. `None` when the FIFO is empty.
+    /// read as each delta is applied, and again once it is distributed: the
+    /// items of a relist are stamped one by one. `None` when the FIFO is empty.
     pub fn process_one(&mut self, now: &dyn Fn() -> Micros) -> Option<Processed> {
-        let applied_at = now();
-        let processed = self.shared.process_one()?;
-        let distributed_at = now();
+        let processed = self.shared.process_one_timed(now)?;
         let mut out = Processed {
             finished: std::mem::take(&mut self.coalesced),
             ..Processed::default()
@@ -239,7 +237,7 @@ impl Informer {
             Popped::Note(note) => out.notes.push(note),
             Popped::Distributed(distributions) => {
                 for d in distributions {
-                    self.track(d, applied_at, distributed_at, &mut out);
+                    self.track(d, &mut out);
                 }
             }
         }
@@ -406,17 +404,12 @@ impl Informer {
     }
 
     /// Starts tracking a distributed notification's event.
-    fn track(
-        &mut self,
-        d: Distribution,
-        applied_at: Micros,
-        distributed_at: Micros,
-        out: &mut Processed,
-    ) {
+    fn track(&mut self, d: Distribution, out: &mut Processed) {
+        let (applied_at, distributed_at) = (d.applied_at, d.distributed_at);
         let n = &d.notification;
         let mut event = match self.queued.remove(&n.id) {
             Some(event) => event,
-            None => self.synthesized(n.kind, &n.object, applied_at),
+            None => self.synthesized(n.kind, &n.object),
         };
         if n.listed && n.kind == Kind::Update {
             event.event_type = EventType::Modified;
@@ -469,9 +462,9 @@ impl Informer {
 
     /// The event of a delta the informer made itself: a relist's deletion
     /// (DeletedFinalStateUnknown) or a resync.
-    fn synthesized(&self, kind: Kind, object: &Object, now: Micros) -> WatchEvent {
+    fn synthesized(&self, kind: Kind, object: &Object) -> WatchEvent {
         let meta = object.meta();
-        let mut event = WatchEvent {
+        WatchEvent {
             event_type: match kind {
                 Kind::Delete => EventType::Deleted,
                 Kind::Add => EventType::Added,
@@ -490,9 +483,10 @@ impl Informer {
             coalesced: false,
             handled: Default::default(),
             server: None,
-        };
-        stamp(&mut event, Stage::Fifo, now, None);
-        event
+        }
+        // No FIFO mark: no Reflector event of its own waited in the queue
+        // (the relist or the resync that made it did); its first mark is the
+        // Indexer's.
     }
 }
 

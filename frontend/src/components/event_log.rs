@@ -198,12 +198,15 @@ pub fn EventLog() -> impl IntoView {
 }
 
 /// How an event was delivered, for its row's `data-mark`: `resync`,
-/// `dfsu` (DeletedFinalStateUnknown), or empty.
+/// `dfsu` (DeletedFinalStateUnknown), `initial-list` (OnAdd's
+/// isInInitialList), or empty.
 fn mark(e: &watchlife_protocol::WatchEvent) -> &'static str {
     if e.handled.final_state_unknown {
         "dfsu"
     } else if e.handled.resync {
         "resync"
+    } else if e.handled.in_initial_list {
+        "initial-list"
     } else {
         ""
     }
@@ -236,7 +239,13 @@ fn Row(row: EventRow, notifies: bool) -> impl IntoView {
                 {e.coalesced.then(|| view! { <span class="merged-note" title="its key was already waiting in the workqueue">" merged"</span> })}
                 {delivery.map(|_| view! {
                     <span class="delivery-note">
-                        {if e.handled.final_state_unknown { " DeletedFinalStateUnknown (found by relist)" } else { " resync" }}
+                        {if e.handled.final_state_unknown {
+                            " DeletedFinalStateUnknown (found by relist)"
+                        } else if e.handled.resync {
+                            " resync"
+                        } else {
+                            " isInInitialList"
+                        }}
                     </span>
                 })}
             </td>

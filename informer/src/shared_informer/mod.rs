@@ -25,6 +25,7 @@
 
 pub mod queue;
 
+use crate::Micros;
 use crate::fifo::DeltaType;
 use crate::indexer::Indexer;
 use crate::object::{Object, Stored};
@@ -95,6 +96,12 @@ pub struct Distribution<O = Object> {
     pub listeners: Vec<(usize, usize)>,
     /// The informer made this delta itself (no Reflector event behind it).
     pub synthesized: bool,
+    /// When this delta was applied to the Indexer, and when its
+    /// notification had entered every listener's buffer, by the clock given
+    /// to [`SharedInformer::process_one_timed`] (0 without one): each item of
+    /// a relist gets its own.
+    pub applied_at: Micros,
+    pub distributed_at: Micros,
 }
 
 /// A registered listener.
@@ -200,6 +207,12 @@ impl<N, O: Stored> SharedInformer<N, O> {
 
     /// HandleDeltas on the oldest queue entry; `None` when the queue is empty.
     pub fn process_one(&mut self) -> Option<Processed<N, O>> {
+        self.process_one_timed(&|| 0)
+    }
+
+    /// [`SharedInformer::process_one`], reading `now` as each delta is
+    /// applied and as it is distributed.
+    pub fn process_one_timed(&mut self, now: &dyn Fn() -> Micros) -> Option<Processed<N, O>> {
         let mut out = Vec::new();
         let (popped, in_initial_list) = self.queue.pop()?;
         let initial = self.tells_initial_list && in_initial_list;
@@ -207,11 +220,11 @@ impl<N, O: Stored> SharedInformer<N, O> {
             Popped::Note(note) => return Some(Processed::Note(note)),
             Popped::Deltas(deltas) => {
                 for delta in deltas {
-                    self.handle(delta, initial, &mut out);
+                    self.handle(delta, initial, now, &mut out);
                 }
             }
-            Popped::ReplacedAll(items) => self.replace_all(items, initial, &mut out),
-            Popped::SyncAll => self.sync_all(&mut out),
+            Popped::ReplacedAll(items) => self.replace_all(items, initial, now, &mut out),
+            Popped::SyncAll => self.sync_all(now, &mut out),
         }
         Some(Processed::Distributed(out))
     }
@@ -256,7 +269,14 @@ impl<N, O: Stored> SharedInformer<N, O> {
 
     /// One delta: to the Indexer, then to the listeners (`HandleDeltas`,
     /// `processDeltas`).
-    fn handle(&mut self, delta: Delta<O>, in_initial_list: bool, out: &mut Vec<Distribution<O>>) {
+    fn handle(
+        &mut self,
+        delta: Delta<O>,
+        in_initial_list: bool,
+        now: &dyn Fn() -> Micros,
+        out: &mut Vec<Distribution<O>>,
+    ) {
+        let applied_at = now();
         let Delta {
             kind,
             object,
@@ -296,6 +316,10 @@ impl<N, O: Stored> SharedInformer<N, O> {
         }
         let synthesized = final_state_unknown || kind == DeltaType::Sync;
         self.distribute(n, synthesized, out);
+        if let Some(d) = out.last_mut() {
+            d.applied_at = applied_at;
+            d.distributed_at = now();
+        }
     }
 
     /// An atomic relist (`processReplacedAllInfo`): the deletions of keys the
@@ -305,6 +329,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
         &mut self,
         items: Vec<(O, u64)>,
         in_initial_list: bool,
+        now: &dyn Fn() -> Micros,
         out: &mut Vec<Distribution<O>>,
     ) {
         let listed: HashSet<Arc<str>> = items.iter().map(|(o, _)| o.key()).collect();
@@ -320,7 +345,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
                     id,
                     final_state_unknown: true,
                 };
-                self.handle(delta, in_initial_list, out);
+                self.handle(delta, in_initial_list, now, out);
             }
         }
         for (object, id) in items {
@@ -330,12 +355,12 @@ impl<N, O: Stored> SharedInformer<N, O> {
                 id,
                 final_state_unknown: false,
             };
-            self.handle(delta, in_initial_list, out);
+            self.handle(delta, in_initial_list, now, out);
         }
     }
 
     /// An atomic resync (`SyncAll`): every stored object as a Sync delta.
-    fn sync_all(&mut self, out: &mut Vec<Distribution<O>>) {
+    fn sync_all(&mut self, now: &dyn Fn() -> Micros, out: &mut Vec<Distribution<O>>) {
         for key in indexer_keys_sorted(&self.indexer) {
             if let Some(object) = self.indexer.get(&key).cloned() {
                 let id = self.fresh_id();
@@ -345,7 +370,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
                     id,
                     final_state_unknown: false,
                 };
-                self.handle(delta, false, out);
+                self.handle(delta, false, now, out);
             }
         }
     }
@@ -370,6 +395,8 @@ impl<N, O: Stored> SharedInformer<N, O> {
             notification: n,
             listeners,
             synthesized,
+            applied_at: 0,
+            distributed_at: 0,
         });
     }
 }
