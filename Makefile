@@ -88,12 +88,19 @@ bench: build
 	$(CARGO) build --release -p watchlife-bench
 	ulimit -n 20000 2>/dev/null || ulimit -n $$(ulimit -Hn); $(TARGET_DIR)/release/watchlife-bench --watchlife $(WATCHLIFE) $(BENCH_ARGS)
 
-## scenarios: record the shipped scenarios from the demo into static/scenarios/ (about a minute)
-SCENARIOS := pod-lifecycle scale label-and-image compaction-relist slow-watcher many-watchers
+## scenarios: record the shipped scenarios from the demo into static/scenarios/ (about three
+##            minutes): each with Kubernetes 1.36's rules as NAME.jsonl, and with 1.20's as
+##            NAME-1.20.jsonl (streaming-list is 1.36's only)
+SCENARIOS := pod-lifecycle scale label-and-image compaction-relist slow-watcher many-watchers streaming-list
+SCENARIOS_1_20 := pod-lifecycle scale label-and-image compaction-relist slow-watcher many-watchers
 scenarios: build
 	@for s in $(SCENARIOS); do \
-		echo "[scenarios] recording $$s"; \
-		$(WATCHLIFE) record --scenario $$s --out static/scenarios/$$s.jsonl || exit 1; \
+		echo "[scenarios] recording $$s (Kubernetes 1.36)"; \
+		$(WATCHLIFE) record --kubernetes 1.36 --scenario $$s --out static/scenarios/$$s.jsonl || exit 1; \
+	done
+	@for s in $(SCENARIOS_1_20); do \
+		echo "[scenarios] recording $$s (Kubernetes 1.20)"; \
+		$(WATCHLIFE) record --kubernetes 1.20 --scenario $$s --out static/scenarios/$$s-1.20.jsonl || exit 1; \
 	done
 	$(MAKE) build
 

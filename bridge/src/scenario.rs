@@ -48,17 +48,25 @@ pub enum Scenario {
     SlowWatcher,
     /// One watch cache serving many watchers, each event serialized once.
     ManyWatchers,
+    /// Kubernetes 1.36's start and relist: each Reflector opens a streaming
+    /// list (the current objects as ADDED events, closed by the BOOKMARK
+    /// annotated initial-events-end); then a compaction and dropped watches
+    /// give a Reflector 410 Gone, and after its backoff it streams the list
+    /// again from its last resourceVersion, a vanished object coming as
+    /// DeletedFinalStateUnknown.
+    StreamingList,
 }
 
 impl Scenario {
     /// Every scenario, in the order a talk would show them.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::PodLifecycle,
         Scenario::Scale,
         Scenario::LabelAndImage,
         Scenario::CompactionRelist,
         Scenario::SlowWatcher,
         Scenario::ManyWatchers,
+        Scenario::StreamingList,
     ];
 
     /// The scenario's name (`pod-lifecycle`).
@@ -70,6 +78,7 @@ impl Scenario {
             Scenario::CompactionRelist => "compaction-relist",
             Scenario::SlowWatcher => "slow-watcher",
             Scenario::ManyWatchers => "many-watchers",
+            Scenario::StreamingList => "streaming-list",
         }
     }
 
@@ -100,6 +109,21 @@ impl Scenario {
                 pause().await;
                 act::set_image(cp, NAMESPACE, DEPLOYMENT, None, SECOND_IMAGE)?;
                 // A rollout takes several rounds of the controllers.
+                pause().await;
+                pause().await;
+            }
+            Scenario::StreamingList => {
+                // Writes the Reflectors follow on their streams, then a pod
+                // deleted and the store compacted before the next bookmark:
+                // the re-WATCHes from before the compaction get 410, and
+                // the relists stream again.
+                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 3)?;
+                pause().await;
+                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 2)?;
+                tokio::time::sleep(BEFORE_BOOKMARK).await;
+                cp.compact();
+                cp.drop_watchers();
+                // The backoff before the relist (0.8–1.6 s), then the relist.
                 pause().await;
                 pause().await;
             }
