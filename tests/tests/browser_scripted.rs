@@ -775,3 +775,103 @@ async fn the_token_in_the_address_is_passed_on_to_the_stream() {
     assert_eq!(query, json!("?theme=dark&token=s3cr%2Bt"));
     browser.close().await;
 }
+
+/// A streaming list as the page draws it: the Reflector's request (one WATCH
+/// with sendInitialEvents, no LIST), the synthetic ADDEDs each handed to
+/// OnAdd with isInInitialList, the BOOKMARK annotated initial-events-end
+/// that closes the list, then a live event that is not in the initial list.
+#[tokio::test]
+async fn a_streaming_list_is_drawn_with_its_closing_bookmark() {
+    let bridge = ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[])]).await;
+    let browser = open(&bridge, "?captions=on").await;
+    bridge.send(&reflector(
+        1,
+        "pods",
+        ReflectorState::StreamingListStarted {
+            resource_version: String::new(),
+            timeout_seconds: 417,
+        },
+    ));
+    let mut seq = 1;
+    for (name, rv) in [("web-a", 41), ("web-b", 42)] {
+        seq += 1;
+        let mut frame = handled(
+            event(
+                seq,
+                EventType::Added,
+                pod(name),
+                rv,
+                marks(&[(Stage::Reflector, 10)]),
+            ),
+            Handled {
+                in_initial_list: true,
+                calls: vec![call("controller", Callback::OnAdd, 1, 20, 25)],
+                ..Handled::default()
+            },
+        );
+        if let FrameBody::Event(e) = &mut frame.body {
+            e.initial = true;
+        }
+        bridge.send(&frame);
+    }
+    let mut bookmark = event(
+        seq + 1,
+        EventType::Bookmark,
+        pod(""),
+        43,
+        marks(&[(Stage::Reflector, 30)]),
+    );
+    if let FrameBody::Event(e) = &mut bookmark.body {
+        e.target.name = String::new();
+        e.target.namespace = None;
+    }
+    bridge.send(&bookmark);
+    bridge.send(&reflector(
+        seq + 2,
+        "pods",
+        ReflectorState::InitialEventsEnd {
+            count: 2,
+            resource_version: "43".into(),
+        },
+    ));
+    bridge.send(&handled(
+        event(
+            seq + 3,
+            EventType::Added,
+            pod("web-c"),
+            44,
+            marks(&[(Stage::Reflector, 50)]),
+        ),
+        Handled {
+            calls: vec![call("controller", Callback::OnAdd, 1, 60, 65)],
+            ..Handled::default()
+        },
+    ));
+    browser
+        .wait_until(
+            "the Reflector node says the list was streamed",
+            "[...document.querySelectorAll('.reflector[data-key=pods] .line-words')].some(e => /STREAMED 2/.test(e.textContent))",
+        )
+        .await;
+    browser
+        .wait_until(
+            "both listed objects are marked isInInitialList, the live one is not",
+            "document.querySelectorAll('tr.event-row[data-mark=initial-list]').length == 2 \
+             && document.querySelectorAll('tr.event-row[data-type=ADDED]').length == 3",
+        )
+        .await;
+    browser
+        .wait_until(
+            "the closing BOOKMARK passed through the log",
+            "document.querySelectorAll('tr.event-row[data-type=BOOKMARK]').length == 1",
+        )
+        .await;
+    let notes = browser
+        .eval("[...document.querySelectorAll('tr.event-row .delivery-note')].map(e => e.textContent.trim()).join('|')")
+        .await;
+    assert_eq!(notes, json!("isInInitialList|isInInitialList"));
+    browser
+        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/streaming-list.png"))
+        .await;
+    browser.close().await;
+}

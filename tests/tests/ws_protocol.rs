@@ -103,7 +103,7 @@ async fn frames_parse_and_carry_live_demo_events() {
 
 #[tokio::test]
 async fn reflector_reports_list_then_watch() {
-    let bridge = Bridge::start(&["--demo", "--demo-idle"]).await;
+    let bridge = Bridge::start(&["--demo", "--demo-idle", "--kubernetes", "1.20"]).await;
     let mut viewer = Viewer::connect(&bridge.ws_url()).await;
     let FrameBody::Hello(hello) = viewer.next_frame(WAIT).await.body else {
         panic!("hello first")
@@ -144,6 +144,50 @@ async fn reflector_reports_list_then_watch() {
     assert!(matches!(states[3], ReflectorState::WatchStarted { .. }));
     assert!(
         matches!(&states[4], ReflectorState::Answered { answer: ServerAnswer::WatchReplayed { asked, .. } } if asked == &revision.to_string()),
+        "{states:?}"
+    );
+}
+
+/// Kubernetes 1.36's rules (the default): one WATCH with sendInitialEvents,
+/// answered by the watch cache with the current objects, closed by the
+/// initial-events-end bookmark; no LIST.
+#[tokio::test]
+async fn reflector_reports_a_streaming_list() {
+    let bridge = Bridge::start(&["--demo", "--demo-idle"]).await;
+    let mut viewer = Viewer::connect(&bridge.ws_url()).await;
+    let FrameBody::Hello(hello) = viewer.next_frame(WAIT).await.body else {
+        panic!("hello first")
+    };
+    assert_eq!(hello.kubernetes, "1.36");
+    let mut resumed = Viewer::connect(&format!(
+        "{}?stream={}&since=0",
+        bridge.ws_url(),
+        hello.stream
+    ))
+    .await;
+    let mut states = Vec::new();
+    while states.len() < 3 {
+        if let FrameBody::Reflector(r) = resumed.next_frame(WAIT).await.body
+            && r.resource == "pods"
+        {
+            states.push(r.state);
+        }
+    }
+    assert!(
+        matches!(&states[0], ReflectorState::StreamingListStarted { resource_version, .. } if resource_version.is_empty()),
+        "{states:?}"
+    );
+    assert!(
+        matches!(
+            &states[1],
+            ReflectorState::Answered {
+                answer: ServerAnswer::WatchSynthetic { .. }
+            }
+        ),
+        "{states:?}"
+    );
+    assert!(
+        matches!(&states[2], ReflectorState::InitialEventsEnd { .. }),
         "{states:?}"
     );
 }
