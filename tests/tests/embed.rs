@@ -297,7 +297,14 @@ async fn bad_recordings_are_named_line_by_line_and_what_can_play_plays() {
     let mut malformed = lines.clone();
     malformed[4] = "{\"t_ms\": oops";
     let malformed = malformed.join("\n") + "\n";
-    let newer = good.replacen("\"watchlife_recording\":1", "\"watchlife_recording\":99", 1);
+    // The header's format version, whatever it is, made one no page reads.
+    let newer = {
+        let (head, rest) = good
+            .split_once("\"watchlife_recording\":")
+            .expect("a recording starts with its header");
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        format!("{head}\"watchlife_recording\":99{}", &rest[digits..])
+    };
     let (_dir, server) = serve_with(&[
         ("truncated.jsonl", truncated.as_bytes()),
         ("malformed.jsonl", malformed.as_bytes()),
