@@ -635,6 +635,16 @@ async fn one_round(
         Ok(truth) => truth,
         Err(message) => {
             tl.note("not settled".into());
+            // A frame missing from the stream explains objects a viewer
+            // lacks or keeps: the stream's break is the one to name.
+            let (broken, _) = stream_violations(rig);
+            if !broken.is_empty() {
+                return Err((
+                    Invariant::Stream,
+                    format!("{}\n  and so: {message}", broken.trim_start()),
+                    tl.text(),
+                ));
+            }
             return Err((Invariant::Objects, message, tl.text()));
         }
     };
@@ -643,15 +653,7 @@ async fn one_round(
         truth.len()
     ));
     // (b) stream.
-    let mut broken = String::new();
-    let mut duplicated = 0;
-    for viewer in &rig.followers {
-        let violations = viewer.state(|m| m.violations.clone());
-        duplicated += violations.iter().filter(|v| v.contains("twice")).count() as u64;
-        for v in violations.iter().take(3) {
-            broken.push_str(&format!("\n  {}: {v}", viewer.name));
-        }
-    }
+    let (broken, duplicated) = stream_violations(rig);
     if !broken.is_empty() {
         return Err((
             Invariant::Stream,
@@ -708,4 +710,19 @@ async fn one_round(
         rss_kib: invariants::rss_kib(rig.bridge.pid()).unwrap_or(0),
         bridge_pid: rig.bridge.pid(),
     })
+}
+
+/// What the viewers recorded against the stream invariant (up to three
+/// lines each), and how many events came twice.
+fn stream_violations(rig: &Rig) -> (String, u64) {
+    let mut broken = String::new();
+    let mut duplicated = 0;
+    for viewer in &rig.followers {
+        let violations = viewer.state(|m| m.violations.clone());
+        duplicated += violations.iter().filter(|v| v.contains("twice")).count() as u64;
+        for v in violations.iter().take(3) {
+            broken.push_str(&format!("\n  {}: {v}", viewer.name));
+        }
+    }
+    (broken, duplicated)
 }
