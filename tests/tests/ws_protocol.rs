@@ -101,14 +101,15 @@ async fn frames_parse_and_carry_live_demo_events() {
     assert!(types.contains(&EventType::Deleted));
 }
 
-#[tokio::test]
-async fn reflector_reports_list_then_watch() {
-    let bridge = Bridge::start(&["--demo", "--demo-idle", "--kubernetes", "1.20"]).await;
+/// The first `count` states of the pods Reflector of a demo bridge started
+/// with `args`, and the release its hello names: resuming from 0 replays
+/// the whole window, so what the Reflector did first is there.
+async fn first_pods_states(args: &[&str], count: usize) -> (String, Vec<ReflectorState>) {
+    let bridge = Bridge::start(args).await;
     let mut viewer = Viewer::connect(&bridge.ws_url()).await;
     let FrameBody::Hello(hello) = viewer.next_frame(WAIT).await.body else {
         panic!("hello first")
     };
-    // Resuming from 0 replays the whole window: what the Reflector did first.
     let mut resumed = Viewer::connect(&format!(
         "{}?stream={}&since=0",
         bridge.ws_url(),
@@ -116,13 +117,20 @@ async fn reflector_reports_list_then_watch() {
     ))
     .await;
     let mut states = Vec::new();
-    while states.len() < 5 {
+    while states.len() < count {
         if let FrameBody::Reflector(r) = resumed.next_frame(WAIT).await.body
             && r.resource == "pods"
         {
             states.push(r.state);
         }
     }
+    (hello.kubernetes, states)
+}
+
+#[tokio::test]
+async fn reflector_reports_list_then_watch() {
+    let (_, states) =
+        first_pods_states(&["--demo", "--demo-idle", "--kubernetes", "1.20"], 5).await;
     // client-go's first LIST, rv="0", answered by the watch cache at its
     // revision; then a WATCH from the LIST's revision, answered live with
     // nothing to replay.
@@ -153,26 +161,8 @@ async fn reflector_reports_list_then_watch() {
 /// initial-events-end bookmark; no LIST.
 #[tokio::test]
 async fn reflector_reports_a_streaming_list() {
-    let bridge = Bridge::start(&["--demo", "--demo-idle"]).await;
-    let mut viewer = Viewer::connect(&bridge.ws_url()).await;
-    let FrameBody::Hello(hello) = viewer.next_frame(WAIT).await.body else {
-        panic!("hello first")
-    };
-    assert_eq!(hello.kubernetes, "1.36");
-    let mut resumed = Viewer::connect(&format!(
-        "{}?stream={}&since=0",
-        bridge.ws_url(),
-        hello.stream
-    ))
-    .await;
-    let mut states = Vec::new();
-    while states.len() < 3 {
-        if let FrameBody::Reflector(r) = resumed.next_frame(WAIT).await.body
-            && r.resource == "pods"
-        {
-            states.push(r.state);
-        }
-    }
+    let (kubernetes, states) = first_pods_states(&["--demo", "--demo-idle"], 3).await;
+    assert_eq!(kubernetes, "1.36");
     assert!(
         matches!(&states[0], ReflectorState::StreamingListStarted { resource_version, .. } if resource_version.is_empty()),
         "{states:?}"
