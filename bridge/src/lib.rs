@@ -145,7 +145,12 @@ async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunEr
     if let Some(cp) = &upstream.demo {
         fanout::spawn_reporter(cp.clone(), hub.clone());
     }
-    let cluster_version = cluster_version(&upstream.client).await;
+    // The demo's apiserver is watchlife's own: its `/version` names the
+    // kubectl it is tested with, not a Kubernetes it runs.
+    let cluster_version = match upstream.demo {
+        Some(_) => None,
+        None => cluster_version(&upstream.client).await,
+    };
     Ok(App {
         hub,
         source: upstream.source,
