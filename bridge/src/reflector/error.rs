@@ -191,6 +191,29 @@ mod tests {
     }
 
     #[test]
+    fn a_pooled_connection_closed_before_the_answer_is_told_apart() {
+        let closed =
+            |what: &str| kube::Error::Service(Box::new(std::io::Error::other(what.to_string())));
+        let e = ReflectorError::Watch {
+            source: closed("connection closed before message completed"),
+        };
+        assert!(e.closed_before_answer());
+        let e = ReflectorError::List {
+            source: closed("connection closed before message completed"),
+        };
+        assert!(e.closed_before_answer());
+        // A stream that broke after its answer is no such thing.
+        let e = ReflectorError::WatchStream {
+            source: closed("connection closed before message completed"),
+        };
+        assert!(!e.closed_before_answer());
+        let e = ReflectorError::Watch {
+            source: closed("connection reset by peer"),
+        };
+        assert!(!e.closed_before_answer());
+    }
+
+    #[test]
     fn a_refused_connection_is_found_in_the_chain() {
         let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         let e = kube::Error::Service(Box::new(io));
