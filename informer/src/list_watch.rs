@@ -259,13 +259,16 @@ where
             Some(Ok(WatchItem::Modified(o))) => (EventType::Modified, o),
             Some(Ok(WatchItem::Deleted(o))) => (EventType::Deleted, o),
         };
-        let rv = object.resource_version().to_string();
-        let seen = match event_type {
-            EventType::Added => Seen::Added(&rv),
-            EventType::Deleted => Seen::Deleted(&rv),
-            _ => Seen::Modified(&rv),
+        // The resourceVersion is read in place: nothing is copied per event.
+        let (route, effects) = {
+            let rv = object.resource_version();
+            let seen = match event_type {
+                EventType::Added => Seen::Added(rv),
+                EventType::Deleted => Seen::Deleted(rv),
+                _ => Seen::Modified(rv),
+            };
+            machine.observe(seen, at)
         };
-        let (route, effects) = machine.observe(seen, at);
         match route {
             Route::Deliver => sink.delta(event_type, object, at),
             Route::Gather => gathered.apply(event_type, object),

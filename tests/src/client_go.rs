@@ -87,9 +87,7 @@ impl Reference {
     /// The end of its stderr, for failure messages.
     pub fn log_tail(&self) -> String {
         const LINES: usize = 20;
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(LINES)..].join("\n")
+        crate::tail(&self.log, LINES)
     }
 }
 

@@ -77,6 +77,14 @@ pub fn free_port() -> u16 {
     panic!("no free loopback port in {FREE_PORTS:?}");
 }
 
+/// The last `lines` lines of the file at `path` (empty when it cannot be
+/// read): the end of a helper process's stderr, for failure messages.
+pub fn tail(path: &std::path::Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
 /// The one line a failed command printed on stderr, for errors that must fit
 /// on one line; panics when the command succeeded or printed more.
 pub fn one_line_error(out: &std::process::Output) -> String {

@@ -113,9 +113,7 @@ impl Process {
 
     /// The last lines of the log.
     pub(crate) fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+        crate::tail(&self.log, LOG_TAIL_LINES)
     }
 }
 
