@@ -64,6 +64,15 @@ pub struct Page<O> {
     pub continue_token: Option<String>,
 }
 
+/// An object of a list, with the time the Reflector read it: its LIST
+/// page's, or its own initial event's for a streaming list. The Reflector
+/// holds it until the list is complete, then hands the whole list on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed<O> {
+    pub object: O,
+    pub read_at: Micros,
+}
+
 /// One event read from a watch stream.
 #[derive(Debug)]
 pub enum WatchItem<O> {
@@ -113,8 +122,9 @@ pub trait Sink<O> {
     fn report(&mut self, state: ReflectorState);
     /// The whole list at `resource_version` replaces the store; `at` is when
     /// the list was complete (its last page read, or its initial-events-end
-    /// bookmark received).
-    fn replace(&mut self, objects: Vec<O>, resource_version: &str, at: Micros);
+    /// bookmark received), each object's `read_at` when the Reflector read
+    /// it (never later than `at`).
+    fn replace(&mut self, objects: Vec<Listed<O>>, resource_version: &str, at: Micros);
     /// A watch event's object; `at` is when it was read.
     fn delta(&mut self, event_type: EventType, object: O, at: Micros);
     /// A BOOKMARK or ERROR event read at `at`: it stops at the Reflector,
@@ -169,7 +179,7 @@ where
                     Ok(page) => {
                         sink.answered(true);
                         let count = page.items.len() as u64;
-                        gathered.extend(page.items);
+                        gathered.extend(page.items, now);
                         machine.list_page(
                             count,
                             &page.resource_version,
@@ -271,7 +281,7 @@ where
         };
         match route {
             Route::Deliver => sink.delta(event_type, object, at),
-            Route::Gather => gathered.apply(event_type, object),
+            Route::Gather => gathered.apply(event_type, object, at),
         }
         apply(effects, gathered, sink, timer);
     }
@@ -310,7 +320,7 @@ async fn resync_due<T: Timer>(at: Option<Micros>, timer: &T) {
 /// initial events applied as client-go's `temporaryStore` applies them.
 #[derive(Debug)]
 struct Gathered<O> {
-    objects: Vec<O>,
+    objects: Vec<Listed<O>>,
     /// Where each key is in `objects`, once a streaming list needs it.
     positions: HashMap<Arc<str>, usize>,
 }
@@ -325,14 +335,15 @@ impl<O> Default for Gathered<O> {
 }
 
 impl<O: Stored> Gathered<O> {
-    /// A LIST page's items.
-    fn extend(&mut self, items: Vec<O>) {
-        self.objects.extend(items);
+    /// A LIST page's items, read at `read_at`.
+    fn extend(&mut self, items: Vec<O>, read_at: Micros) {
+        self.objects
+            .extend(items.into_iter().map(|object| Listed { object, read_at }));
     }
 
-    /// A streaming list's initial event: ADDED and MODIFIED store the
-    /// object under its key, DELETED removes it.
-    fn apply(&mut self, event_type: EventType, object: O) {
+    /// A streaming list's initial event, read at `read_at`: ADDED and
+    /// MODIFIED store the object under its key, DELETED removes it.
+    fn apply(&mut self, event_type: EventType, object: O, read_at: Micros) {
         if self.positions.len() != self.objects.len() {
             self.index();
         }
@@ -342,14 +353,14 @@ impl<O: Stored> Gathered<O> {
                 self.objects.swap_remove(at);
                 self.positions.remove(&key);
                 if let Some(moved) = self.objects.get(at) {
-                    self.positions.insert(moved.key(), at);
+                    self.positions.insert(moved.object.key(), at);
                 }
             }
             (EventType::Deleted, None) => {}
-            (_, Some(at)) => self.objects[at] = object,
+            (_, Some(at)) => self.objects[at] = Listed { object, read_at },
             (_, None) => {
                 self.positions.insert(key, self.objects.len());
-                self.objects.push(object);
+                self.objects.push(Listed { object, read_at });
             }
         }
     }
@@ -359,11 +370,11 @@ impl<O: Stored> Gathered<O> {
             .objects
             .iter()
             .enumerate()
-            .map(|(i, o)| (o.key(), i))
+            .map(|(i, listed)| (listed.object.key(), i))
             .collect();
     }
 
-    fn take(&mut self) -> Vec<O> {
+    fn take(&mut self) -> Vec<Listed<O>> {
         self.positions.clear();
         std::mem::take(&mut self.objects)
     }

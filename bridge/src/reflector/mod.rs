@@ -25,7 +25,8 @@ use serde_json::value::RawValue;
 use std::time::Duration;
 use watchlife_controlplane::Clock;
 use watchlife_informer::list_watch::{
-    self, ListRequest, ListerWatcher, Page, Sink, Timer, WatchItem, WatchRequest, WatchStream,
+    self, ListRequest, Listed, ListerWatcher, Page, Sink, Timer, WatchItem, WatchRequest,
+    WatchStream,
 };
 use watchlife_informer::reflector::{self as machine, Failure, WatchEnd};
 use watchlife_informer::{Micros, Object};
@@ -330,14 +331,15 @@ impl Sink<Object> for PipelineSink<'_> {
         self.0.report(state);
     }
 
-    fn replace(&mut self, objects: Vec<Object>, _resource_version: &str, at: Micros) {
-        let stages = StageTimes::from([(Stage::Reflector, StageMark::at(at))]);
+    /// Each object is stamped with the time the Reflector read it (its
+    /// page's, or its own initial event's); the pipeline queues the whole
+    /// list at once.
+    fn replace(&mut self, objects: Vec<Listed<Object>>, _resource_version: &str, _at: Micros) {
         let deltas = objects
             .into_iter()
-            .map(|object| {
-                let event = self
-                    .0
-                    .event(EventType::Added, &object, stages.clone(), true);
+            .map(|Listed { object, read_at }| {
+                let stages = StageTimes::from([(Stage::Reflector, StageMark::at(read_at))]);
+                let event = self.0.event(EventType::Added, &object, stages, true);
                 (event, object)
             })
             .collect();

@@ -35,7 +35,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use watchlife_informer::list_watch::{self, Sink, Timer};
+use watchlife_informer::list_watch::{self, Listed, Sink, Timer};
 use watchlife_informer::reflector::Config;
 use watchlife_protocol::{EventType, Micros, ReflectorState};
 
@@ -213,8 +213,11 @@ impl Sink<StoreItem> for FeedSink {
         }
     }
 
-    fn replace(&mut self, objects: Vec<StoreItem>, resource_version: &str, _at: Micros) {
-        let objects = objects.into_iter().filter_map(StoreItem::listed).collect();
+    fn replace(&mut self, objects: Vec<Listed<StoreItem>>, resource_version: &str, _at: Micros) {
+        let objects = objects
+            .into_iter()
+            .filter_map(|listed| listed.object.listed())
+            .collect();
         let revision = resource_version.parse().unwrap_or(0);
         self.feed(Fed::Replace { objects, revision });
     }

@@ -24,7 +24,8 @@ use tokio::sync::mpsc;
 use watchlife_informer::fifo::DeltaType;
 use watchlife_informer::indexer::Indexer;
 use watchlife_informer::list_watch::{
-    self, ListRequest, ListerWatcher, Page, Sink, Timer, WatchItem, WatchRequest, WatchStream,
+    self, ListRequest, Listed, ListerWatcher, Page, Sink, Timer, WatchItem, WatchRequest,
+    WatchStream,
 };
 use watchlife_informer::profile::Gate;
 use watchlife_informer::reflector::{self, Failure};
@@ -414,7 +415,8 @@ impl Sink<Arc<Value>> for FeedSink {
         }
     }
 
-    fn replace(&mut self, objects: Vec<Arc<Value>>, _rv: &str, _at: Micros) {
+    fn replace(&mut self, objects: Vec<Listed<Arc<Value>>>, _rv: &str, _at: Micros) {
+        let objects = objects.into_iter().map(|listed| listed.object).collect();
         self.feed().items.push(Fed::Replace(objects));
     }
 

@@ -27,8 +27,8 @@ use watchlife_controlplane::{
     ApiError, Clock, ControlPlane, Delivery, Gate, Origin, ResourceType, Revision, WatchOptions,
 };
 use watchlife_informer::list_watch::{
-    self, ListRequest, ListerWatcher, Page as ListPage, Sink, Timer, WatchItem, WatchRequest,
-    WatchStream,
+    self, ListRequest, Listed, ListerWatcher, Page as ListPage, Sink, Timer, WatchItem,
+    WatchRequest, WatchStream,
 };
 use watchlife_informer::object::Stored;
 use watchlife_informer::reflector::{Config, Failure, INITIAL_EVENTS_END};
@@ -338,19 +338,28 @@ impl Sink<Read> for PageSink<'_> {
         self.page.note(self.stages, state);
     }
 
-    /// The list's objects as ADDED events of the initial list, stamped with
-    /// the time the Reflector had the whole list. A listed object is state,
-    /// not a change: it carries no server-side stages, even when a streaming
-    /// list's initial events brought it.
-    fn replace(&mut self, objects: Vec<Read>, _resource_version: &str, at: Micros) {
+    /// The list's objects as ADDED events of the initial list, each stamped
+    /// with the time the Reflector read it; the FIFO has them all at `at`,
+    /// when the list was complete. A listed object is state, not a change:
+    /// a streaming list's initial event shows its watcher's buffer and the
+    /// stream it was written to, but no commit.
+    fn replace(&mut self, objects: Vec<Listed<Read>>, _resource_version: &str, at: Micros) {
         let rt = self.stages.rt;
         let items = objects
             .into_iter()
-            .map(|read| {
-                let mut event = watch_event(rt, EventType::Added, &read.object, at);
-                event.initial = true;
-                (event, read.object)
-            })
+            .map(
+                |Listed {
+                     object: read,
+                     read_at,
+                 }| {
+                    let mut event = watch_event(rt, EventType::Added, &read.object, read_at);
+                    if let Some(delivery) = &read.carried {
+                        stamp_server_path(&mut event, delivery, read_at);
+                    }
+                    event.initial = true;
+                    (event, read.object)
+                },
+            )
             .collect();
         self.stages.informer.borrow_mut().enqueue_list(items, at);
         self.stages.fifo.wake();

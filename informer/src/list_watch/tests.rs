@@ -30,16 +30,24 @@ struct Scripted {
     clock: Cell<Micros>,
 }
 
-/// A stream of scripted items; `None` at its end closes it unless it hangs.
-struct Items {
+/// Time between two events of a scripted stream.
+const EVENT_GAP: Micros = 1_000;
+
+/// A stream of scripted items, one every [`EVENT_GAP`]; `None` at its end
+/// closes it unless it hangs.
+struct Items<'a> {
     items: VecDeque<Item>,
     hang: bool,
+    clock: &'a Cell<Micros>,
 }
 
-impl WatchStream<Obj> for Items {
+impl WatchStream<Obj> for Items<'_> {
     async fn next(&mut self) -> Option<Item> {
         match self.items.pop_front() {
-            Some(item) => Some(item),
+            Some(item) => {
+                self.clock.set(self.clock.get() + EVENT_GAP);
+                Some(item)
+            }
             None if self.hang => future::pending().await,
             None => None,
         }
@@ -48,7 +56,7 @@ impl WatchStream<Obj> for Items {
 
 impl ListerWatcher for Scripted {
     type Object = Obj;
-    type Stream<'a> = Items;
+    type Stream<'a> = Items<'a>;
 
     async fn list(&self, r: ListRequest<'_>) -> Result<Page<Obj>, Failure> {
         self.asked
@@ -61,7 +69,7 @@ impl ListerWatcher for Scripted {
         }
     }
 
-    async fn watch(&self, r: WatchRequest<'_>) -> Result<Items, Failure> {
+    async fn watch(&self, r: WatchRequest<'_>) -> Result<Items<'_>, Failure> {
         let kind = if r.send_initial_events { " stream" } else { "" };
         self.asked
             .borrow_mut()
@@ -75,6 +83,7 @@ impl ListerWatcher for Scripted {
                 Ok(Items {
                     items: items.into(),
                     hang,
+                    clock: &self.clock,
                 })
             }
             Some(Err(failure)) => Err(failure),
@@ -95,7 +104,10 @@ impl Timer for Scripted {
 
 /// What the sink received, one line each.
 #[derive(Default)]
-struct Received(Vec<String>);
+struct Received(Vec<String>, ReadTimes);
+
+/// Each replace's completion time, and its objects' read times.
+type ReadTimes = Vec<(Micros, Vec<Micros>)>;
 
 impl Sink<Obj> for Received {
     fn report(&mut self, state: ReflectorState) {
@@ -103,9 +115,11 @@ impl Sink<Obj> for Received {
         let name = name.split([' ', '{', '(']).next().unwrap_or_default();
         self.0.push(format!("report {name}"));
     }
-    fn replace(&mut self, objects: Vec<Obj>, rv: &str, _at: Micros) {
-        let keys: Vec<_> = objects.iter().map(|o| o.key().to_string()).collect();
+    fn replace(&mut self, objects: Vec<Listed<Obj>>, rv: &str, at: Micros) {
+        let keys: Vec<_> = objects.iter().map(|l| l.object.key().to_string()).collect();
         self.0.push(format!("replace {rv} {keys:?}"));
+        self.1
+            .push((at, objects.iter().map(|l| l.read_at).collect()));
     }
     fn delta(&mut self, t: EventType, o: Obj, _at: Micros) {
         self.0
@@ -121,6 +135,12 @@ impl Sink<Obj> for Received {
 
 /// Runs the driver until the script is spent.
 fn drive(server: &Scripted, profile: Profile) -> Vec<String> {
+    drive_timed(server, profile).0
+}
+
+/// Runs the driver until the script is spent; also says when each replace's
+/// objects were read.
+fn drive_timed(server: &Scripted, profile: Profile) -> (Vec<String>, ReadTimes) {
     let mut sink = Received::default();
     {
         let run = pin!(run(
@@ -133,7 +153,7 @@ fn drive(server: &Scripted, profile: Profile) -> Vec<String> {
         let mut cx = Context::from_waker(Waker::noop());
         assert!(run.poll(&mut cx) == Poll::Pending);
     }
-    sink.0
+    (sink.0, sink.1)
 }
 
 fn end(rv: u64) -> Item {
@@ -165,6 +185,47 @@ fn a_streaming_list_replaces_the_store_at_its_bookmark_and_watches_on() {
             "report InitialEventsEnd",
             "Modified ns/a 11",
         ]
+    );
+}
+
+#[test]
+fn each_streamed_object_keeps_the_time_it_was_read_and_a_listed_page_its_own() {
+    let server = Scripted::default();
+    server.watches.borrow_mut().push_back(Ok(vec![
+        Ok(WatchItem::Added(obj("b", 7))),
+        Ok(WatchItem::Added(obj("a", 9))),
+        Ok(WatchItem::Modified(obj("b", 10))),
+        end(10),
+    ]));
+    let (_, times) = drive_timed(&server, Profile::new(Release::V1_36));
+    let [(complete, read)] = times.as_slice() else {
+        panic!("one replace: {times:?}")
+    };
+    // b was read again after a, and the list was complete at the bookmark.
+    let (b, a) = (read[0], read[1]);
+    assert_eq!(b - a, EVENT_GAP, "{read:?}");
+    assert_eq!(*complete - b, EVENT_GAP, "{read:?} then {complete}");
+
+    let server = Scripted::default();
+    server.lists.borrow_mut().extend([
+        Ok(Page {
+            items: vec![obj("a", 4)],
+            resource_version: "5".into(),
+            continue_token: Some("next".into()),
+        }),
+        Ok(Page {
+            items: vec![obj("b", 5)],
+            resource_version: "5".into(),
+            continue_token: None,
+        }),
+    ]);
+    let (_, times) = drive_timed(&server, Profile::new(Release::V1_20));
+    let [(complete, read)] = times.as_slice() else {
+        panic!("one replace: {times:?}")
+    };
+    assert!(
+        read[0] <= read[1] && read[1] == *complete,
+        "{read:?} {complete}"
     );
 }
 
@@ -271,7 +332,7 @@ struct Bounded {
 
 impl Sink<Obj> for Bounded {
     fn report(&mut self, _state: ReflectorState) {}
-    fn replace(&mut self, _objects: Vec<Obj>, _rv: &str, _at: Micros) {}
+    fn replace(&mut self, _objects: Vec<Listed<Obj>>, _rv: &str, _at: Micros) {}
     fn delta(&mut self, t: EventType, o: Obj, _at: Micros) {
         self.queue
             .borrow_mut()

@@ -60,8 +60,8 @@ impl Sink<Read> for Lines {
         self.lines.borrow_mut().push(format!("report {name}"));
     }
 
-    fn replace(&mut self, objects: Vec<Read>, resource_version: &str, _at: Micros) {
-        let keys: Vec<_> = objects.iter().map(|o| o.key().to_string()).collect();
+    fn replace(&mut self, objects: Vec<Listed<Read>>, resource_version: &str, _at: Micros) {
+        let keys: Vec<_> = objects.iter().map(|l| l.object.key().to_string()).collect();
         self.lines
             .borrow_mut()
             .push(format!("replace {resource_version} {keys:?}"));
