@@ -130,6 +130,28 @@ async fn a_restart_after_writes_elsewhere_is_a_410_then_one_unpaged_list_from_th
     compare_all(&cluster, pair).await;
 }
 
+/// DeltaFIFO keeps one entry per key with its deltas in order: changes
+/// that come faster than the informer pops reach the handler as that key's
+/// calls, each OnUpdate with the object before it; a delete and a create of
+/// one name are two objects, not a merged one.
+#[tokio::test]
+async fn quick_changes_to_one_key_reach_the_handler_one_by_one_in_order() {
+    let (cluster, mut pair) = started(&["a"], None).await;
+    create(&cluster, "q").await;
+    tokio::join!(
+        update(&cluster, "q"),
+        update(&cluster, "q"),
+        update(&cluster, "a")
+    );
+    pair.converge(&cluster, "three quick changes").await;
+    delete(&cluster, "q").await;
+    create(&cluster, "q").await;
+    update(&cluster, "q").await;
+    pair.converge(&cluster, "a delete, a create and an update of one name")
+        .await;
+    compare_all(&cluster, pair).await;
+}
+
 #[tokio::test]
 async fn an_outage_that_deletes_in_etcd_and_compacts_ends_in_deleted_final_state_unknown() {
     let (mut cluster, mut pair) = started(&["a", "b", "c"], None).await;
