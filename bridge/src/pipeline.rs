@@ -110,7 +110,8 @@ impl Pipeline {
 
     /// The Reflector's resync timer fired.
     pub fn resync(&self) {
-        self.lock().enqueue_resync();
+        let now = self.clock.now();
+        self.lock().enqueue_resync(now);
         self.fifo_ready.notify_one();
     }
 

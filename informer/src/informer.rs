@@ -207,16 +207,16 @@ impl Informer {
     /// The Reflector queues a whole LIST.
     pub fn enqueue_list(&mut self, items: Vec<(WatchEvent, Object)>, now: Micros) {
         let (events, objects): (Vec<_>, Vec<_>) = items.into_iter().unzip();
-        let (ids, depth) = self.shared.queue_list(objects);
+        let (ids, depth) = self.shared.queue_list(objects, now);
         for (id, mut event) in ids.into_iter().zip(events) {
             stamp(&mut event, Stage::Fifo, now, Some(depth));
             self.queued.insert(id, event);
         }
     }
 
-    /// The Reflector's resync timer fired.
-    pub fn enqueue_resync(&mut self) {
-        self.shared.queue_resync();
+    /// The Reflector's resync timer fired at `now`.
+    pub fn enqueue_resync(&mut self, now: Micros) {
+        self.shared.queue_resync(now);
     }
 
     /// Something to publish in stream order with the events.
@@ -409,7 +409,14 @@ impl Informer {
         let n = &d.notification;
         let mut event = match self.queued.remove(&n.id) {
             Some(event) => event,
-            None => self.synthesized(n.kind, &n.object),
+            None => {
+                let mut event = self.synthesized(n.kind, &n.object);
+                // Queued with the relist or resync that made it.
+                if let Some(queued_at) = d.synthesized {
+                    stamp(&mut event, Stage::Fifo, queued_at, None);
+                }
+                event
+            }
         };
         if n.listed && n.kind == Kind::Update {
             event.event_type = EventType::Modified;
@@ -484,9 +491,8 @@ impl Informer {
             handled: Default::default(),
             server: None,
         }
-        // No FIFO mark: no Reflector event of its own waited in the queue
-        // (the relist or the resync that made it did); its first mark is the
-        // Indexer's.
+        // No Reflector mark: no watch event is behind it. Its FIFO mark is
+        // the relist's or resync's that made it ([`Informer::track`]).
     }
 }
 

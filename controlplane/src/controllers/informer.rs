@@ -40,6 +40,10 @@ pub use watchlife_informer::indexer::key_of;
 /// as the cache is large.
 const BY_CONTROLLER: &str = "controller";
 
+/// The time given to the queue: the controllers' informers are not drawn,
+/// so nothing of theirs is stamped.
+const UNTIMED: Micros = 0;
+
 /// What changed in an informer's cache, in the order it changed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notification {
@@ -242,10 +246,10 @@ impl Informer {
         for item in fed {
             match item {
                 Fed::Replace(objects) => {
-                    self.shared.queue_list(objects);
+                    self.shared.queue_list(objects, UNTIMED);
                 }
                 Fed::Resync => {
-                    self.shared.queue_resync();
+                    self.shared.queue_resync(UNTIMED);
                 }
                 Fed::Delta(event_type, object) => self.delta(event_type, object),
             }

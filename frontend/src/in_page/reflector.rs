@@ -385,7 +385,8 @@ impl Sink<Read> for PageSink<'_> {
     fn marker(&mut self, _event_type: EventType, _resource_version: &str, _at: Micros) {}
 
     fn resync(&mut self) {
-        self.stages.informer.borrow_mut().enqueue_resync();
+        let now = self.page.clock.now();
+        self.stages.informer.borrow_mut().enqueue_resync(now);
         self.stages.fifo.wake();
     }
 

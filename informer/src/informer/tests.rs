@@ -191,6 +191,50 @@ fn a_relist_reports_old_versions_and_deletions_of_unknown_final_state() {
     );
 }
 
+/// What the informer makes itself waited in the FIFO from the relist or
+/// the resync that made it, in every queue model; its Indexer mark is its
+/// own.
+#[test]
+fn a_relists_deletions_and_a_resyncs_updates_are_stamped_from_when_they_were_queued() {
+    for queue in [
+        QueueModel::DeltaFifo,
+        QueueModel::RealFifo { atomic: false },
+        QueueModel::RealFifo { atomic: true },
+    ] {
+        let now = ticking();
+        let mut i = Informer::new(Options {
+            queue,
+            resyncs: true,
+            ..Options::pods()
+        });
+        i.enqueue_list(vec![pod("a", 1, None), pod("b", 2, None)], now());
+        settle(&mut i, &now);
+        let relisted_at = now();
+        i.enqueue_list(vec![pod("a", 1, None)], relisted_at);
+        let mut done = settle(&mut i, &now);
+        // After the relist is handled: DeltaFIFO's resync skips queued keys.
+        let resynced_at = now();
+        i.enqueue_resync(resynced_at);
+        done.extend(settle(&mut i, &now));
+        let fifo = |e: &WatchEvent| e.stages.get(&Stage::Fifo).map(|m| m.at);
+        let indexer = |e: &WatchEvent| e.stages.get(&Stage::Indexer).map(|m| m.at);
+        let b = done
+            .iter()
+            .find(|e| e.handled.final_state_unknown)
+            .unwrap_or_else(|| panic!("{queue:?}: no deletion in {done:?}"));
+        assert_eq!(fifo(b), Some(relisted_at), "{queue:?}");
+        assert!(indexer(b) > Some(relisted_at), "{queue:?}");
+        assert!(!b.stages.contains_key(&Stage::Reflector), "{queue:?}");
+        let resync = done
+            .iter()
+            .find(|e| e.handled.resync && fifo(e) == Some(resynced_at));
+        assert!(
+            resync.is_some(),
+            "{queue:?}: no resync queued at {resynced_at}: {done:?}"
+        );
+    }
+}
+
 #[test]
 fn events_of_one_key_queued_while_it_waits_merge_into_one_reconcile() {
     let now = ticking();

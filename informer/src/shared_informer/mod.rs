@@ -94,8 +94,9 @@ pub struct Distribution<O = Object> {
     /// Indexes of the listeners whose buffers it entered, with each buffer's
     /// depth just after.
     pub listeners: Vec<(usize, usize)>,
-    /// The informer made this delta itself (no Reflector event behind it).
-    pub synthesized: bool,
+    /// The informer made this delta itself (no Reflector event behind it):
+    /// when the relist or resync that made it was queued.
+    pub synthesized: Option<Micros>,
     /// When this delta was applied to the Indexer, and when its
     /// notification had entered every listener's buffer, by the clock given
     /// to [`SharedInformer::process_one_timed`] (0 without one): each item of
@@ -171,33 +172,37 @@ impl<N, O: Stored> SharedInformer<N, O> {
             object,
             id,
             final_state_unknown: false,
+            queued_at: None,
         };
         let (depth, dropped) = self.queue.push(delta);
         Queued { id, depth, dropped }
     }
 
-    /// Queues a whole LIST; returns the items' ids and the queue's depth.
-    pub fn queue_list(&mut self, objects: Vec<O>) -> (Vec<u64>, usize) {
+    /// Queues a whole LIST at `now`; returns the items' ids and the queue's
+    /// depth.
+    pub fn queue_list(&mut self, objects: Vec<O>, now: Micros) -> (Vec<u64>, usize) {
         let items: Vec<_> = objects.into_iter().map(|o| (o, self.fresh_id())).collect();
         let ids = items.iter().map(|(_, id)| *id).collect();
         let next_id = &mut self.next_id;
-        let depth = self.queue.replace(items, &self.indexer, || {
+        let fresh_id = || {
             *next_id += 1;
             *next_id
-        });
+        };
+        let depth = self.queue.replace(items, &self.indexer, fresh_id, now);
         (ids, depth)
     }
 
-    /// Queues a resync of every object in the store.
-    pub fn queue_resync(&mut self) -> usize {
+    /// Queues a resync of every object in the store at `now`.
+    pub fn queue_resync(&mut self, now: Micros) -> usize {
         for listener in &mut self.listeners {
             listener.syncing = listener.resyncs;
         }
         let next_id = &mut self.next_id;
-        self.queue.resync(&self.indexer, || {
+        let fresh_id = || {
             *next_id += 1;
             *next_id
-        })
+        };
+        self.queue.resync(&self.indexer, fresh_id, now)
     }
 
     /// Queues a note, to come out in stream order.
@@ -223,8 +228,10 @@ impl<N, O: Stored> SharedInformer<N, O> {
                     self.handle(delta, initial, now, &mut out);
                 }
             }
-            Popped::ReplacedAll(items) => self.replace_all(items, initial, now, &mut out),
-            Popped::SyncAll => self.sync_all(now, &mut out),
+            Popped::ReplacedAll(items, queued_at) => {
+                self.replace_all(items, queued_at, initial, now, &mut out)
+            }
+            Popped::SyncAll(queued_at) => self.sync_all(queued_at, now, &mut out),
         }
         Some(Processed::Distributed(out))
     }
@@ -282,6 +289,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
             object,
             id,
             final_state_unknown,
+            queued_at,
         } = delta;
         let key = object.key().to_string();
         let mut n = Notification {
@@ -314,7 +322,9 @@ impl<N, O: Stored> SharedInformer<N, O> {
                 None => n.in_initial_list = in_initial_list,
             }
         }
-        let synthesized = final_state_unknown || kind == DeltaType::Sync;
+        let synthesized = (final_state_unknown || kind == DeltaType::Sync)
+            .then_some(queued_at)
+            .flatten();
         self.distribute(n, synthesized, out);
         if let Some(d) = out.last_mut() {
             d.applied_at = applied_at;
@@ -328,6 +338,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
     fn replace_all(
         &mut self,
         items: Vec<(O, u64)>,
+        queued_at: Micros,
         in_initial_list: bool,
         now: &dyn Fn() -> Micros,
         out: &mut Vec<Distribution<O>>,
@@ -344,6 +355,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
                     object: last,
                     id,
                     final_state_unknown: true,
+                    queued_at: Some(queued_at),
                 };
                 self.handle(delta, in_initial_list, now, out);
             }
@@ -354,13 +366,20 @@ impl<N, O: Stored> SharedInformer<N, O> {
                 object,
                 id,
                 final_state_unknown: false,
+                queued_at: None,
             };
             self.handle(delta, in_initial_list, now, out);
         }
     }
 
-    /// An atomic resync (`SyncAll`): every stored object as a Sync delta.
-    fn sync_all(&mut self, now: &dyn Fn() -> Micros, out: &mut Vec<Distribution<O>>) {
+    /// An atomic resync (`SyncAll`) queued at `queued_at`: every stored
+    /// object as a Sync delta.
+    fn sync_all(
+        &mut self,
+        queued_at: Micros,
+        now: &dyn Fn() -> Micros,
+        out: &mut Vec<Distribution<O>>,
+    ) {
         for key in indexer_keys_sorted(&self.indexer) {
             if let Some(object) = self.indexer.get(&key).cloned() {
                 let id = self.fresh_id();
@@ -369,6 +388,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
                     object,
                     id,
                     final_state_unknown: false,
+                    queued_at: Some(queued_at),
                 };
                 self.handle(delta, false, now, out);
             }
@@ -380,7 +400,7 @@ impl<N, O: Stored> SharedInformer<N, O> {
     fn distribute(
         &mut self,
         n: Notification<O>,
-        synthesized: bool,
+        synthesized: Option<Micros>,
         out: &mut Vec<Distribution<O>>,
     ) {
         let mut listeners = Vec::new();

@@ -21,6 +21,7 @@
 //! was part of that initial list (`isInInitialList`).
 
 use super::indexer_keys_sorted;
+use crate::Micros;
 use crate::fifo::{DeltaType, Fifo};
 use crate::indexer::Indexer;
 use crate::object::Stored;
@@ -65,6 +66,9 @@ pub(super) struct Delta<O> {
     pub id: u64,
     /// A deletion found by a relist (`DeletedFinalStateUnknown`).
     pub final_state_unknown: bool,
+    /// For a delta the informer made itself (a relist's deletion, a
+    /// resync), when the relist or resync that made it was queued.
+    pub queued_at: Option<Micros>,
 }
 
 /// What a pop hands to HandleDeltas.
@@ -73,18 +77,19 @@ pub(super) enum Popped<N, O> {
     Note(N),
     /// One key's deltas (DeltaFIFO), or one delta (RealFIFO).
     Deltas(Vec<Delta<O>>),
-    /// An atomic relist: the listed objects with their ids.
-    ReplacedAll(Vec<(O, u64)>),
-    /// An atomic resync of the whole store.
-    SyncAll,
+    /// An atomic relist: the listed objects with their ids, and when it
+    /// was queued.
+    ReplacedAll(Vec<(O, u64)>, Micros),
+    /// An atomic resync of the whole store, and when it was queued.
+    SyncAll(Micros),
 }
 
 /// A RealFIFO entry.
 #[derive(Debug)]
 enum Entry<N, O> {
     Delta(Delta<O>),
-    ReplacedAll(Vec<(O, u64)>),
-    SyncAll,
+    ReplacedAll(Vec<(O, u64)>, Micros),
+    SyncAll(Micros),
     Note(N),
 }
 
@@ -145,16 +150,21 @@ impl<N, O: Stored> Queue<N, O> {
         (self.order.len(), dropped)
     }
 
-    /// Queues a relist of `items` against what `known` holds; `fresh_id`
-    /// numbers the deletions it finds. Returns the depth after it.
+    /// Queues a relist of `items` against what `known` holds, at
+    /// `queued_at`; `fresh_id` numbers the deletions it finds. Returns the
+    /// depth after it.
     pub fn replace(
         &mut self,
         items: Vec<(O, u64)>,
         known: &Indexer<O>,
         mut fresh_id: impl FnMut() -> u64,
+        queued_at: Micros,
     ) -> usize {
+        let tombstone = |last, id| tombstone(last, id, queued_at);
         let depth = match self.model {
-            QueueModel::RealFifo { atomic: true } => self.real.push(Entry::ReplacedAll(items)),
+            QueueModel::RealFifo { atomic: true } => {
+                self.real.push(Entry::ReplacedAll(items, queued_at))
+            }
             QueueModel::RealFifo { atomic: false } => {
                 let listed: HashSet<Arc<str>> = items.iter().map(|(o, _)| o.key()).collect();
                 let vanished: Vec<O> = self
@@ -207,10 +217,16 @@ impl<N, O: Stored> Queue<N, O> {
         depth
     }
 
-    /// Queues a resync of what `known` holds. Returns the depth after it.
-    pub fn resync(&mut self, known: &Indexer<O>, mut fresh_id: impl FnMut() -> u64) -> usize {
+    /// Queues a resync of what `known` holds, at `queued_at`. Returns the
+    /// depth after it.
+    pub fn resync(
+        &mut self,
+        known: &Indexer<O>,
+        mut fresh_id: impl FnMut() -> u64,
+        queued_at: Micros,
+    ) -> usize {
         if self.model == (QueueModel::RealFifo { atomic: true }) {
-            return self.real.push(Entry::SyncAll);
+            return self.real.push(Entry::SyncAll(queued_at));
         }
         let queued = self.queued_keys();
         for key in indexer_keys_sorted(known) {
@@ -223,6 +239,7 @@ impl<N, O: Stored> Queue<N, O> {
                     object: object.clone(),
                     id: fresh_id(),
                     final_state_unknown: false,
+                    queued_at: Some(queued_at),
                 };
                 self.push(delta);
             }
@@ -253,8 +270,8 @@ impl<N, O: Stored> Queue<N, O> {
                     return Some((Popped::Note(n), in_initial_list));
                 }
                 Entry::Delta(d) => Popped::Deltas(vec![d]),
-                Entry::ReplacedAll(items) => Popped::ReplacedAll(items),
-                Entry::SyncAll => Popped::SyncAll,
+                Entry::ReplacedAll(items, at) => Popped::ReplacedAll(items, at),
+                Entry::SyncAll(at) => Popped::SyncAll(at),
             },
             QueueModel::DeltaFifo => {
                 let slot = self.order.pop_front();
@@ -323,15 +340,18 @@ fn replaced<O>(object: O, id: u64) -> Delta<O> {
         object,
         id,
         final_state_unknown: false,
+        queued_at: None,
     }
 }
 
-fn tombstone<O>(last: O, id: u64) -> Delta<O> {
+/// A relist's deletion of `last`, made by a relist queued at `queued_at`.
+fn tombstone<O>(last: O, id: u64, queued_at: Micros) -> Delta<O> {
     Delta {
         kind: DeltaType::Deleted,
         object: last,
         id,
         final_state_unknown: true,
+        queued_at: Some(queued_at),
     }
 }
 

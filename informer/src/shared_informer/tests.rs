@@ -45,7 +45,7 @@ fn seen(kind: Kind, name: &str, rv: u64, old: Option<u64>, fsu: bool, resync: bo
 fn a_relist_updates_what_is_still_there_and_deletes_what_vanished_as_final_state_unknown() {
     let mut i = SharedInformer::default();
     let l = i.add_listener("controller", false);
-    i.queue_list(vec![cm("a", 5), cm("b", 6)]);
+    i.queue_list(vec![cm("a", 5), cm("b", 6)], 0);
     assert_eq!(
         drain(&mut i, l),
         [
@@ -56,7 +56,7 @@ fn a_relist_updates_what_is_still_there_and_deletes_what_vanished_as_final_state
     i.queue_delta(DeltaType::Updated, cm("a", 7));
     // The relist: a unchanged since 7, b gone, c new. v0.36 applies it
     // whole when it is popped: the deletions first.
-    i.queue_list(vec![cm("a", 7), cm("c", 9)]);
+    i.queue_list(vec![cm("a", 7), cm("c", 9)], 0);
     assert_eq!(
         drain(&mut i, l),
         [
@@ -95,17 +95,17 @@ fn a_resync_goes_only_to_listeners_that_take_resyncs() {
     let mut i = SharedInformer::<&str>::default();
     let takes = i.add_listener("controller", true);
     let not = i.add_listener("scheduler", false);
-    i.queue_list(vec![cm("a", 1)]);
+    i.queue_list(vec![cm("a", 1)], 0);
     drain(&mut i, not);
     drain(&mut i, takes);
-    i.queue_resync();
+    i.queue_resync(0);
     assert_eq!(
         drain(&mut i, takes),
         [seen(Kind::Update, "a", 1, Some(1), false, true)]
     );
     assert!(drain(&mut i, not).is_empty());
     // From now on a relist of an unchanged object is a resync, also only for `takes`.
-    i.queue_list(vec![cm("a", 1)]);
+    i.queue_list(vec![cm("a", 1)], 0);
     assert_eq!(drain(&mut i, takes).len(), 1);
     assert!(drain(&mut i, not).is_empty());
 }
@@ -138,7 +138,7 @@ fn delta_fifo() -> SharedInformer<&'static str> {
 fn delta_fifo_keeps_one_entry_per_key_with_its_deltas_in_order() {
     let mut i = delta_fifo();
     let l = i.add_listener("controller", false);
-    i.queue_list(vec![cm("a", 1)]);
+    i.queue_list(vec![cm("a", 1)], 0);
     drain(&mut i, l);
     // Two quick changes to a, one to b, before the informer runs.
     assert_eq!(i.queue_delta(DeltaType::Updated, cm("a", 2)).depth, 1);
@@ -163,9 +163,9 @@ fn delta_fifo_keeps_one_entry_per_key_with_its_deltas_in_order() {
 fn delta_fifo_finds_a_relists_deletions_when_it_is_queued_and_puts_them_last() {
     let mut i = delta_fifo();
     let l = i.add_listener("controller", false);
-    i.queue_list(vec![cm("a", 1), cm("b", 2)]);
+    i.queue_list(vec![cm("a", 1), cm("b", 2)], 0);
     drain(&mut i, l);
-    i.queue_list(vec![cm("c", 5), cm("a", 1)]);
+    i.queue_list(vec![cm("c", 5), cm("a", 1)], 0);
     // The Indexer changes after the relist was queued: the tombstone
     // still carries b as the Indexer had it then.
     assert_eq!(
@@ -182,7 +182,7 @@ fn delta_fifo_finds_a_relists_deletions_when_it_is_queued_and_puts_them_last() {
 fn delta_fifo_keeps_one_of_two_deletions_in_a_row() {
     let mut i = delta_fifo();
     let l = i.add_listener("controller", false);
-    i.queue_list(vec![cm("a", 1)]);
+    i.queue_list(vec![cm("a", 1)], 0);
     drain(&mut i, l);
     let first = i.queue_delta(DeltaType::Deleted, cm("a", 2));
     let second = i.queue_delta(DeltaType::Deleted, cm("a", 2));
@@ -197,10 +197,10 @@ fn delta_fifo_keeps_one_of_two_deletions_in_a_row() {
 fn delta_fifo_resync_skips_keys_already_queued() {
     let mut i = delta_fifo();
     let l = i.add_listener("controller", true);
-    i.queue_list(vec![cm("a", 1), cm("b", 2)]);
+    i.queue_list(vec![cm("a", 1), cm("b", 2)], 0);
     drain(&mut i, l);
     i.queue_delta(DeltaType::Updated, cm("a", 3));
-    i.queue_resync();
+    i.queue_resync(0);
     assert_eq!(
         drain(&mut i, l),
         [
@@ -217,7 +217,7 @@ fn real_fifo_says_which_adds_were_in_the_initial_list() {
     // Notes (the Reflector's reports) around the list are no items of the
     // queue: they do not hold HasSynced back.
     i.queue_note("streaming list");
-    i.queue_list(vec![cm("a", 1)]);
+    i.queue_list(vec![cm("a", 1)], 0);
     i.queue_note("initial events end");
     i.queue_delta(DeltaType::Added, cm("b", 2));
     while i.process_one().is_some() {}
@@ -226,7 +226,7 @@ fn real_fifo_says_which_adds_were_in_the_initial_list() {
     // v1.20's OnAdd has no such argument.
     let mut old = delta_fifo();
     let l = old.add_listener("controller", false);
-    old.queue_list(vec![cm("a", 1)]);
+    old.queue_list(vec![cm("a", 1)], 0);
     old.process_one();
     assert!(!old.pop(l).unwrap().in_initial_list);
 }
@@ -238,9 +238,9 @@ fn real_fifo_without_atomic_relists_queues_the_deletions_first_then_each_object(
         QueueModel::RealFifo { atomic: false },
     );
     let l = i.add_listener("controller", false);
-    i.queue_list(vec![cm("a", 1), cm("b", 2)]);
+    i.queue_list(vec![cm("a", 1), cm("b", 2)], 0);
     drain(&mut i, l);
-    let (_, depth) = i.queue_list(vec![cm("c", 3)]);
+    let (_, depth) = i.queue_list(vec![cm("c", 3)], 0);
     assert_eq!(
         depth, 3,
         "two tombstones and one Replaced, each its own entry"
