@@ -147,6 +147,14 @@ pub struct Args {
     #[arg(global = true, long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub min_watch_timeout: u64,
 
+    /// client-go's `WatchListPageSize` for every Reflector: when set, each
+    /// LIST is paged by it, a relist from a resourceVersion included, which
+    /// the watch cache cannot serve (the store answers, or 410 once that
+    /// revision is compacted, and the Reflector lists again from "": a
+    /// consistent read). 0 (the default) pages as client-go's pager does.
+    #[arg(global = true, long, default_value_t = 0, value_name = "N")]
+    pub watch_list_page_size: u64,
+
     /// Which Kubernetes to behave as: `1.36` (client-go v0.36: streaming
     /// lists, RealFIFO; the demo's apiserver serves WatchList and consistent
     /// reads from its cache) or `1.20` (client-go v1.20: LIST then WATCH,
@@ -282,6 +290,7 @@ impl Args {
         Ok(crate::reflector::Config {
             min_watch_timeout: Duration::from_secs(self.min_watch_timeout),
             resync_period: self.resync,
+            watch_list_page_size: self.watch_list_page_size,
             ..crate::reflector::Config::for_profile(self.profile()?)
         })
     }

@@ -103,6 +103,12 @@ pub struct Config {
     pub min_watch_timeout: Duration,
     /// See [`PAGE_SIZE`].
     pub page_size: u64,
+    /// client-go's `Reflector.WatchListPageSize`: when not zero, every LIST
+    /// is paged by it, a relist from a resourceVersion included (which the
+    /// watch cache then cannot serve: the store answers, at exactly that
+    /// revision, or 410 once it is compacted). Zero, the default, leaves
+    /// the pager's choice ([`PAGE_SIZE`], or unpaged from a resourceVersion).
+    pub watch_list_page_size: u64,
     /// How often the store is resynced while watching; zero for never (the
     /// default of most controllers).
     pub resync_period: Duration,
@@ -136,6 +142,7 @@ impl Config {
         Config {
             min_watch_timeout: MIN_WATCH_TIMEOUT,
             page_size: PAGE_SIZE,
+            watch_list_page_size: 0,
             resync_period: Duration::ZERO,
             profile,
             wait_until_period: None,
@@ -714,8 +721,11 @@ impl Reflector {
     /// A LIST from `relistResourceVersion()`.
     fn list(&mut self, effects: &mut Vec<Effect>) -> Request {
         let asked = self.relist_resource_version();
-        // The pager's page size, as client-go chooses it.
-        let limit = if self.paginated_result || asked.is_empty() || asked == "0" {
+        // The pager's page size, as client-go chooses it (`list()` in
+        // tools/cache/reflector.go, v1.20.2 and v0.36.4).
+        let limit = if self.config.watch_list_page_size != 0 {
+            self.config.watch_list_page_size
+        } else if self.paginated_result || asked.is_empty() || asked == "0" {
             self.config.page_size
         } else {
             0

@@ -176,6 +176,29 @@ fn a_list_that_answers_expired_is_asked_again_at_once_from_empty_with_the_same_p
     assert_eq!(step.request, list("70", 0));
 }
 
+/// `WatchListPageSize` pages every LIST, a relist from a resourceVersion
+/// too: a compacted one then answers 410, and the Reflector lists from ""
+/// (a consistent read) with the same page size.
+#[test]
+fn a_watch_list_page_size_pages_the_relist_too_and_its_410_lists_from_empty() {
+    let config = Config {
+        watch_list_page_size: 50,
+        ..v1_20()
+    };
+    let mut r = Reflector::new(config, 3);
+    assert_eq!(r.start(0).request, list("0", 50));
+    let step = r.list_page(3, "10", None, SECOND);
+    assert_eq!(watch_rv(&step), "10");
+    let step = r.watch_ended(
+        WatchEnd::Failed(Failure::Expired("too old".into())),
+        5 * SECOND,
+    );
+    let step = r.waited(5 * SECOND + wait_of(&step).as_micros() as u64);
+    assert_eq!(step.request, list("10", 50));
+    let step = r.list_failed(Failure::Expired("too old".into()), 7 * SECOND);
+    assert_eq!(step.request, list("", 50));
+}
+
 #[test]
 fn a_too_large_resource_version_is_retried_from_empty_like_expired() {
     let mut r = Reflector::new(v1_20(), 3);
