@@ -13,6 +13,9 @@
 //! - [`replay`] (the `replay` feature, built by `make embed`): a recording
 //!   played with no bridge. The live page and the replay page are two builds
 //!   of this crate, so that each carries only its own code.
+//! - [`compare`] (the replay page's `compare=`): one scenario under two
+//!   Kubernetes profiles, side by side on one clock, and
+//!   [`reflector_steps`]: where their informers differ, read from the frames.
 //! - [`in_page`] (the `in-page` feature, `make embed`'s `demo.html`): the demo
 //!   control plane and the informer running in the page, with no bridge.
 //! - [`stats`], [`history`], [`narration`]: numbers, diffs and words;
@@ -25,6 +28,8 @@
 
 pub mod animator;
 pub mod bodies;
+#[cfg(all(feature = "replay", not(feature = "in-page")))]
+pub mod compare;
 pub mod components;
 pub mod connection;
 pub mod deletions;
@@ -37,6 +42,8 @@ pub mod listeners;
 pub mod model;
 pub mod narration;
 pub mod player;
+#[cfg(any(feature = "replay", test))]
+pub mod reflector_steps;
 #[cfg(feature = "replay")]
 pub mod replay;
 pub mod stats;
@@ -51,8 +58,13 @@ use watchlife_protocol::Source;
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
-    let model = model::Model::new();
     let view = view_state::from_url();
+    #[cfg(all(feature = "replay", not(feature = "in-page")))]
+    if !view.compare.get_value().is_empty() {
+        provide_context(view);
+        return view! { <compare::ComparePage view/> }.into_any();
+    }
+    let model = model::Model::new();
     let player = player::Player::start(model, view);
     provide_context(model);
     provide_context(view);
@@ -105,6 +117,7 @@ pub fn App() -> impl IntoView {
         </main>
         <help::Help/>
     }
+    .into_any()
 }
 
 /// Which build this is, for the stylesheet (`data-page` on the root).

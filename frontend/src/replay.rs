@@ -240,9 +240,17 @@ impl Replay {
         }
     }
 
+    /// The recording being played, once one is loaded.
+    pub fn recording(&self) -> Option<Arc<Recording>> {
+        self.recording.get_value()
+    }
+
     /// Applies the frames due by `t_ms`, each at its own recorded time, as
-    /// one batch.
-    fn advance_to(&self, t_ms: f64) {
+    /// one batch. `t_ms` only moves forward from the last call or
+    /// [`Replay::seek`]; a clock other than [`Replay::start_clock`] (a
+    /// compare view's, driving two replays) calls this with a time no later
+    /// than [`Replay::duration_ms`].
+    pub fn advance_to(&self, t_ms: f64) {
         let Some(recording) = self.recording.get_value() else {
             return;
         };

@@ -72,6 +72,10 @@ pub struct ViewQuery {
     /// `kubernetes=1.20`: the release the in-page demo follows (kept so
     /// that a reload follows it too).
     pub kubernetes: String,
+    /// `compare=1.20`: with `scenario=NAME`, the replay page plays
+    /// `NAME.jsonl` beside `NAME-1.20.jsonl` on one clock (see
+    /// [`ViewQuery::compared_recordings`]). Empty: one player.
+    pub compare: String,
 }
 
 impl ViewQuery {
@@ -80,23 +84,56 @@ impl ViewQuery {
         if !self.replay.is_empty() {
             Some(self.replay.clone())
         } else if !self.scenario.is_empty() {
-            // A name, never a path: anything else becomes `_`, and the
-            // fetch of a scenario that does not exist says so.
-            let name: String = self
-                .scenario
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            Some(format!("scenarios/{name}.jsonl"))
+            Some(format!(
+                "scenarios/{}.jsonl",
+                scenario_file_name(&self.scenario)
+            ))
         } else {
             None
         }
+    }
+
+    /// The two recordings a compare view plays, left then right: the
+    /// scenario's own (`NAME.jsonl`) and its recording under the compared
+    /// profile (`NAME-PROFILE.jsonl`). `None` without both `scenario=` and
+    /// `compare=`. A scenario named with the compared suffix already
+    /// (`NAME-1.20`) is taken as `NAME`.
+    pub fn compared_recordings(&self) -> Option<(String, String)> {
+        if self.scenario.is_empty() || self.compare.is_empty() {
+            return None;
+        }
+        let profile = scenario_file_name(&self.compare);
+        let name = scenario_file_name(&self.scenario);
+        let base = name
+            .strip_suffix(&format!("-{profile}"))
+            .filter(|b| !b.is_empty())
+            .unwrap_or(&name);
+        Some((
+            format!("scenarios/{base}.jsonl"),
+            format!("scenarios/{base}-{profile}.jsonl"),
+        ))
+    }
+}
+
+/// A scenario's name as a file name, never a path: anything but ASCII
+/// letters, digits, `-` and `.` becomes `_` (`.` for release numbers such
+/// as `1.20`; a name that is only dots is no name), and the fetch of a
+/// scenario that does not exist says so.
+fn scenario_file_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if cleaned.contains("..") || cleaned.starts_with('.') {
+        cleaned.replace('.', "_")
+    } else {
+        cleaned
     }
 }
 
@@ -123,6 +160,7 @@ impl ViewQuery {
                 "controls" => v.minimal = val == "minimal",
                 "loop" => v.looping = val == "1",
                 "kubernetes" => v.kubernetes = val,
+                "compare" => v.compare = val,
                 _ => {}
             }
         }
@@ -164,6 +202,7 @@ impl ViewQuery {
             ("replay", &self.replay),
             ("scenario", &self.scenario),
             ("kubernetes", &self.kubernetes),
+            ("compare", &self.compare),
         ] {
             if !val.is_empty() {
                 parts.push(format!("{k}={}", encode(val)));
@@ -238,6 +277,9 @@ pub struct ViewState {
     pub looping: RwSignal<bool>,
     /// The release the in-page demo follows, as the URL gave it.
     pub kubernetes: StoredValue<String>,
+    /// The profile a compare view plays beside the scenario's own
+    /// recording (`compare=1.20`); empty for one player.
+    pub compare: StoredValue<String>,
 }
 
 impl ViewState {
@@ -259,6 +301,7 @@ impl ViewState {
             minimal: StoredValue::new(q.minimal),
             looping: RwSignal::new(q.looping),
             kubernetes: StoredValue::new(q.kubernetes),
+            compare: StoredValue::new(q.compare),
         }
     }
 
@@ -291,6 +334,7 @@ impl ViewState {
             minimal: self.minimal.get_value(),
             looping: self.looping.get(),
             kubernetes: self.kubernetes.get_value(),
+            compare: self.compare.get_value(),
         }
     }
 
@@ -407,6 +451,7 @@ mod tests {
             minimal: true,
             looping: true,
             kubernetes: "1.20".into(),
+            compare: "1.20".into(),
         };
         let text = q.to_query();
         assert_eq!(ViewQuery::parse(&text), q);
@@ -455,9 +500,41 @@ mod tests {
         );
         let q = ViewQuery::parse("?scenario=../x");
         assert_eq!(q.recording_url().as_deref(), Some("scenarios/___x.jsonl"));
+        let q = ViewQuery::parse("?scenario=compaction-relist-1.20");
+        assert_eq!(
+            q.recording_url().as_deref(),
+            Some("scenarios/compaction-relist-1.20.jsonl"),
+            "a release number in a scenario's name is kept"
+        );
+        let q = ViewQuery::parse("?scenario=..&compare=..");
+        assert_eq!(q.recording_url().as_deref(), Some("scenarios/__.jsonl"));
         let q = ViewQuery::parse("?scenario=scale&replay=r.jsonl");
         assert_eq!(q.recording_url().as_deref(), Some("r.jsonl"));
         assert_eq!(ViewQuery::default().recording_url(), None);
+    }
+
+    #[test]
+    fn a_compare_view_plays_the_scenario_beside_its_recording_under_the_other_profile() {
+        let pair = |query: &str| ViewQuery::parse(query).compared_recordings();
+        let expected = Some((
+            "scenarios/compaction-relist.jsonl".to_string(),
+            "scenarios/compaction-relist-1.20.jsonl".to_string(),
+        ));
+        assert_eq!(pair("?scenario=compaction-relist&compare=1.20"), expected);
+        assert_eq!(
+            pair("?scenario=compaction-relist-1.20&compare=1.20"),
+            expected
+        );
+        assert_eq!(pair("?scenario=compaction-relist"), None, "no compare");
+        assert_eq!(pair("?replay=a.jsonl&compare=1.20"), None, "no scenario");
+        assert_eq!(
+            pair("?scenario=scale&compare=../1.20"),
+            Some((
+                "scenarios/scale.jsonl".to_string(),
+                "scenarios/scale-___1_20.jsonl".to_string()
+            )),
+            "a profile is a name, never a path"
+        );
     }
 
     #[test]

@@ -23,6 +23,10 @@ const CHROMIUM_FLAGS: [&str; 9] = [
     "--disable-dev-shm-usage",
 ];
 
+/// The narrowest window headless Chromium draws: a narrower `--window-size`
+/// is widened to this.
+pub const MIN_WINDOW_WIDTH: u32 = 500;
+
 /// How long an element may take to appear.
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -38,6 +42,25 @@ impl Browser {
     /// Starts chromedriver on a free port and a headless Chromium session with
     /// a fresh profile, sized `width`×`height`.
     pub async fn start(width: u32, height: u32) -> Browser {
+        Browser::start_with(width, height, None).await
+    }
+
+    /// A session whose page is `width`×`height` CSS pixels as a phone's is:
+    /// Chromium's window cannot be narrower than [`MIN_WINDOW_WIDTH`], so a
+    /// phone's width is emulated (device metrics, one pixel per CSS pixel)
+    /// rather than asked of the window.
+    pub async fn start_phone(width: u32, height: u32) -> Browser {
+        let metrics = serde_json::json!({
+            "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 }
+        });
+        Browser::start_with(width.max(MIN_WINDOW_WIDTH), height, Some(metrics)).await
+    }
+
+    async fn start_with(
+        width: u32,
+        height: u32,
+        mobile_emulation: Option<serde_json::Value>,
+    ) -> Browser {
         let port = crate::free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
@@ -52,10 +75,11 @@ impl Browser {
         args.push(format!("--user-data-dir={}", profile.0.display()));
         args.push(format!("--window-size={width},{height}"));
         let mut caps = serde_json::Map::new();
-        caps.insert(
-            "goog:chromeOptions".into(),
-            serde_json::json!({ "args": args, "binary": "/usr/bin/chromium" }),
-        );
+        let mut options = serde_json::json!({ "args": args, "binary": "/usr/bin/chromium" });
+        if let Some(metrics) = mobile_emulation {
+            options["mobileEmulation"] = metrics;
+        }
+        caps.insert("goog:chromeOptions".into(), options);
         let url = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(20);
         let client = loop {
@@ -377,4 +401,18 @@ mod scripted {
             _ => "application/octet-stream",
         }
     }
+}
+
+/// The folder `make embed` writes (`WATCHLIFE_EMBED`, else `embed/` in the
+/// workspace): the replay page as a static host serves it.
+pub fn embed_folder() -> std::path::PathBuf {
+    let dir = std::env::var_os("WATCHLIFE_EMBED")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::workspace().join("embed"));
+    assert!(
+        dir.join("embed.html").is_file(),
+        "{} has no embed.html: run `make embed` first (make test does)",
+        dir.display()
+    );
+    dir
 }

@@ -1,0 +1,151 @@
+//! The compare view's one clock: the time since each recording started,
+//! shared by both sides, so that play, pause, speed and seeking move them
+//! together and each shows its own recording at the same offset from its
+//! start.
+
+use super::side::Side;
+use crate::model::now_ms;
+use crate::replay::{RATES, Status};
+use crate::view_state::ViewState;
+use gloo_timers::future::TimeoutFuture;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+/// How often the clock moves: frames due in between are applied together
+/// (the single player's pace).
+const TICK_MS: u32 = 40;
+
+/// The speed a compare view starts at: the recorded pace (index into
+/// [`RATES`]).
+const DEFAULT_RATE: usize = 2;
+
+/// The clock. `Copy`: handles only.
+#[derive(Clone, Copy)]
+pub struct CompareClock {
+    /// ms since both recordings' starts.
+    pub position_ms: RwSignal<f64>,
+    /// Index into [`RATES`].
+    pub rate: RwSignal<usize>,
+    /// Played to the end of the longer recording (and not looping).
+    pub ended: RwSignal<bool>,
+    /// Turns of the clock so far, paused or not: a reader can tell that
+    /// time went by without measuring it.
+    pub turns: RwSignal<u64>,
+    sides: StoredValue<[Side; 2]>,
+    view: ViewState,
+}
+
+impl CompareClock {
+    pub fn new(sides: [Side; 2], view: ViewState) -> CompareClock {
+        CompareClock {
+            position_ms: RwSignal::new(0.0),
+            rate: RwSignal::new(DEFAULT_RATE),
+            ended: RwSignal::new(false),
+            turns: RwSignal::new(0),
+            sides: StoredValue::new(sides),
+            view,
+        }
+    }
+
+    /// The sides whose recordings play (loaded; a side that failed is left out).
+    fn playing(&self) -> Vec<Side> {
+        self.sides.with_value(|sides| {
+            sides
+                .iter()
+                .copied()
+                .filter(|s| s.replay.status.get_untracked() == Status::Ready)
+                .collect()
+        })
+    }
+
+    /// Whether every side has loaded or failed, and one at least plays
+    /// (tracked).
+    pub fn ready(&self) -> bool {
+        let statuses: Vec<Status> = self
+            .sides
+            .with_value(|sides| sides.iter().map(|s| s.replay.status.get()).collect());
+        statuses.contains(&Status::Ready)
+            && statuses
+                .iter()
+                .all(|s| matches!(s, Status::Ready | Status::Failed { .. }))
+    }
+
+    /// The longer recording's length, ms (tracked).
+    pub fn duration_ms(&self) -> f64 {
+        self.sides.with_value(|sides| {
+            sides
+                .iter()
+                .filter(|s| s.replay.status.get() == Status::Ready)
+                .map(|s| s.replay.duration_ms.get())
+                .fold(0.0, f64::max)
+        })
+    }
+
+    /// Starts the clock; it runs for the life of the page.
+    pub fn start(self) {
+        spawn_local(async move {
+            let mut last = now_ms();
+            loop {
+                TimeoutFuture::new(TICK_MS).await;
+                let now = now_ms();
+                let elapsed = now - last;
+                last = now;
+                self.turns.update(|t| *t += 1);
+                let running = self.ready_untracked()
+                    && !self.view.paused.get_untracked()
+                    && !self.ended.get_untracked();
+                if running {
+                    let rate = RATES[self.rate.get_untracked().min(RATES.len() - 1)];
+                    self.advance(self.position_ms.get_untracked() + elapsed * rate);
+                }
+            }
+        });
+    }
+
+    fn ready_untracked(&self) -> bool {
+        untrack(|| self.ready())
+    }
+
+    /// Moves both sides on to `target`, each no further than its own end;
+    /// at the longer one's end, starts over (looping) or stops.
+    fn advance(&self, target: f64) {
+        let before = self.position_ms.get_untracked();
+        let duration = untrack(|| self.duration_ms());
+        for side in self.playing() {
+            let end = side.replay.duration_ms.get_untracked();
+            side.replay.advance_to(target.min(end));
+            if before < end && target >= end {
+                side.model.settle();
+            }
+        }
+        self.position_ms.set(target.min(duration));
+        if target >= duration {
+            if self.view.looping.get_untracked() {
+                self.seek(0.0);
+            } else {
+                self.ended.set(true);
+            }
+        }
+    }
+
+    /// Shows both recordings as they were `t_ms` after their starts.
+    pub fn seek(&self, t_ms: f64) {
+        let duration = untrack(|| self.duration_ms());
+        let t_ms = t_ms.clamp(0.0, duration);
+        for side in self.playing() {
+            side.replay.seek(t_ms);
+        }
+        self.position_ms.set(t_ms);
+        self.ended.set(t_ms >= duration && t_ms > 0.0);
+    }
+
+    /// Play or pause both; at the end, play both again from their starts.
+    pub fn toggle(&self) {
+        if self.ended.get_untracked() {
+            self.seek(0.0);
+            self.view.paused.set(false);
+        } else {
+            self.view.paused.update(|p| *p = !*p);
+        }
+    }
+}
