@@ -74,6 +74,24 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
         .map(|kib| kib * 1024)
 }
 
+/// Peak resident memory of a process, in bytes (`VmHWM`): the most `VmRSS`
+/// has been since it started or since [`reset_peak_rss`].
+pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+}
+
+/// Sets a process's `VmHWM` back to its `VmRSS` now (writing `5` to
+/// `/proc/PID/clear_refs`, Linux 4.0 and later), so that the next
+/// [`peak_rss_bytes`] is the peak since this call. Whether it worked.
+pub fn reset_peak_rss(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+}
+
 /// CPU time a process has used so far (user + system, all its threads).
 pub fn cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -15,12 +15,16 @@
 //!   watchlife's Reflector, a WebSocket viewer and the page.
 //! - [`big_cluster`]: on kube-apiserver, 10k–150k configmaps written straight into etcd: the
 //!   bridge's LIST and memory per object, a new viewer's snapshot, the page, idle viewers.
+//! - [`first_sync`]: on a v1.36 apiserver, 150k custom objects written straight into etcd: the
+//!   first sync of watchlife and of client-go v0.36.4's informer, streaming list beside
+//!   LIST+WATCH.
 //! - [`etcd_order`]: on kube-apiserver with `--etcd-endpoints`, whether etcd's notification
 //!   of a write reaches watchlife before the Reflector's event.
 //! - [`upstream_cost`]: watches and apiserver/etcd CPU with 1, 100, 1,000 viewers,
 //!   watchlife beside a naive relay.
 //! - [`stats`], [`alloc`], [`machine`]: percentiles and spread, heap counting, `/proc`.
-//! - [`report`] and [`plot`]: BENCHMARKS.md, the summary, and the SVG.
+//! - [`report`] and [`plot`]: BENCHMARKS.md, the summary, and the SVG; [`merge`]: a run of
+//!   some sections (`--only`) put into the BENCHMARKS.md of an earlier run.
 
 /// Prints a progress line with the time since the bench started.
 macro_rules! progress {
@@ -36,10 +40,12 @@ mod browser;
 mod controlplane;
 mod etcd_order;
 mod fanout;
+mod first_sync;
 mod informer;
 mod kube_watcher;
 mod kubectl_latency;
 mod machine;
+mod merge;
 mod objects;
 mod page;
 mod pipeline;
@@ -100,9 +106,14 @@ struct Args {
     /// separated; by default 1000,10000, or 100,1000 with --quick).
     #[arg(long, value_delimiter = ',')]
     big_viewers: Vec<usize>,
-    /// Only these measurements (comma separated: controlplane, apiserver,
-    /// latency, etcd, upstream, fanout, pipeline, informer, scale, page,
-    /// browser, big-cluster).
+    /// Objects of the first-sync measurement (by default 150000, or 2000
+    /// with --quick).
+    #[arg(long)]
+    first_sync_objects: Option<usize>,
+    /// Only these measurements (comma separated: controlplane,
+    /// server-stages, apiserver, latency, etcd, upstream, fanout, pipeline,
+    /// informer, scale, page, browser, big-cluster, first-sync). The
+    /// report then keeps what the file at --out holds of the others.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The command to name in the report.
@@ -262,9 +273,39 @@ fn main() {
         };
         big_cluster::run(&mut report, &config);
     }
+    if wanted("first-sync") {
+        let config = first_sync::Config {
+            watchlife: args.watchlife.clone(),
+            objects: args
+                .first_sync_objects
+                .unwrap_or(if args.quick { 2000 } else { 150_000 }),
+            runs: process_runs,
+        };
+        first_sync::run(&mut report, &config);
+    }
     not_measured(&mut report, &wanted);
 
     report.total_seconds = started.elapsed().as_secs_f64();
+    let earlier = std::fs::read_to_string(&args.out).ok();
+    match earlier.filter(|_| !args.only.is_empty()) {
+        Some(earlier) => {
+            // Some sections only: the rest of the page, and the plot of
+            // every section's latencies, stay as the earlier run wrote them.
+            let command = std::iter::once("watchlife-bench".to_string())
+                .chain(std::env::args().skip(1))
+                .collect::<Vec<_>>()
+                .join(" ");
+            std::fs::write(&args.out, merge::merge(&earlier, &report, &command))
+                .unwrap_or_else(|e| panic!("cannot write {}: {e}", args.out.display()));
+            report.plot_path.clear();
+        }
+        None => write_all(&args, &report),
+    }
+    println!("{}", report.summary(&args.out.display().to_string()));
+}
+
+/// The whole report, and the plot of its latencies.
+fn write_all(args: &Args, report: &Report) {
     let plot_file = args
         .out
         .parent()
@@ -277,7 +318,6 @@ fn main() {
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", plot_file.display()));
     std::fs::write(&args.out, report.markdown())
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", args.out.display()));
-    println!("{}", report.summary(&args.out.display().to_string()));
 }
 
 /// What the bench does not measure (yet), said plainly in the report.
@@ -326,6 +366,10 @@ fn not_measured(report: &mut Report, wanted: &dyn Fn(&str) -> bool) {
         (
             "big-cluster",
             "a big cluster: 10k–150k objects on a real kube-apiserver, idle viewers (left out of this run with --only)",
+        ),
+        (
+            "first-sync",
+            "the first sync of 150k objects on a v1.36 apiserver beside client-go (left out of this run with --only)",
         ),
     ] {
         if !wanted(name) {

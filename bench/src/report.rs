@@ -19,6 +19,39 @@ pub struct Section {
     pub seconds: f64,
 }
 
+impl Section {
+    /// The section as markdown: its heading, method, tables, notes and time.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "## {}\n", self.title);
+        let _ = writeln!(out, "{}\n", self.method.trim());
+        for t in &self.tables {
+            if !t.caption.is_empty() {
+                let _ = writeln!(out, "{}\n", t.caption);
+            }
+            let _ = writeln!(out, "| {} |", t.header.join(" | "));
+            let _ = writeln!(
+                out,
+                "|{}|",
+                t.header
+                    .iter()
+                    .map(|_| " --- ")
+                    .collect::<Vec<_>>()
+                    .join("|")
+            );
+            for r in &t.rows {
+                let _ = writeln!(out, "| {} |", r.join(" | "));
+            }
+            out.push('\n');
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "{}\n", n.trim());
+        }
+        let _ = writeln!(out, "_This section took {:.0} s._", self.seconds);
+        out
+    }
+}
+
 /// A table of figures; the first column names the row.
 #[derive(Debug, Default)]
 pub struct Table {
@@ -66,6 +99,8 @@ pub struct Report {
     pub series: Vec<Series>,
     /// What the bench does not measure yet, and why.
     pub not_measured: Vec<String>,
+    /// Where the plot was written; empty when it was not (a run of some
+    /// sections leaves the earlier plot).
     pub plot_path: String,
     pub total_seconds: f64,
 }
@@ -137,31 +172,8 @@ impl Report {
             );
         }
         for s in &self.sections {
-            let _ = writeln!(out, "\n## {}\n", s.title);
-            let _ = writeln!(out, "{}\n", s.method.trim());
-            for t in &s.tables {
-                if !t.caption.is_empty() {
-                    let _ = writeln!(out, "{}\n", t.caption);
-                }
-                let _ = writeln!(out, "| {} |", t.header.join(" | "));
-                let _ = writeln!(
-                    out,
-                    "|{}|",
-                    t.header
-                        .iter()
-                        .map(|_| " --- ")
-                        .collect::<Vec<_>>()
-                        .join("|")
-                );
-                for r in &t.rows {
-                    let _ = writeln!(out, "| {} |", r.join(" | "));
-                }
-                out.push('\n');
-            }
-            for n in &s.notes {
-                let _ = writeln!(out, "{}\n", n.trim());
-            }
-            let _ = writeln!(out, "_This section took {:.0} s._", s.seconds);
+            out.push('\n');
+            out.push_str(&s.markdown());
         }
         let _ = writeln!(out, "\n## Not measured yet\n");
         for n in &self.not_measured {
@@ -194,11 +206,19 @@ impl Report {
             "not measured: {} item(s), listed in {markdown_path}",
             self.not_measured.len()
         );
-        let _ = writeln!(
-            out,
-            "wrote {markdown_path} and {} in {:.0} s",
-            self.plot_path, self.total_seconds
-        );
+        if self.plot_path.is_empty() {
+            let _ = writeln!(
+                out,
+                "put the sections measured into {markdown_path} in {:.0} s",
+                self.total_seconds
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "wrote {markdown_path} and {} in {:.0} s",
+                self.plot_path, self.total_seconds
+            );
+        }
         out
     }
 }
