@@ -28,8 +28,8 @@ use tokio::sync::broadcast;
 use watchlife_informer::{Finished, Object};
 use watchlife_protocol::summary::{Known, columns, needs_text, summarize};
 use watchlife_protocol::{
-    EventType, FrameBody, ObjectJson, ObjectRef, ReflectorUpdate, ServerFrame, Snapshot,
-    SnapshotObject, WatchEvent,
+    EventType, FrameBody, ObjectJson, ObjectRef, ReflectorState, ReflectorUpdate, ServerFrame,
+    Snapshot, SnapshotObject, WatchEvent,
 };
 
 /// Stream frames kept for resuming viewers. At the demo's pace this is many
@@ -124,7 +124,11 @@ struct State {
     resources: BTreeMap<String, Filed>,
     /// The bodies' lengths, summed.
     body_bytes: usize,
+    /// Each Reflector's latest state, by resource.
     reflectors: BTreeMap<String, ReflectorUpdate>,
+    /// Each Reflector's latest answer from the server, by resource: kept
+    /// apart, as the page keeps it beside the states that follow.
+    answers: BTreeMap<String, ReflectorUpdate>,
     /// Event frames published (only counted for a test-only fault).
     events: u64,
 }
@@ -154,6 +158,7 @@ impl Hub {
                 resources: BTreeMap::new(),
                 body_bytes: 0,
                 reflectors: BTreeMap::new(),
+                answers: BTreeMap::new(),
                 events: 0,
             })),
             live: broadcast::channel(VIEWER_LAG).0,
@@ -232,7 +237,11 @@ impl Hub {
         let is_event = matches!(frame.body, FrameBody::Event(_));
         match frame.body {
             FrameBody::Reflector(update) => {
-                state.reflectors.insert(update.resource.clone(), update);
+                let latest = match update.state {
+                    ReflectorState::Answered { .. } => &mut state.answers,
+                    _ => &mut state.reflectors,
+                };
+                latest.insert(update.resource.clone(), update);
             }
             FrameBody::Event(event) => {
                 self.metrics.observe_stages(&event.stages);
@@ -470,7 +479,12 @@ impl SnapshotParts {
                     (resource.clone(), filed.kind.clone(), objects)
                 })
                 .collect(),
-            reflectors: state.reflectors.values().cloned().collect(),
+            reflectors: state
+                .answers
+                .values()
+                .chain(state.reflectors.values())
+                .cloned()
+                .collect(),
             bodies,
         }
     }
@@ -587,6 +601,40 @@ mod tests {
         assert_eq!(rv, "1");
         assert_eq!(&fetched, body);
         assert!(hub.object("pods", "default/a").is_none(), "deleted");
+    }
+
+    #[test]
+    fn a_snapshot_keeps_each_reflectors_last_answer_beside_its_latest_state() {
+        let hub = Hub::new("s");
+        let report = |state| {
+            hub.publish(FrameBody::Reflector(ReflectorUpdate {
+                resource: "pods".into(),
+                state,
+            }))
+        };
+        report(ReflectorState::Answered {
+            answer: watchlife_protocol::ServerAnswer::WatchSynthetic {
+                asked: String::new(),
+                events: 3,
+            },
+        });
+        report(ReflectorState::Relist { reason: "x".into() });
+        let (seq, text) = hub.snapshot(Bodies::Light);
+        let states: Vec<_> = decode_snapshot(&text, seq)
+            .reflectors
+            .into_iter()
+            .map(|r| r.state)
+            .collect();
+        assert!(
+            matches!(
+                states.as_slice(),
+                [
+                    ReflectorState::Answered { .. },
+                    ReflectorState::Relist { .. }
+                ]
+            ),
+            "{states:?}"
+        );
     }
 
     #[test]

@@ -496,13 +496,21 @@ impl Model {
     }
 
     fn replace_objects(&self, snapshot: Snapshot) {
-        self.reflectors.set(
-            snapshot
-                .reflectors
+        let (answers, states): (Vec<_>, Vec<_>) = snapshot
+            .reflectors
+            .into_iter()
+            .partition(|r| matches!(r.state, ReflectorState::Answered { .. }));
+        self.answers.set(
+            answers
                 .into_iter()
-                .map(|r| (r.resource, r.state))
+                .filter_map(|r| match r.state {
+                    ReflectorState::Answered { answer } => Some((r.resource, answer)),
+                    _ => None,
+                })
                 .collect(),
         );
+        self.reflectors
+            .set(states.into_iter().map(|r| (r.resource, r.state)).collect());
         let now = self.now();
         self.objects.update(|objects| {
             let mut next = BTreeMap::new();

@@ -141,5 +141,12 @@ async fn the_demo_streams_its_lists_under_kubernetes_1_36() {
         !words.as_str().unwrap_or_default().contains("LIST rv="),
         "a 1.36 Reflector makes no LIST against a server with WatchList: {words}"
     );
+    // The server's side of the same request, on the watch cache's node.
+    browser
+        .wait_until(
+            "the watch cache says it answered the namespaces' streaming list",
+            "[...document.querySelectorAll('[data-stage=watch_cache] .cache-answer[data-key=namespaces] .line-words')].some(e => /WATCH: [1-9][0-9]* synthetic/.test(e.textContent))",
+        )
+        .await;
     browser.close().await;
 }

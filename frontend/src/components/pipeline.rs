@@ -1,6 +1,7 @@
 //! The pipeline as one SVG: a node per stage, server side then client side,
 //! with live numbers, the Reflector's state, and the tokens travelling.
 
+use super::cache_answers::cache_answer_lines;
 use super::listener_lanes::listener_lines;
 use super::node_lines::{NodeLine, node_lines};
 use super::slot::part;
@@ -225,6 +226,7 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
     let lines = move || {
         let lines = match lanes {
             Some(lanes) => lanes(),
+            None if stage == Stage::WatchCache => cache_answer_lines(model),
             None => reflector_lines(model),
         };
         node_lines(x, LINES_Y, NODE_W, lines)
@@ -282,7 +284,8 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
                     {move || numbers().2}
                     <title>{move || numbers().3}</title>
                 </text>
-                {matches!(stage, Stage::Reflector | Stage::Handlers).then_some(lines)}
+                {matches!(stage, Stage::WatchCache | Stage::Reflector | Stage::Handlers)
+                    .then_some(lines)}
                 {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys x/> })}
             </Show>
             <text class="skipped" x=cx y=HEIGHT - 8.0 text-anchor="middle">
