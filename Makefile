@@ -73,14 +73,18 @@ fuzz: setup
 	WATCHLIFE_FUZZ_CASES=$(CASES) $(CARGO) test -p watchlife-protocol --test fuzz_frames
 	CARGO=$(CARGO) scripts/fuzz-report.sh $(CASES)
 
-## chaos: fault rounds on a real etcd and kube-apiserver (ROUNDS=100, about 10 s a round;
+## chaos: fault rounds on a real etcd and apiserver (ROUNDS=100, about 10 s a round;
 ##        SEED=… replays a run's plan) and RELIABILITY.md written from the run.
-##        `make test` runs the short form (10 rounds, every fault once).
+##        KUBERNETES=1.36 (default): the bridge with 1.36's rules against a v1.36
+##        apiextensions-apiserver; KUBERNETES=1.20: 1.20's rules against kube-apiserver v1.20.2.
+##        `make test` runs the short form of both (10 rounds each, every fault once).
 ROUNDS ?= 100
 SEED ?=
+KUBERNETES ?= 1.36
 chaos: test-setup build
 	CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) CHAOS_REPORT=RELIABILITY.md WATCHLIFE_BIN=$(WATCHLIFE) \
-		$(CARGO) test -p watchlife-tests --test chaos -- --nocapture --exact fault_rounds_keep_every_viewer_exact
+		$(CARGO) test -p watchlife-tests --test chaos -- --nocapture --exact \
+		fault_rounds_keep_every_viewer_exact_$(subst .,_,$(KUBERNETES))
 
 ## bench: measure watchlife beside its references and write BENCHMARKS.md (about 12 minutes)
 # Up to 20,000 open files for the viewers, or as many as the hard limit allows.
@@ -91,8 +95,8 @@ bench: build
 ## scenarios: record the shipped scenarios from the demo into static/scenarios/ (about three
 ##            minutes): each with Kubernetes 1.36's rules as NAME.jsonl, and with 1.20's as
 ##            NAME-1.20.jsonl (streaming-list is 1.36's only)
-SCENARIOS := pod-lifecycle scale label-and-image compaction-relist slow-watcher many-watchers streaming-list
-SCENARIOS_1_20 := pod-lifecycle scale label-and-image compaction-relist slow-watcher many-watchers
+SCENARIOS := pod-lifecycle scale label-and-image compaction-relist slow-watcher many-watchers streaming-list consistent-read
+SCENARIOS_1_20 := pod-lifecycle scale label-and-image compaction-relist slow-watcher many-watchers consistent-read
 scenarios: build
 	@for s in $(SCENARIOS); do \
 		echo "[scenarios] recording $$s (Kubernetes 1.36)"; \

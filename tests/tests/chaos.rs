@@ -1,26 +1,29 @@
-//! Fault rounds (see `watchlife_tests::chaos`): a real etcd and
-//! kube-apiserver, a writer, one watchlife bridge behind a TCP proxy and
-//! five viewers; each round injects one fault, then checks that every
-//! viewer holds what the apiserver lists, that no viewer's stream has a gap
-//! not announced by a resync or an event twice, that the bridge made no
-//! more LISTs than client-go would, that its memory does not drift and that
-//! its log has no error.
+//! Fault rounds (see `watchlife_tests::chaos`): a real etcd and apiserver,
+//! a writer, one watchlife bridge behind a TCP proxy and five viewers; each
+//! round injects one fault, then checks that every viewer holds what the
+//! apiserver lists, that no viewer's stream has a gap not announced by a
+//! resync or an event twice, that the bridge made no more LISTs than
+//! client-go would, that its memory does not drift and that its log has no
+//! error.
 //!
-//! The short form (10 rounds, every fault once) runs with the other tests.
-//! `make chaos ROUNDS=100 [SEED=…]` runs the long form (`CHAOS_ROUNDS`,
-//! `CHAOS_SEED`; a 30 s viewer stall) and writes RELIABILITY.md
-//! (`CHAOS_REPORT`).
+//! The short form (10 rounds, every fault once) runs with the other tests in
+//! both profiles: `--kubernetes 1.36` against apiextensions-apiserver
+//! v0.36.4, `--kubernetes 1.20` against kube-apiserver v1.20.2.
+//! `make chaos ROUNDS=100 [SEED=…] [KUBERNETES=1.20]` runs the long form of
+//! one (`CHAOS_ROUNDS`, `CHAOS_SEED`; a 30 s viewer stall) and writes
+//! RELIABILITY.md (`CHAOS_REPORT`).
 //!
 //! The last tests prove that each invariant can fail: the bridge is started
 //! with a test-only fault (`WATCHLIFE_TEST_BREAK`) and the harness must
 //! name the invariant it breaks.
 
 use std::time::Duration;
+use watchlife_tests::chaos::cluster::Kubernetes;
 use watchlife_tests::chaos::faults::Fault;
 use watchlife_tests::chaos::invariants::Invariant;
 use watchlife_tests::chaos::{self, Config};
 
-/// One cluster at a time: each test runs its own etcd and kube-apiserver,
+/// One cluster at a time: each test runs its own etcd and apiserver,
 /// and two of them side by side on a small machine would make the timing
 /// (and so the LIST bound) a matter of luck.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -42,13 +45,24 @@ fn seed() -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn fault_rounds_keep_every_viewer_exact() {
+async fn fault_rounds_keep_every_viewer_exact_1_36() {
+    fault_rounds(Kubernetes::V1_36).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fault_rounds_keep_every_viewer_exact_1_20() {
+    fault_rounds(Kubernetes::V1_20).await;
+}
+
+/// The rounds of one profile: `CHAOS_ROUNDS` of them (the short form by
+/// default); with `CHAOS_REPORT`, RELIABILITY.md written from the run.
+async fn fault_rounds(kubernetes: Kubernetes) {
     let _one = ONE_AT_A_TIME.lock().await;
     let rounds = match std::env::var("CHAOS_ROUNDS") {
         Ok(r) if !r.is_empty() => r.parse().expect("CHAOS_ROUNDS is a number"),
         _ => SHORT_ROUNDS,
     };
-    let mut config = Config::new("rounds", seed(), rounds);
+    let mut config = Config::new("rounds", seed(), rounds, kubernetes);
     if rounds >= 20 {
         config.viewer_stall = Duration::from_secs(30);
     }
@@ -74,7 +88,7 @@ async fn fault_rounds_keep_every_viewer_exact() {
 /// and returns the failure the harness must report.
 async fn broken(switch: &str, faults: &[Fault], rounds: usize) -> chaos::Failure {
     let _one = ONE_AT_A_TIME.lock().await;
-    let mut config = Config::new(switch, seed(), rounds);
+    let mut config = Config::new(switch, seed(), rounds, Kubernetes::V1_36);
     config.only = faults.to_vec();
     config.bridge_env = vec![("WATCHLIFE_TEST_BREAK".into(), switch.into())];
     match chaos::run(&config).await {
@@ -176,6 +190,7 @@ fn the_list_bound_follows_client_gos_backoff() {
 async fn http_errors_from_the_api_lose_nothing_and_stay_within_the_list_bound() {
     use watchlife_testkit::client::Client;
     use watchlife_tests::bridge::Bridge;
+    use watchlife_tests::chaos::cluster::PODS;
     use watchlife_tests::chaos::invariants::{bad_log_lines, list_bound, metric};
     use watchlife_tests::chaos::model::differences;
     use watchlife_tests::chaos::proxy::{Mode, Proxy, kubeconfig_through};
@@ -230,7 +245,7 @@ async fn http_errors_from_the_api_lose_nothing_and_stay_within_the_list_bound() 
     let settle = async || {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {
-            let truth = listed(&client, &["pods"]).await;
+            let truth = listed(&client, &[PODS]).await;
             let diffs: Vec<String> = viewers
                 .iter()
                 .map(|v| v.state(|m| differences(&truth, &m.objects)))

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use watchlife_testkit::client::Client;
 use watchlife_tests::bridge::Bridge;
+use watchlife_tests::chaos::cluster::{CONFIGMAPS, Kind, PODS};
 use watchlife_tests::chaos::model::{Model, differences};
 use watchlife_tests::chaos::writer::{Writing, Written, listed};
 use watchlife_tests::real_cluster::RealCluster;
@@ -26,6 +27,8 @@ use watchlife_tests::ws::Viewer;
 
 /// The resources both bridges watch, in every namespace.
 const RESOURCES: [&str; 2] = ["configmaps", "pods"];
+/// The same, as the writer writes them.
+const KINDS: [Kind; 2] = [CONFIGMAPS, PODS];
 /// Where the writer writes.
 const NAMESPACES: [&str; 3] = ["shop", "billing", "search"];
 /// How long anything expected may take on a busy machine.
@@ -90,7 +93,7 @@ impl Following {
 async fn settled(client: &Client, viewers: &mut [&mut Following]) -> BTreeMap<String, String> {
     let deadline = Instant::now() + WAIT;
     loop {
-        let truth = listed(client, &RESOURCES).await;
+        let truth = listed(client, &KINDS).await;
         let mut report = String::new();
         for viewer in viewers.iter_mut() {
             viewer.still_connected().await;
@@ -216,7 +219,7 @@ async fn a_viewer_moved_to_another_replica_is_resynced_and_misses_nothing() {
             .await;
         assert_eq!(reply.code, 201, "namespace {namespace}: {}", reply.text);
     }
-    let mut written = Written::new(&RESOURCES, &NAMESPACES, 0x9e37_79b9_7f4a_7c15);
+    let mut written = Written::new(&KINDS, &NAMESPACES, 0x9e37_79b9_7f4a_7c15);
     for _ in 0..20 {
         written.step(&client).await.unwrap();
     }

@@ -3,7 +3,23 @@
 //! on the way (invariant (b) of the chaos rounds).
 
 use std::collections::{BTreeMap, HashSet};
-use watchlife_protocol::{EventType, FrameBody, ObjectRef, ServerFrame};
+use watchlife_protocol::{
+    EventType, FrameBody, Micros, ObjectRef, ReflectorState, ReflectorUpdate, ServerFrame, Stage,
+};
+
+/// Relists remembered per resource: the rounds' few, and more.
+const RELISTS_KEPT: usize = 32;
+
+/// How the event that last set an object reached the viewer: enough to
+/// tell whether it is [`super::queued_deletion`]'s case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastEvent {
+    /// An ADDED from the watch (not a listed object, not a resync).
+    pub watch_added: bool,
+    /// When the bridge queued it in its FIFO, and applied it to its Indexer.
+    pub fifo: Option<Micros>,
+    pub indexer: Option<Micros>,
+}
 
 /// `resource/namespace/name` (or `resource/name`).
 pub fn key(target: &ObjectRef) -> String {
@@ -34,6 +50,9 @@ pub struct Model {
     pub violations: Vec<String>,
     /// Stream frames seen (events, reflector and watch-cache updates).
     pub stream_frames: u64,
+    /// Streaming lists the bridge's Reflectors reported starting (a LIST's
+    /// part in v1.36's cycles, which no LIST metric counts).
+    pub streaming_lists: u64,
     /// The next stream `seq` this viewer may be sent, once it knows one.
     expect: Option<u64>,
     /// Whether the connection asked to resume (`since`).
@@ -45,6 +64,12 @@ pub struct Model {
     placed: bool,
     /// (key, resourceVersion, type) of the watch events since the last snapshot.
     delivered: HashSet<(String, String, &'static str)>,
+    /// Key → the event that last set it, for the objects held since the
+    /// last snapshot (a snapshot tells no event).
+    pub last_events: BTreeMap<String, LastEvent>,
+    /// Resource → when each of its relists was queued in the bridge's
+    /// FIFO (the FIFO mark of its listed objects), oldest first.
+    pub relists_queued: BTreeMap<String, Vec<Micros>>,
 }
 
 impl Model {
@@ -113,6 +138,10 @@ impl Model {
                 }
                 self.stream = Some(hello.stream);
             }
+            FrameBody::Reflector(ReflectorUpdate {
+                state: ReflectorState::StreamingListStarted { .. },
+                ..
+            }) => self.streaming_lists += 1,
             FrameBody::Resync(_) => {
                 self.resyncs += 1;
                 self.after_resync = true;
@@ -137,6 +166,7 @@ impl Model {
                 self.expect = Some(frame.seq + 1);
                 self.last_seq = frame.seq;
                 self.delivered.clear();
+                self.last_events.clear();
                 self.objects = snapshot
                     .objects
                     .iter()
@@ -165,11 +195,35 @@ impl Model {
                         ));
                     }
                 }
+                let fifo = event.stages.get(&Stage::Fifo).map(|m| m.at);
+                if event.initial
+                    && let Some(queued) = fifo
+                {
+                    let relists = self
+                        .relists_queued
+                        .entry(event.target.resource.clone())
+                        .or_default();
+                    if relists.last() != Some(&queued) {
+                        relists.push(queued);
+                        if relists.len() > RELISTS_KEPT {
+                            relists.remove(0);
+                        }
+                    }
+                }
                 match event.event_type {
                     EventType::Deleted => {
                         self.objects.remove(&key);
+                        self.last_events.remove(&key);
                     }
                     _ => {
+                        let last = LastEvent {
+                            watch_added: event.event_type == EventType::Added
+                                && !event.initial
+                                && !event.handled.resync,
+                            fifo,
+                            indexer: event.stages.get(&Stage::Indexer).map(|m| m.at),
+                        };
+                        self.last_events.insert(key.clone(), last);
                         self.objects.insert(key, event.resource_version);
                     }
                 }

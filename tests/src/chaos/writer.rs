@@ -1,7 +1,8 @@
-//! A steady writer: creates, changes and deletes objects of two kinds in a
-//! few namespaces, through the apiserver, with its choices drawn from a
+//! A steady writer: creates, changes and deletes objects of the run's kinds
+//! in a few namespaces, through the apiserver, with its choices drawn from a
 //! seed; and the apiserver's own list of what there is.
 
+use super::cluster::Kind;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,11 +14,15 @@ use watchlife_testkit::client::Client;
 /// How long one write may take before the writer gives up on it.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a LIST may keep answering 429 (a v1.36 watch cache
+/// initializing after a restart) before the harness stops asking.
+const BUSY_FOR: Duration = Duration::from_secs(30);
+
 /// The writer's own account of the objects it made and has not deleted.
 #[derive(Debug, Default)]
 pub struct Written {
-    /// The kinds written, as resources of the core group.
-    pub resources: Vec<&'static str>,
+    /// The kinds written.
+    pub kinds: Vec<Kind>,
     /// The namespaces written to.
     pub namespaces: Vec<&'static str>,
     /// `resource/namespace/name`.
@@ -31,10 +36,10 @@ pub struct Written {
 }
 
 impl Written {
-    /// A writer of `resources` into `namespaces`, its choices seeded by `seed`.
-    pub fn new(resources: &[&'static str], namespaces: &[&'static str], seed: u64) -> Written {
+    /// A writer of `kinds` into `namespaces`, its choices seeded by `seed`.
+    pub fn new(kinds: &[Kind], namespaces: &[&'static str], seed: u64) -> Written {
         Written {
-            resources: resources.to_vec(),
+            kinds: kinds.to_vec(),
             namespaces: namespaces.to_vec(),
             rng: seed | 1,
             ..Written::default()
@@ -56,37 +61,40 @@ impl Written {
         let choice = roll % 100;
         let create = self.live.len() < 12 || (self.live.len() < 60 && choice < 35);
         if create {
-            let resource = self.resources[(roll >> 8) as usize % self.resources.len()];
+            let kind = self.kinds[(roll >> 8) as usize % self.kinds.len()];
             let namespace = self.namespaces[(roll >> 16) as usize % self.namespaces.len()];
             let name = format!("w{}", self.made);
             self.made += 1;
-            let body = match resource {
-                "configmaps" => json!({
-                    "apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": name}, "data": {"n": "0"},
-                }),
-                "secrets" => json!({
-                    "apiVersion": "v1", "kind": "Secret",
-                    "metadata": {"name": name}, "stringData": {"n": "0"},
-                }),
-                _ => json!({
-                    "apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": name},
-                    "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1"}]},
-                }),
-            };
-            let path = format!("/api/v1/namespaces/{namespace}/{resource}");
+            let mut body = json!({
+                "apiVersion": kind.api_version, "kind": kind.kind,
+                "metadata": {"name": name},
+            });
+            match kind.kind {
+                "ConfigMap" => body["data"] = json!({"n": "0"}),
+                "Pod" => {
+                    body["spec"] =
+                        json!({"containers": [{"name": "app", "image": "registry.invalid/app:1"}]})
+                }
+                _ => body["spec"] = json!({"n": 0}),
+            }
+            let path = kind.collection(namespace);
             let code = call(client, "POST", &path, None, &body).await?;
             if code != 201 {
-                return Err(format!("create {resource} {name}: {code}"));
+                return Err(format!("create {} {name}: {code}", kind.resource));
             }
+            let resource = kind.resource;
             self.live.push(format!("{resource}/{namespace}/{name}"));
             return Ok(());
         }
         let index = (roll >> 24) as usize % self.live.len();
         let (resource, rest) = self.live[index].split_once('/').unwrap();
         let (namespace, name) = rest.split_once('/').unwrap();
-        let path = format!("/api/v1/namespaces/{namespace}/{resource}/{name}");
+        let kind = self
+            .kinds
+            .iter()
+            .find(|k| k.resource == resource)
+            .expect("a kind the writer writes");
+        let path = format!("{}/{name}", kind.collection(namespace));
         if choice < 80 {
             let patch = json!({"metadata": {"annotations": {"step": self.changed.to_string()}}});
             let code = call(
@@ -188,13 +196,24 @@ impl Writing {
     }
 }
 
-/// What the apiserver lists now of `resources`: key → resourceVersion,
-/// every namespace.
-pub async fn listed(client: &Client, resources: &[&str]) -> BTreeMap<String, String> {
+/// What the apiserver lists now of `kinds`: `resource/namespace/name` →
+/// resourceVersion, every namespace. A 429 (a watch cache initializing) is
+/// asked again after its Retry-After, for up to [`BUSY_FOR`].
+pub async fn listed(client: &Client, kinds: &[Kind]) -> BTreeMap<String, String> {
     let mut objects = BTreeMap::new();
-    for resource in resources {
-        let reply = client.get(&format!("/api/v1/{resource}")).await;
-        assert_eq!(reply.code, 200, "LIST {resource}: {}", reply.text);
+    for kind in kinds {
+        let deadline = std::time::Instant::now() + BUSY_FOR;
+        let reply = loop {
+            let reply = client.get(&kind.everywhere()).await;
+            if reply.code != 429 || std::time::Instant::now() >= deadline {
+                break reply;
+            }
+            let retry_after = reply.body["details"]["retryAfterSeconds"]
+                .as_u64()
+                .unwrap_or(1);
+            tokio::time::sleep(Duration::from_secs(retry_after)).await;
+        };
+        assert_eq!(reply.code, 200, "LIST {}: {}", kind.resource, reply.text);
         for item in reply.body["items"].as_array().expect("a list has items") {
             let meta = &item["metadata"];
             let text = |field: &str| {
@@ -203,7 +222,7 @@ pub async fn listed(client: &Client, resources: &[&str]) -> BTreeMap<String, Str
                     .unwrap_or_else(|| panic!("{field} of {item}"))
             };
             objects.insert(
-                format!("{resource}/{}/{}", text("namespace"), text("name")),
+                format!("{}/{}/{}", kind.resource, text("namespace"), text("name")),
                 text("resourceVersion").to_string(),
             );
         }

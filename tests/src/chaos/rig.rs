@@ -1,0 +1,300 @@
+//! What a run holds (the cluster, the proxy, the bridge, the viewers and the
+//! writer's account), how it is set up, and how the viewers are waited for
+//! until they agree with the apiserver.
+
+use super::cluster::{Cluster, Kind, Kubernetes};
+use super::proxy::{self, Mode, Proxy};
+use super::round::Timeline;
+use super::viewers::{Follower, Style};
+use super::writer::{self, Written};
+use super::{Config, NAMESPACES, invariants, model, queued_deletion};
+use crate::bridge::Bridge;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::time::Instant;
+use watchlife_testkit::client::Client;
+
+/// How long the viewers may take to hold what the apiserver lists once the
+/// writes pause: the bridge may be in a backoff of up to 30–60 s after an
+/// apiserver that stayed away through several relists.
+const SETTLE: Duration = Duration::from_secs(90);
+
+/// How long the proxy resets connections to make a v1.20 bridge relist:
+/// its watch is reset and watched again at once, that WATCH is reset too,
+/// and client-go v1.20 relists after any WATCH failure but a refused
+/// connection; the LIST comes after the 0.8 s backoff, once the proxy
+/// passes again.
+const FORCE_RELIST_RESET: Duration = Duration::from_millis(500);
+
+/// Polls of the viewers in a row that must see the same phantoms of
+/// [`queued_deletion`]'s case, and no frame arrive, before the round takes
+/// them as kept (nothing else in flight could remove them).
+const QUIET_POLLS: u32 = 5;
+
+/// Everything a run holds.
+pub(super) struct Rig {
+    pub(super) cluster: Cluster,
+    pub(super) kinds: &'static [Kind],
+    pub(super) kubernetes: Kubernetes,
+    pub(super) client: Client,
+    pub(super) proxy: Proxy,
+    pub(super) bridge: Bridge,
+    pub(super) bridge_args: Vec<String>,
+    pub(super) bridge_env: Vec<(String, String)>,
+    pub(super) log: PathBuf,
+    pub(super) followers: Vec<Follower>,
+    pub(super) written: Option<Written>,
+}
+
+impl Rig {
+    pub(super) async fn start_bridge(
+        addr: SocketAddr,
+        args: &[String],
+        env: &[(String, String)],
+        log: &std::path::Path,
+    ) -> Bridge {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Bridge::start_logged(addr, &args, &env, log).await
+    }
+
+    pub(super) async fn bridge_metrics(&self) -> Result<String, String> {
+        let reply = crate::http::get(self.bridge.addr, "/metrics")
+            .await
+            .map_err(|e| format!("the bridge does not answer /metrics: {e}"))?;
+        if reply.status != 200 {
+            return Err(format!("the bridge answers /metrics with {}", reply.status));
+        }
+        Ok(reply.text())
+    }
+
+    pub(super) async fn lists(&self) -> Result<u64, String> {
+        Ok(invariants::metric(&self.bridge_metrics().await?, "watchlife_lists_total") as u64)
+    }
+
+    /// Streaming lists the bridge started, as the first full-speed viewer
+    /// saw them reported: v1.36's list-watch cycles begin with one instead
+    /// of a LIST, and no metric counts them. That viewer reads every frame
+    /// (a bridge restart aside, whose own start the LIST bound allows for).
+    pub(super) fn streaming_lists(&self) -> u64 {
+        self.followers[0].state(|m| m.streaming_lists)
+    }
+
+    pub(super) fn log_len(&self) -> u64 {
+        std::fs::metadata(&self.log).map_or(0, |m| m.len())
+    }
+
+    pub(super) fn log_since(&self, offset: u64) -> String {
+        let text = std::fs::read(&self.log).unwrap_or_default();
+        String::from_utf8_lossy(&text[(offset as usize).min(text.len())..]).into_owned()
+    }
+
+    /// Waits until every viewer holds exactly what the apiserver lists, and
+    /// returns that list; or says how they differ at the deadline. With
+    /// `keep_queued` (v1.20's rules), phantoms of [`queued_deletion`]'s case
+    /// are let through once they stay put and no frame moves for
+    /// [`QUIET_POLLS`] polls; they are returned, to be checked by the next
+    /// relist.
+    pub(super) async fn settle(&self, keep_queued: bool) -> Result<Settled, String> {
+        let deadline = Instant::now() + SETTLE;
+        let mut quiet: Option<(BTreeSet<String>, u64, u32)> = None;
+        loop {
+            let truth = writer::listed(&self.client, self.kinds).await;
+            let mut report = String::new();
+            for viewer in &self.followers {
+                viewer.check_alive();
+                let (diff, phantoms) = viewer.state(|m| {
+                    (
+                        model::differences(&truth, &m.objects),
+                        queued_deletion::describe_phantoms(&truth, m),
+                    )
+                });
+                if !diff.is_empty() || !viewer.connected() {
+                    report.push_str(&format!(
+                        "\n  {} ({}): {diff}{phantoms}",
+                        viewer.name,
+                        if viewer.connected() {
+                            "connected"
+                        } else {
+                            "not connected"
+                        }
+                    ));
+                }
+            }
+            if report.is_empty() {
+                return Ok(Settled {
+                    truth,
+                    kept: BTreeSet::new(),
+                });
+            }
+            if keep_queued && let Some(kept) = self.only_queued_phantoms(&truth) {
+                let frames: u64 = self
+                    .followers
+                    .iter()
+                    .map(|f| f.state(|m| m.stream_frames))
+                    .sum();
+                let polls = match &quiet {
+                    Some((same, at, polls)) if *same == kept && *at == frames => polls + 1,
+                    _ => 1,
+                };
+                if polls >= QUIET_POLLS {
+                    return Ok(Settled { truth, kept });
+                }
+                quiet = Some((kept, frames, polls));
+            } else {
+                quiet = None;
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the viewers do not hold what the apiserver lists ({} objects) {SETTLE:?} after the writes paused:{report}",
+                    truth.len()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The phantoms when every viewer is connected and differs from `truth`
+    /// by phantoms of [`queued_deletion`]'s case alone.
+    fn only_queued_phantoms(&self, truth: &BTreeMap<String, String>) -> Option<BTreeSet<String>> {
+        let models: Vec<_> = self
+            .followers
+            .iter()
+            .map(|f| f.model.lock().unwrap())
+            .collect();
+        for (viewer, m) in self.followers.iter().zip(&models) {
+            let (lost, _, stale) = model::counts(truth, &m.objects);
+            if !viewer.connected() || !lost.is_empty() || !stale.is_empty() {
+                return None;
+            }
+        }
+        let (explained, others) =
+            queued_deletion::sort_phantoms(truth, models.iter().map(|m| &**m));
+        others.is_empty().then_some(explained)
+    }
+}
+
+impl Rig {
+    /// [`queued_deletion`]'s promise: the next relist drops what `kept`
+    /// names. Makes the bridge relist (the proxy resets connections for
+    /// [`FORCE_RELIST_RESET`]) and requires every viewer to hold exactly
+    /// the apiserver's list afterwards, and the bridge to have listed.
+    pub(super) async fn relist_drops(
+        &self,
+        kept: &BTreeSet<String>,
+        tl: &mut Timeline,
+    ) -> Result<(), String> {
+        let lists = self.lists().await?;
+        tl.note(format!(
+            "proxy resets connections for {FORCE_RELIST_RESET:?}: the bridge must relist"
+        ));
+        self.proxy.misbehave(Mode::Reset, FORCE_RELIST_RESET).await;
+        let settled = self.settle(false).await.map_err(|message| {
+            format!("{kept:?} were kept after a deletion while only queued, and the next relist did not drop them: {message}")
+        })?;
+        let relists = self.lists().await? - lists;
+        if relists == 0 {
+            return Err(format!(
+                "{kept:?}, kept after a deletion while only queued, went without a relist"
+            ));
+        }
+        tl.note(format!(
+            "after {relists} LISTs every viewer holds the {} objects listed: {kept:?} dropped",
+            settled.truth.len()
+        ));
+        Ok(())
+    }
+}
+
+/// What the viewers agree on once settled.
+pub(super) struct Settled {
+    /// The apiserver's list: key → resourceVersion.
+    pub(super) truth: BTreeMap<String, String>,
+    /// Phantoms of [`queued_deletion`]'s case the viewers keep (v1.20 only).
+    pub(super) kept: BTreeSet<String>,
+}
+
+pub(super) async fn setup(config: &Config) -> Rig {
+    let cluster = Cluster::start(config.kubernetes, &NAMESPACES).await;
+    let kinds = config.kubernetes.kinds();
+    let client = cluster.client();
+    let mut written = Written::new(kinds, &NAMESPACES, config.seed);
+    for _ in 0..20 {
+        written.step(&client).await.expect("the first writes");
+    }
+    let upstream: SocketAddr = cluster
+        .base_url()
+        .trim_start_matches("https://")
+        .parse()
+        .expect("the apiserver's address");
+    let proxy = Proxy::start(upstream).await;
+    let kubeconfig = cluster.dir().join("kubeconfig-through-proxy");
+    proxy::kubeconfig_through(
+        cluster.kubeconfig(),
+        &kubeconfig,
+        cluster.base_url(),
+        proxy.addr,
+    );
+    let log = crate::artifacts().join(format!(
+        "chaos-{}-{}-{}-watchlife.log",
+        config.label,
+        config.kubernetes.flag(),
+        config.seed
+    ));
+    let _ = std::fs::remove_file(&log);
+    // Each release's rules against its own release's apiserver: 1.36
+    // streams its lists from the v0.36 watch cache, 1.20 lists then watches.
+    let bridge_args = vec![
+        "--kubernetes".to_string(),
+        config.kubernetes.flag().to_string(),
+        "--kubeconfig".to_string(),
+        kubeconfig.to_str().unwrap().to_string(),
+        "--resources".to_string(),
+        kinds
+            .iter()
+            .map(|k| k.resource)
+            .collect::<Vec<_>>()
+            .join(","),
+    ];
+    let addr: SocketAddr = format!("127.0.0.1:{}", crate::free_port()).parse().unwrap();
+    let bridge = Rig::start_bridge(addr, &bridge_args, &config.bridge_env, &log).await;
+    let mut followers = Vec::new();
+    let styles = [
+        ("full-speed-1", Style::FullSpeed),
+        ("full-speed-2", Style::FullSpeed),
+        ("resuming-1", Style::Resuming),
+        ("resuming-2", Style::Resuming),
+        ("stalling", Style::Stallable),
+    ];
+    for (i, (name, style)) in styles.into_iter().enumerate() {
+        followers.push(Follower::start(
+            name.to_string(),
+            style,
+            bridge.ws_url(),
+            config.seed ^ (0x5151 * (i as u64 + 1)),
+        ));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !followers.iter().all(|f| f.state(|m| m.snapshots > 0)) {
+        assert!(
+            Instant::now() < deadline,
+            "the viewers got no snapshot within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Rig {
+        cluster,
+        kinds,
+        kubernetes: config.kubernetes,
+        client,
+        proxy,
+        bridge,
+        bridge_args,
+        bridge_env: config.bridge_env.clone(),
+        log,
+        followers,
+        written: Some(written),
+    }
+}

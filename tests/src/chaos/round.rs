@@ -1,0 +1,319 @@
+//! One round: writes, the planned fault, the pause, and the invariants.
+
+use super::cluster::Kubernetes;
+use super::faults::{Fault, Planned};
+use super::invariants::{self, Invariant};
+use super::proxy::Mode;
+use super::rig::{Rig, Settled};
+use super::viewers::Style;
+use super::writer::{self, Writing};
+use super::{NAMESPACES, report};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Time between two writes: some 30 writes a second on a small machine.
+const WRITE_PAUSE: Duration = Duration::from_millis(20);
+/// Writes go on this long after a fault ends, before they pause.
+const TAIL: Duration = Duration::from_millis(1500);
+
+/// How long a SIGTERMed apiserver may drain before it is SIGKILLed: a
+/// pod's default `terminationGracePeriodSeconds`.
+const APISERVER_GRACE: Duration = Duration::from_secs(30);
+
+pub(super) type RoundError = (Invariant, String, String);
+
+/// What happened in a round, when.
+pub(super) struct Timeline {
+    pub(super) t0: Instant,
+    entries: Vec<(Duration, String)>,
+}
+
+impl Timeline {
+    pub(super) fn note(&mut self, what: String) {
+        self.entries.push((self.t0.elapsed(), what));
+    }
+
+    pub(super) fn text(&self) -> String {
+        self.entries
+            .iter()
+            .map(|(t, what)| format!("  +{:>7.3}s {what}", t.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+pub(super) async fn one_round(
+    rig: &mut Rig,
+    number: usize,
+    planned: &Planned,
+) -> Result<report::Round, RoundError> {
+    let t0 = Instant::now();
+    let mut tl = Timeline {
+        t0,
+        entries: Vec::new(),
+    };
+    let log_offset = rig.log_len();
+    let mut lists_before = rig
+        .lists()
+        .await
+        .map_err(|e| (Invariant::Logs, e, String::new()))?;
+    let mut lists_carried = 0;
+    let streaming_before = rig.streaming_lists();
+    let resyncs_before: u64 = rig
+        .followers
+        .iter()
+        .map(|f| f.state(|m| u64::from(m.resyncs)))
+        .sum();
+    let written = rig.written.take().expect("the writer's account");
+    let (made, changed, deleted, failed) = (
+        written.made,
+        written.changed,
+        written.deleted,
+        written.failed,
+    );
+    tl.note("writes begin".into());
+    let writing = Writing::start(rig.client.clone(), written, WRITE_PAUSE, false);
+    tokio::time::sleep(planned.at).await;
+    let fault = planned.fault;
+    tl.note(format!("{fault} begins"));
+    match fault {
+        Fault::ApiserverKill => {
+            rig.cluster.kill_apiserver();
+            tl.note("apiserver SIGKILLed".into());
+            tokio::time::sleep(planned.length).await;
+            tl.note("apiserver starting".into());
+            rig.cluster.start_apiserver().await;
+            tl.note("apiserver ready".into());
+        }
+        Fault::ApiserverGraceful => {
+            tl.note("apiserver sent SIGTERM".into());
+            let exited = rig
+                .cluster
+                .restart_apiserver_gracefully(APISERVER_GRACE)
+                .await;
+            tl.note(if exited {
+                "apiserver exited, started again and ready".into()
+            } else {
+                format!(
+                    "apiserver still draining after {APISERVER_GRACE:?}: SIGKILLed, started again and ready"
+                )
+            });
+        }
+        Fault::EtcdCompaction => {
+            let revision = rig.cluster.compact_etcd().await;
+            tl.note(format!("etcd compacted at revision {revision}"));
+        }
+        Fault::EtcdDirect => {
+            // The first kind's objects, under its own etcd key layout.
+            let kind = rig.kinds[0];
+            let listed = writer::listed(&rig.client, &[kind]).await;
+            let ours: Vec<&String> = listed
+                .keys()
+                .filter(|k| NAMESPACES.iter().any(|ns| k.contains(&format!("/{ns}/"))))
+                .collect();
+            rig.cluster.kill_apiserver();
+            tl.note("apiserver SIGKILLed".into());
+            let namespace = NAMESPACES[(planned.pick % NAMESPACES.len() as u64) as usize];
+            let name = format!("etcd-{number}");
+            let mut body = serde_json::json!({
+                "kind": kind.kind, "apiVersion": kind.api_version,
+                "metadata": {
+                    "name": name, "namespace": namespace,
+                    "uid": format!("00000000-0000-4000-8000-{:012}", number),
+                    "creationTimestamp": "2026-01-01T00:00:00Z",
+                },
+            });
+            if kind.kind == "ConfigMap" {
+                body["data"] = serde_json::json!({"written": "straight into etcd"});
+            } else {
+                body["spec"] = serde_json::json!({"written": "straight into etcd"});
+            }
+            let key = kind.etcd_key(namespace, &name);
+            rig.cluster.etcdctl(&["put", &key, &body.to_string()]).await;
+            tl.note(format!("etcdctl put {key}"));
+            if !ours.is_empty() {
+                let victim = ours[(planned.pick >> 8) as usize % ours.len()];
+                let (_, rest) = victim.split_once('/').unwrap();
+                let (namespace, name) = rest.split_once('/').unwrap();
+                let key = kind.etcd_key(namespace, name);
+                let out = rig.cluster.etcdctl(&["del", &key]).await;
+                tl.note(format!("etcdctl del {key}: {}", out.trim()));
+            }
+            tokio::time::sleep(planned.length).await;
+            tl.note("apiserver starting".into());
+            rig.cluster.start_apiserver().await;
+            tl.note("apiserver ready".into());
+        }
+        Fault::ProxyStall | Fault::ProxyDrop | Fault::ProxyReset => {
+            let mode = match fault {
+                Fault::ProxyStall => Mode::Stall,
+                Fault::ProxyDrop => Mode::Drop,
+                _ => Mode::Reset,
+            };
+            tl.note(format!(
+                "proxy {mode:?} for {:.1} s",
+                planned.length.as_secs_f64()
+            ));
+            rig.proxy.misbehave(mode, planned.length).await;
+            tl.note("proxy passes again".into());
+        }
+        Fault::BridgeTerm | Fault::BridgeKill => {
+            let lists_now = rig
+                .lists()
+                .await
+                .map_err(|e| (Invariant::Logs, e, tl.text()))?;
+            lists_carried = lists_now - lists_before;
+            lists_before = 0;
+            if fault == Fault::BridgeTerm {
+                let status = rig.bridge.terminate();
+                tl.note(format!("bridge stopped with SIGTERM: {status}"));
+                if !status.success() {
+                    let _ = writing.stop().await;
+                    return Err((
+                        Invariant::Logs,
+                        format!("the bridge exited with {status} on SIGTERM"),
+                        tl.text(),
+                    ));
+                }
+            } else {
+                rig.bridge.kill();
+                tl.note("bridge SIGKILLed".into());
+            }
+            tokio::time::sleep(planned.length).await;
+            let addr = rig.bridge.addr;
+            rig.bridge = Rig::start_bridge(addr, &rig.bridge_args, &rig.bridge_env, &rig.log).await;
+            tl.note(format!("bridge serving again on {addr}"));
+        }
+        Fault::ViewerStall => {
+            let stalled = rig
+                .followers
+                .iter()
+                .find(|f| f.style == Style::Stallable)
+                .expect("a viewer that can stall");
+            stalled.pause(planned.length);
+            tl.note(format!(
+                "viewer {} stops reading for {:.1} s",
+                stalled.name,
+                planned.length.as_secs_f64()
+            ));
+            tokio::time::sleep(planned.length).await;
+            tl.note(format!("viewer {} reads again", stalled.name));
+        }
+    }
+    tokio::time::sleep(TAIL).await;
+    let written = writing.stop().await;
+    tl.note("writes paused".into());
+    let writes = (written.made - made) + (written.changed - changed) + (written.deleted - deleted);
+    let failed_writes = written.failed - failed;
+    rig.written = Some(written);
+
+    // (a) objects.
+    let Settled { truth, kept } = match rig.settle(rig.kubernetes == Kubernetes::V1_20).await {
+        Ok(settled) => settled,
+        Err(message) => {
+            tl.note("not settled".into());
+            // A frame missing from the stream explains objects a viewer
+            // lacks or keeps: the stream's break is the one to name.
+            let (broken, _) = stream_violations(rig);
+            if !broken.is_empty() {
+                return Err((
+                    Invariant::Stream,
+                    format!("{}\n  and so: {message}", broken.trim_start()),
+                    tl.text(),
+                ));
+            }
+            return Err((Invariant::Objects, message, tl.text()));
+        }
+    };
+    tl.note(format!(
+        "settled: every viewer holds the {} objects listed{}",
+        truth.len(),
+        if kept.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", and keeps {kept:?}, deleted while their ADDED was only queued through a relist"
+            )
+        }
+    ));
+    // (b) stream.
+    let (broken, duplicated) = stream_violations(rig);
+    if !broken.is_empty() {
+        return Err((
+            Invariant::Stream,
+            broken.trim_start().to_string(),
+            tl.text(),
+        ));
+    }
+    // (c) LISTs.
+    let elapsed = t0.elapsed();
+    let lists = rig
+        .lists()
+        .await
+        .map_err(|e| (Invariant::Logs, e, tl.text()))?
+        - lists_before
+        + lists_carried
+        + (rig.streaming_lists() - streaming_before);
+    let (list_bound, list_rule) = invariants::list_bound(fault, elapsed, rig.kinds.len());
+    if lists > list_bound {
+        return Err((
+            Invariant::Lists,
+            format!("{lists} LISTs in a round of {fault}; the bound is {list_rule}"),
+            tl.text(),
+        ));
+    }
+    // (e) logs.
+    let bad = invariants::bad_log_lines(&rig.log_since(log_offset), fault);
+    if !bad.is_empty() {
+        return Err((
+            Invariant::Logs,
+            format!("the bridge's stderr has:\n    {}", bad.join("\n    ")),
+            tl.text(),
+        ));
+    }
+    if !kept.is_empty() {
+        rig.relist_drops(&kept, &mut tl)
+            .await
+            .map_err(|e| (Invariant::Objects, e, tl.text()))?;
+    }
+    let resyncs: u64 = rig
+        .followers
+        .iter()
+        .map(|f| f.state(|m| u64::from(m.resyncs)))
+        .sum::<u64>()
+        - resyncs_before;
+    Ok(report::Round {
+        number,
+        fault,
+        timeline: tl.entries,
+        elapsed,
+        lists,
+        list_bound,
+        list_rule,
+        objects_compared: truth.len() as u64 * rig.followers.len() as u64,
+        lost: 0,
+        phantom: 0,
+        kept_queued: kept.len() as u64,
+        duplicated,
+        resyncs,
+        writes,
+        failed_writes,
+        rss_kib: invariants::rss_kib(rig.bridge.pid()).unwrap_or(0),
+        bridge_pid: rig.bridge.pid(),
+    })
+}
+
+/// What the viewers recorded against the stream invariant (up to three
+/// lines each), and how many events came twice.
+fn stream_violations(rig: &Rig) -> (String, u64) {
+    let mut broken = String::new();
+    let mut duplicated = 0;
+    for viewer in &rig.followers {
+        let violations = viewer.state(|m| m.violations.clone());
+        duplicated += violations.iter().filter(|v| v.contains("twice")).count() as u64;
+        for v in violations.iter().take(3) {
+            broken.push_str(&format!("\n  {}: {v}", viewer.name));
+        }
+    }
+    (broken, duplicated)
+}
