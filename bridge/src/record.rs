@@ -5,7 +5,9 @@
 //! the whole life of the list-watch: the LIST's ADDED events, every later
 //! event, the Reflector's states and, on the demo, the watch caches. It reads
 //! the hub as a viewer does: what leaves the bridge for a viewer (Secrets
-//! redacted, managed fields dropped) is exactly what is recorded.
+//! redacted, managed fields dropped) is exactly what is recorded. A scenario
+//! is recorded with the client settings it needs over the user's flags
+//! ([`crate::scenario::Scenario::configure`]).
 
 use crate::cli::{Args, RecordArgs};
 use crate::hub::{Bodies, Hub, encode};
@@ -37,10 +39,13 @@ pub enum RecordError {
 /// Records until Ctrl-C, `--duration`, or the end of `--scenario`.
 pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
     let mut args = args.clone();
-    if record.scenario.is_some() {
+    if let Some(scenario) = record.scenario {
         args.demo = true;
         args.demo_idle = true;
         args.demo_api = ([127, 0, 0, 1], 0).into();
+        // What the story needs of the Reflectors, over the user's flags; the
+        // Hello then names the profile with it.
+        scenario.configure(&mut args)?;
     }
     let clock = Clock::system();
     let hub = Hub::new(crate::hub::stream_id(clock.now()));

@@ -5,11 +5,15 @@
 //! controllers, kubelets and watch caches do the rest, so a recording of a
 //! scenario is a measurement of the demo, not a drawing.
 
+use crate::cli::Args;
+use serde_json::json;
 use std::time::Duration;
 use watchlife_controlplane::actions as act;
 use watchlife_controlplane::resource::{CONFIGMAPS, DEPLOYMENTS, PODS};
-use watchlife_controlplane::story::{self, DEPLOYMENT, NAMESPACE, SECOND_IMAGE};
+use watchlife_controlplane::story::{self, CONFIGMAP, DEPLOYMENT, NAMESPACE, SECOND_IMAGE};
 use watchlife_controlplane::{ApiError, ControlPlane};
+use watchlife_informer::profile::{Gate, ProfileError};
+use watchlife_informer::reflector::backoff;
 
 /// Pause between two steps: long enough for the controllers, the scheduler
 /// and a kubelet (which takes half a second to start a pod) to play out a
@@ -28,6 +32,40 @@ const EXTRA_WATCHERS: usize = 12;
 
 /// Scale-ups and downs that fill the slow watcher's buffer.
 const CHURN_ROUNDS: usize = 2;
+
+/// The consistent-read scenario's `WatchListPageSize`: below the story's
+/// pod count, so that a LIST of pods takes more than one page.
+const CONSISTENT_READ_PAGE_SIZE: u64 = 2;
+
+/// How long the consistent-read scenario keeps writing after it dropped the
+/// watches: the longest first backoff of a Reflector whose watch got 410
+/// ([`backoff::INITIAL`] with its full jitter: twice it), after which it
+/// relists, is refused with 410 again and LISTs from "" at once, and
+/// [`RELIST_MARGIN`] for that relist to arrive on a busy machine.
+const WRITES_THROUGH_RELIST: Duration = backoff::INITIAL
+    .saturating_mul(2)
+    .saturating_add(RELIST_MARGIN);
+
+/// Time allowed beyond the backoff for the relist and the LIST from "" to
+/// reach the demo's apiserver.
+const RELIST_MARGIN: Duration = Duration::from_millis(500);
+
+/// Pause between two of those writes: often enough that the store keeps
+/// moving while a LIST from "" waits for the watch cache, far fewer writes
+/// than the ConfigMap's watch cache window holds.
+const WRITE_EVERY: Duration = Duration::from_millis(50);
+
+/// How a scenario needs the bridge's Reflectors to behave, over whatever the
+/// user's flags chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClientSettings {
+    /// The Reflectors LIST then WATCH: where the release's client streams
+    /// its lists, client-go's `WatchListClient` gate is turned off.
+    pub list_then_watch: bool,
+    /// client-go's `WatchListPageSize` for every Reflector; 0 keeps the
+    /// user's `--watch-list-page-size`.
+    pub watch_list_page_size: u64,
+}
 
 /// The scenarios, by the name used on the command line and in `?scenario=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -55,11 +93,20 @@ pub enum Scenario {
     /// again from its last resourceVersion, a vanished object coming as
     /// DeletedFinalStateUnknown.
     StreamingList,
+    /// A consistent read: with `WatchListPageSize` every LIST is paged, a
+    /// relist from a resourceVersion too. After a compaction and dropped
+    /// watches, a Reflector's WATCH gets 410, its paged relist from that
+    /// compacted resourceVersion gets 410 again (1.36: the cache's snapshots
+    /// no longer reach it, and the store has compacted it), and it LISTs at
+    /// once from "": 1.36's apiserver asks the store for its revision and
+    /// waits for the watch cache to reach it while the ConfigMap is still
+    /// being written, 1.20's reads etcd.
+    ConsistentRead,
 }
 
 impl Scenario {
     /// Every scenario, in the order a talk would show them.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::PodLifecycle,
         Scenario::Scale,
         Scenario::LabelAndImage,
@@ -67,6 +114,7 @@ impl Scenario {
         Scenario::SlowWatcher,
         Scenario::ManyWatchers,
         Scenario::StreamingList,
+        Scenario::ConsistentRead,
     ];
 
     /// The scenario's name (`pod-lifecycle`).
@@ -79,7 +127,38 @@ impl Scenario {
             Scenario::SlowWatcher => "slow-watcher",
             Scenario::ManyWatchers => "many-watchers",
             Scenario::StreamingList => "streaming-list",
+            Scenario::ConsistentRead => "consistent-read",
         }
+    }
+
+    /// What the scenario needs of the Reflectors.
+    pub fn client_settings(self) -> ClientSettings {
+        match self {
+            Scenario::ConsistentRead => ClientSettings {
+                list_then_watch: true,
+                watch_list_page_size: CONSISTENT_READ_PAGE_SIZE,
+            },
+            _ => ClientSettings::default(),
+        }
+    }
+
+    /// Applies [`Scenario::client_settings`] over the user's flags: a gate
+    /// is appended to `--feature-gates` (where it wins, as the last setting
+    /// of a gate does), so the profile the Hello names shows it
+    /// (`1.36 (WatchListClient=false)`).
+    pub fn configure(self, args: &mut Args) -> Result<(), ProfileError> {
+        let settings = self.client_settings();
+        if settings.list_then_watch && args.profile()?.streams_lists() {
+            let off = format!("{}=false", Gate::WatchListClient.name());
+            args.feature_gates = match args.feature_gates.trim() {
+                "" => off,
+                gates => format!("{gates},{off}"),
+            };
+        }
+        if settings.watch_list_page_size != 0 {
+            args.watch_list_page_size = settings.watch_list_page_size;
+        }
+        Ok(())
     }
 
     /// Plays the scenario on `cp`, ending a step after its last change.
@@ -140,6 +219,27 @@ impl Scenario {
                 cp.drop_watchers();
                 pause().await;
             }
+            Scenario::ConsistentRead => {
+                // As compaction-relist: the ConfigMap's Reflector last saw an
+                // old revision when the store is compacted and every watch
+                // dropped, before the watches' first BOOKMARK.
+                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 3)?;
+                tokio::time::sleep(BEFORE_BOOKMARK).await;
+                cp.compact();
+                cp.drop_watchers();
+                // The ConfigMap keeps changing through the backoff and the
+                // relists, so the LIST from "" finds a store that moves.
+                let until = tokio::time::Instant::now() + WRITES_THROUGH_RELIST;
+                let mut edits = 0u64;
+                while tokio::time::Instant::now() < until {
+                    edits += 1;
+                    cp.modify(CONFIGMAPS, Some(NAMESPACE), CONFIGMAP, |c| {
+                        c["data"]["edits"] = json!(edits.to_string());
+                    })?;
+                    tokio::time::sleep(WRITE_EVERY).await;
+                }
+                pause().await;
+            }
             Scenario::SlowWatcher => {
                 cp.start_slow_watcher(PODS)?;
                 for _ in 0..CHURN_ROUNDS {
@@ -167,8 +267,68 @@ impl Scenario {
 
 #[cfg(test)]
 mod tests {
-    use super::Scenario;
-    use clap::ValueEnum;
+    use super::*;
+    use clap::{Parser, ValueEnum};
+
+    fn configured(scenario: Scenario, flags: &[&str]) -> Args {
+        let mut args =
+            Args::try_parse_from(std::iter::once("watchlife").chain(flags.iter().copied()))
+                .expect("the flags parse");
+        scenario.configure(&mut args).expect("the settings apply");
+        args
+    }
+
+    #[test]
+    fn consistent_read_lists_then_watches_in_pages_over_the_users_flags() {
+        let args = configured(
+            Scenario::ConsistentRead,
+            &[
+                "--feature-gates",
+                "WatchList=false",
+                "--watch-list-page-size",
+                "40",
+            ],
+        );
+        let profile = args.profile().unwrap();
+        assert!(!profile.streams_lists());
+        assert_eq!(
+            profile.to_string(),
+            "1.36 (WatchListClient=false,WatchList=false)"
+        );
+        assert_eq!(
+            args.reflector().unwrap().watch_list_page_size,
+            CONSISTENT_READ_PAGE_SIZE
+        );
+        // Even where the user turned the gate on.
+        let args = configured(
+            Scenario::ConsistentRead,
+            &["--feature-gates", "WatchListClient=true"],
+        );
+        assert_eq!(
+            args.profile().unwrap().to_string(),
+            "1.36 (WatchListClient=false)"
+        );
+    }
+
+    #[test]
+    fn consistent_read_adds_no_gate_to_a_release_that_lists() {
+        let args = configured(Scenario::ConsistentRead, &["--kubernetes", "1.20"]);
+        assert_eq!(args.profile().unwrap().to_string(), "1.20");
+        assert_eq!(
+            args.reflector().unwrap().watch_list_page_size,
+            CONSISTENT_READ_PAGE_SIZE
+        );
+    }
+
+    #[test]
+    fn other_scenarios_keep_the_users_flags() {
+        let args = configured(
+            Scenario::CompactionRelist,
+            &["--watch-list-page-size", "40"],
+        );
+        assert_eq!(args.profile().unwrap().to_string(), "1.36");
+        assert_eq!(args.reflector().unwrap().watch_list_page_size, 40);
+    }
 
     #[test]
     fn every_scenario_is_named_as_on_the_command_line() {

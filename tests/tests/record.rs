@@ -1,10 +1,13 @@
 //! `watchlife record`: the frame stream written to a file — from the demo,
-//! gzipped, and from a real kube-apiserver with Secrets redacted as live.
+//! gzipped, and from a real kube-apiserver with Secrets redacted as live;
+//! and a scenario recorded with the client settings it needs.
 
 use base64::Engine;
 use std::path::Path;
 use std::process::{Command, Output};
-use watchlife_protocol::{EventType, FrameBody, Recording, Source, parse_recording};
+use watchlife_protocol::{
+    EventType, FrameBody, Recording, ReflectorState, ServerAnswer, Source, parse_recording,
+};
 use watchlife_tests::bridge::binary;
 use watchlife_tests::real_cluster::RealCluster;
 
@@ -91,6 +94,160 @@ async fn recording_the_demo_writes_a_header_the_hello_and_every_frame_gzipped() 
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
     let last = recording.duration_ms();
     assert!(last > 1000 && last <= 5000, "{last} ms");
+}
+
+/// A LIST from "" that followed a paged relist answered 410 Gone, and who
+/// answered it.
+#[derive(Debug)]
+struct ListAfterGone {
+    resource: String,
+    /// The relist's resourceVersion, refused as compacted.
+    relisted_from: String,
+    /// The page size of the relist, and of the LIST from "".
+    limit: u64,
+    answer: Option<ServerAnswer>,
+}
+
+/// Every LIST from "" of `recording` that a Reflector sent at once after its
+/// paged LIST from a resourceVersion got 410 Gone, with the demo's answer
+/// to its first page.
+fn lists_after_gone(recording: &Recording) -> Vec<ListAfterGone> {
+    use std::collections::HashMap;
+    // Per resource: the last LIST from a resourceVersion and its page size,
+    // then whether it got 410.
+    let mut relist: HashMap<&str, (String, u64, bool)> = HashMap::new();
+    let mut found: Vec<ListAfterGone> = Vec::new();
+    let mut awaiting: HashMap<&str, usize> = HashMap::new();
+    for f in &recording.frames {
+        let FrameBody::Reflector(update) = &f.frame.body else {
+            continue;
+        };
+        let resource = update.resource.as_str();
+        match &update.state {
+            ReflectorState::ListStarted {
+                resource_version,
+                limit,
+            } if resource_version.is_empty() => {
+                if let Some((from, relist_limit, true)) = relist.remove(resource) {
+                    assert_eq!(*limit, relist_limit, "{resource}: the same page size");
+                    awaiting.insert(resource, found.len());
+                    found.push(ListAfterGone {
+                        resource: resource.to_string(),
+                        relisted_from: from,
+                        limit: *limit,
+                        answer: None,
+                    });
+                }
+            }
+            ReflectorState::ListStarted {
+                resource_version,
+                limit,
+            } if resource_version != "0" => {
+                relist.insert(resource, (resource_version.clone(), *limit, false));
+            }
+            ReflectorState::Gone { .. } => {
+                if let Some(r) = relist.get_mut(resource) {
+                    r.2 = true;
+                }
+            }
+            ReflectorState::Answered { answer } => {
+                if let Some(i) = awaiting.remove(resource) {
+                    found[i].answer = Some(answer.clone());
+                }
+            }
+            ReflectorState::WatchStarted { .. } | ReflectorState::ListStarted { .. } => {
+                relist.remove(resource);
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Records `consistent-read` with `--kubernetes release` and returns the
+/// recording.
+async fn record_consistent_read(release: &str, dir: &Path) -> Recording {
+    let out = dir.join(format!("consistent-read-{release}.jsonl"));
+    let done = record(owned(&[
+        "--kubernetes",
+        release,
+        "--scenario",
+        "consistent-read",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert!(
+        done.status.success(),
+        "{release}: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let recording = parse_recording(&read(&out)).expect("a recording");
+    assert!(recording.problems.is_empty(), "{:?}", recording.problems);
+    recording
+}
+
+fn hello_profile(recording: &Recording) -> &str {
+    match &recording.frames[0].frame.body {
+        FrameBody::Hello(h) => &h.kubernetes,
+        other => panic!("the first frame is the hello: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn consistent_read_lists_from_empty_after_a_paged_relist_is_gone_as_each_release_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (modern, old) = tokio::join!(
+        record_consistent_read("1.36", dir.path()),
+        record_consistent_read("1.20", dir.path())
+    );
+    // The scenario's client settings, named by the Hello: 1.36's Reflectors
+    // LIST instead of streaming; 1.20's always do.
+    assert_eq!(hello_profile(&modern), "1.36 (WatchListClient=false)");
+    assert_eq!(hello_profile(&old), "1.20");
+
+    for (release, recording) in [("1.36", &modern), ("1.20", &old)] {
+        let lists = lists_after_gone(recording);
+        assert!(
+            !lists.is_empty(),
+            "{release}: a paged relist got 410 and the Reflector listed from \"\""
+        );
+        // The ConfigMap's Reflector last saw the ConfigMap's creation, long
+        // compacted when its watch was dropped.
+        assert!(
+            lists.iter().any(|l| l.resource == "configmaps"),
+            "{release}: {lists:?}"
+        );
+        for list in &lists {
+            assert!(list.limit > 0, "{release}: {list:?} is paged");
+            let Some(answer) = &list.answer else {
+                panic!("{release}: {list:?} was answered");
+            };
+            match (release, answer) {
+                (
+                    "1.36",
+                    ServerAnswer::ConsistentList {
+                        asked,
+                        store_revision,
+                        revision,
+                        ..
+                    },
+                ) => {
+                    assert!(asked.is_empty(), "{list:?}");
+                    let relisted_from: u64 = list.relisted_from.parse().unwrap();
+                    // The store's revision, asked when the LIST came, is past
+                    // the compaction that refused the relist; the answer is at
+                    // least that fresh.
+                    assert!(*store_revision > relisted_from, "{list:?}");
+                    assert!(revision >= store_revision, "{list:?}");
+                }
+                ("1.20", ServerAnswer::ListFromEtcd { asked, .. }) => {
+                    assert!(asked.is_empty(), "{list:?}");
+                }
+                _ => panic!("{release}: {list:?} answered otherwise"),
+            }
+        }
+    }
 }
 
 #[tokio::test]
