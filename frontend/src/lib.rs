@@ -62,7 +62,9 @@ pub fn App() -> impl IntoView {
     #[cfg(all(feature = "replay", not(feature = "in-page")))]
     if !view.compare.get_value().is_empty() {
         provide_context(view);
-        return view! { <compare::ComparePage view/> }.into_any();
+        // `Either`, not an erased `AnyView`: erasing the whole page's view
+        // made the replay page's wasm about 50 KB larger.
+        return leptos::either::Either::Left(view! { <compare::ComparePage view/> });
     }
     let model = model::Model::new();
     let player = player::Player::start(model, view);
@@ -95,7 +97,7 @@ pub fn App() -> impl IntoView {
             let _ = root.set_attribute("data-page", PAGE);
         }
     });
-    view! {
+    let page = view! {
         <header::Header/>
         <controls::Controls/>
         <main>
@@ -116,8 +118,10 @@ pub fn App() -> impl IntoView {
             <actions::Actions/>
         </main>
         <help::Help/>
-    }
-    .into_any()
+    };
+    #[cfg(all(feature = "replay", not(feature = "in-page")))]
+    let page = leptos::either::Either::Right(page);
+    page
 }
 
 /// Which build this is, for the stylesheet (`data-page` on the root).

@@ -16,6 +16,7 @@ pub mod strip;
 
 use crate::components::keyboard;
 use crate::view_state::{ViewState, encode};
+use leptos::either::Either;
 use leptos::prelude::*;
 use side::{CompareSide, Side};
 
@@ -32,15 +33,14 @@ pub fn ComparePage(view: ViewState) -> impl IntoView {
         ..Default::default()
     };
     let Some((own, other)) = query.compared_recordings() else {
-        return view! {
+        return Either::Left(view! {
             <CompareHeader scenario=String::new()/>
             <main class="compare">
                 <p class="compare-missing" role="status">
                     "compare= needs a shipped scenario to compare: embed.html?scenario=NAME&compare=1.20"
                 </p>
             </main>
-        }
-        .into_any();
+        });
     };
     let sides = [
         Side::load(view, own, String::new()),
@@ -49,7 +49,7 @@ pub fn ComparePage(view: ViewState) -> impl IntoView {
     let clock = clock::CompareClock::new(sides, view);
     clock.start();
     keyboard::install(view, sides[0].player);
-    view! {
+    Either::Right(view! {
         <CompareHeader scenario=scenario.clone()/>
         <bar::CompareBar clock view/>
         <main class="compare">
@@ -62,8 +62,7 @@ pub fn ComparePage(view: ViewState) -> impl IntoView {
             </div>
             <strip::DifferenceStrip sides clock/>
         </main>
-    }
-    .into_any()
+    })
 }
 
 /// The top bar: what is compared, and the way back to one player.
