@@ -110,6 +110,9 @@ pub async fn respond(
         let (fresh, _) =
             crate::lists::wait_until_fresh(cp, rt, min, crate::lists::BLOCK_TIMEOUT).await;
         if !fresh {
+            if let Some(client) = client {
+                cp.note_watch_refused(client);
+            }
             let too_large = ApiError::TooLargeResourceVersion {
                 requested: min,
                 current: cp.watch_cache_revision(rt),
@@ -178,11 +181,17 @@ pub async fn respond(
                 Writer::next,
             )))
         }
-        Err(ApiError::Gone(message)) => {
-            let line = error_line(&Status::expired(message));
-            response::stream(Body::from(line))
+        Err(e) => {
+            if let Some(client) = client {
+                cp.note_watch_refused(client);
+            }
+            match e {
+                ApiError::Gone(message) => {
+                    response::stream(Body::from(error_line(&Status::expired(message))))
+                }
+                e => response::status(&Status::from(e)),
+            }
         }
-        Err(e) => response::status(&Status::from(e)),
     }
 }
 

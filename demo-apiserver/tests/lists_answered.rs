@@ -161,3 +161,34 @@ async fn v1_20_waits_for_the_relist_instead() {
     assert_eq!(answered.code, 200, "{}", answered.body);
     assert!(started.elapsed() >= std::time::Duration::from_millis(800));
 }
+
+/// A watch refused with 410 started nothing: the answer of the client's
+/// earlier watch does not stand for it.
+#[tokio::test]
+async fn a_watch_refused_with_410_leaves_no_answer_behind() {
+    let server = support::start().await;
+    let c = Client::new(&server.base, None);
+    c.post(CMS, &json!({"metadata": {"name": "a"}})).await;
+    let from = server.cp.revision();
+    let watch = |rv: u64| {
+        let request = format!(
+            "GET {CMS}?watch=1&resourceVersion={rv}&timeoutSeconds=1 HTTP/1.1\r\nHost: localhost\r\nx-watchlife-client: lister\r\nConnection: close\r\n\r\n"
+        );
+        let base = server.base.clone();
+        async move { support::raw(&base, &request).await }
+    };
+    assert_eq!(watch(from).await.code, 200);
+    assert!(
+        server.cp.last_watch("lister").is_some(),
+        "the watch is noted"
+    );
+    c.post(CMS, &json!({"metadata": {"name": "b"}})).await;
+    server.cp.compact();
+    let refused = watch(from).await;
+    assert!(refused.body.contains("\"code\":410"), "{}", refused.body);
+    assert!(
+        server.cp.last_watch("lister").is_none(),
+        "{:?}",
+        server.cp.last_watch("lister")
+    );
+}

@@ -184,6 +184,15 @@ impl ControlPlane {
         }
     }
 
+    /// Notes that a WATCH of client `name` was refused (410, too large, not
+    /// ready): it started nothing, so the answer of an earlier watch no
+    /// longer stands for the client's last one.
+    pub fn note_watch_refused(&self, name: &str) {
+        if let Some(stream) = self.lock().streams.by_name.get_mut(name) {
+            stream.watch = None;
+        }
+    }
+
     /// How the last LIST of client `name` was answered.
     pub fn last_list(&self, name: &str) -> Option<ListAnswer> {
         self.lock().streams.by_name.get(name)?.list.clone()
