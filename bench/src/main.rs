@@ -291,10 +291,7 @@ fn main() {
         Some(earlier) => {
             // Some sections only: the rest of the page, and the plot of
             // every section's latencies, stay as the earlier run wrote them.
-            let command = std::iter::once("watchlife-bench".to_string())
-                .chain(std::env::args().skip(1))
-                .collect::<Vec<_>>()
-                .join(" ");
+            let command = partial_command();
             std::fs::write(&args.out, merge::merge(&earlier, &report, &command))
                 .unwrap_or_else(|e| panic!("cannot write {}: {e}", args.out.display()));
             report.plot_path.clear();
@@ -302,6 +299,21 @@ fn main() {
         None => write_all(&args, &report),
     }
     println!("{}", report.summary(&args.out.display().to_string()));
+}
+
+/// How a run of some sections was started, as the report names it: the
+/// bench's flags but `--watchlife`, whose path is this checkout's.
+fn partial_command() -> String {
+    let mut words = vec!["watchlife-bench".to_string()];
+    let mut given = std::env::args().skip(1);
+    while let Some(word) = given.next() {
+        if word == "--watchlife" {
+            given.next();
+        } else if !word.starts_with("--watchlife=") {
+            words.push(word);
+        }
+    }
+    words.join(" ")
 }
 
 /// The whole report, and the plot of its latencies.

@@ -21,11 +21,26 @@ pub fn merge(earlier: &str, report: &Report, command: &str) -> String {
         *chunk = merge_headlines(chunk, report);
     }
     let m = &report.machine;
+    let busy = m
+        .load_at_start
+        .parse::<f64>()
+        .is_ok_and(|load| load > m.cpus as f64);
     let stamp = format!(
         "_Measured {} with `{command}` on {} CPUs ({}, {}), load average {} when it \
-         started, with the code of commit `{}`; this section's headline ratios come from \
+         started{}, with the code of commit `{}`; this section's headline ratios come from \
          the same run._\n",
-        m.date, m.cpus, m.cpu_model, m.memory, m.load_at_start, m.commit
+        m.date,
+        m.cpus,
+        m.cpu_model,
+        m.memory,
+        m.load_at_start,
+        if busy {
+            ": a busy machine, other work running beside the bench, so read the ratios \
+             before the absolute times"
+        } else {
+            ""
+        },
+        m.commit
     );
     for section in &report.sections {
         let text = format!("{}\n{stamp}", section.markdown());

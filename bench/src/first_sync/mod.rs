@@ -227,6 +227,41 @@ fn headlines(report: &mut Report, found: &Found, objects: usize) {
     }
 }
 
+/// What streaming the list cost beside LIST+WATCH, for each of the two
+/// informers, run by run.
+fn streaming_beside_list(found: &Found) -> Option<String> {
+    let cost = |streaming: Client, paged: Client| -> Option<String> {
+        let (s, p) = (figures_of(found, streaming)?, figures_of(found, paged)?);
+        let time = ratio(&s.handled, &p.handled);
+        let apiserver = ratio(&s.apiserver_peak, &p.apiserver_peak);
+        let client = ratio(&s.client_peak, &p.client_peak);
+        (!time.runs.is_empty()).then(|| {
+            let x = |r: &Spread| r.show(|v| format!("{}×", num(v)));
+            format!(
+                "{} the time to every object handled, {} the client's peak memory and {} the \
+                 apiserver's",
+                x(&time),
+                x(&client),
+                x(&apiserver)
+            )
+        })
+    };
+    let watchlife = cost(
+        Client::Watchlife { streaming: true },
+        Client::Watchlife { streaming: false },
+    )?;
+    let client_go = cost(
+        Client::ClientGo { streaming: true },
+        Client::ClientGo { streaming: false },
+    )?;
+    Some(format!(
+        "The streaming list beside LIST+WATCH, each run's pair divided: watchlife {watchlife}; \
+         client-go {client_go}. In a streaming list the apiserver sends every object as a watch \
+         event of its own, and the client decodes each one apart, where a LIST is one body; \
+         client, apiserver and etcd share the machine's cores."
+    ))
+}
+
 /// 150k for 150,000; 2,000 for 2,000.
 fn short_count(n: usize) -> String {
     if n >= 10_000 && n.is_multiple_of(1000) {
@@ -299,6 +334,9 @@ fn section(config: &Config, found: &Found, took: Duration) -> Section {
             found.cache_ready.show(micros)
         ),
     ];
+    if let Some(note) = streaming_beside_list(found) {
+        notes.push(note);
+    }
     notes.extend(found.failures.iter().map(|f| format!("Failed: {f}.")));
     let summary = found
         .figures
