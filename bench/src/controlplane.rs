@@ -21,6 +21,7 @@ use crate::alloc::live_bytes;
 use crate::machine::now_micros;
 use crate::objects::{pod, pod_name};
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Histogram, Spread, bytes, count, micros, num, ratio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -58,7 +59,7 @@ enum Encoding {
 }
 
 #[derive(Default)]
-struct Figures {
+pub struct Figures {
     writes_per_second: Spread,
     write_call_micros: Spread,
     p50: Spread,
@@ -66,110 +67,169 @@ struct Figures {
     bytes_per_watcher: Spread,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let mut figures: Vec<Figures> = config.watchers.iter().map(|_| Figures::default()).collect();
-    let pooled: Vec<Histogram> = config.watchers.iter().map(|_| Histogram::new()).collect();
-    let most = *config.watchers.iter().max().unwrap_or(&1);
-    let shown = count(most);
-    let mut naive = Spread::default();
-    let mut shared_at_most = Spread::default();
-    let mut encode_micros = Spread::default();
-    for run in 0..config.runs {
-        for (i, &n) in config.watchers.iter().enumerate() {
-            progress!(
-                "control plane: run {}/{}, {n} watchers",
-                run + 1,
-                config.runs
-            );
-            let m = measure(n, config, Encoding::Shared, true);
-            let f = &mut figures[i];
-            f.writes_per_second.push(m.writes_per_second);
-            f.write_call_micros.push(m.write_call_micros);
-            f.bytes_per_watcher.push(m.bytes_per_watcher);
-            if let Some(l) = &m.latency {
-                f.p50.push(l.quantile(0.5).unwrap_or(f64::NAN));
-                f.p99.push(l.quantile(0.99).unwrap_or(f64::NAN));
-                pooled[i].merge(l);
-            }
-            if n == most {
-                shared_at_most.push(m.writes_per_second);
-            }
-        }
-        progress!(
-            "control plane: run {}, {shown} watchers each encoding",
-            run + 1
-        );
-        let reference = Config {
-            writes: config.writes / 5,
-            ..config.clone()
+/// What every run found.
+pub struct Gathered {
+    /// One entry per watcher count, in [`Config::watchers`]' order.
+    figures: Vec<Figures>,
+    /// Every run's commit → watcher latencies, per watcher count.
+    pooled: Vec<Histogram>,
+    /// Writes/s with the per-watcher encoding, at the most watchers.
+    naive: Spread,
+    /// Writes/s with the shared line, at the most watchers.
+    shared_at_most: Spread,
+    encode_micros: Spread,
+}
+
+impl Config {
+    fn most_watchers(&self) -> usize {
+        *self.watchers.iter().max().unwrap_or(&1)
+    }
+}
+
+impl Scenario for Config {
+    type Figures = Gathered;
+
+    fn measure(&self) -> Gathered {
+        let mut gathered = Gathered {
+            figures: self.watchers.iter().map(|_| Figures::default()).collect(),
+            pooled: self.watchers.iter().map(|_| Histogram::new()).collect(),
+            naive: Spread::default(),
+            shared_at_most: Spread::default(),
+            encode_micros: Spread::default(),
         };
-        naive.push(measure(most, &reference, Encoding::PerWatcher, false).writes_per_second);
-        encode_micros.push(encode_cost());
+        let most = self.most_watchers();
+        for run in 0..self.runs {
+            for (i, &n) in self.watchers.iter().enumerate() {
+                progress!("control plane: run {}/{}, {n} watchers", run + 1, self.runs);
+                let m = measure(n, self, Encoding::Shared, true);
+                let f = &mut gathered.figures[i];
+                f.writes_per_second.push(m.writes_per_second);
+                f.write_call_micros.push(m.write_call_micros);
+                f.bytes_per_watcher.push(m.bytes_per_watcher);
+                if let Some(l) = &m.latency {
+                    f.p50.push(l.quantile(0.5).unwrap_or(f64::NAN));
+                    f.p99.push(l.quantile(0.99).unwrap_or(f64::NAN));
+                    gathered.pooled[i].merge(l);
+                }
+                if n == most {
+                    gathered.shared_at_most.push(m.writes_per_second);
+                }
+            }
+            progress!(
+                "control plane: run {}, {} watchers each encoding",
+                run + 1,
+                count(most)
+            );
+            let reference = Config {
+                writes: self.writes / 5,
+                ..self.clone()
+            };
+            let naive = measure(most, &reference, Encoding::PerWatcher, false);
+            gathered.naive.push(naive.writes_per_second);
+            gathered.encode_micros.push(encode_cost());
+        }
+        gathered
     }
 
-    let mut table = Table::new(
-        "",
-        &[
-            "watchers",
-            "writes/s, delivered to every watcher",
-            "time in the write call",
-            "commit → watcher p50",
-            "commit → watcher p99",
-            "heap per watcher",
-        ],
-    );
-    for (f, n) in figures.iter().zip(&config.watchers) {
-        table.row(vec![
-            count(*n),
-            f.writes_per_second.show(num),
-            f.write_call_micros.show(micros),
-            f.p50.show(micros),
-            f.p99.show(micros),
-            f.bytes_per_watcher.show(bytes),
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        let tables = vec![self.table(&gathered), self.reference_table(&gathered)];
+        let mut notes = Vec::new();
+        let mut summary = Vec::new();
+        if let (Some(first), Some(last)) = (gathered.figures.first(), gathered.figures.last()) {
+            self.compare(&gathered, (first, last), report, &mut notes);
+            summary = self.summary(first, last);
+        }
+        notes.push(self.latency_note());
+        for (i, n) in self.watchers.iter().enumerate() {
+            report.series(
+                "control plane: commit → watcher",
+                &format!("{} watcher{}", count(*n), if *n == 1 { "" } else { "s" }),
+                gathered.pooled[i].shape(),
+            );
+        }
+        report.sections.push(Section {
+            title: "Demo control plane: writes and watchers".into(),
+            method: self.method(),
+            tables,
+            notes,
+            summary,
+            seconds,
+        });
+    }
+}
+
+impl Config {
+    /// One row per watcher count.
+    fn table(&self, gathered: &Gathered) -> Table {
+        let mut table = Table::new(
+            "",
+            &[
+                "watchers",
+                "writes/s, delivered to every watcher",
+                "time in the write call",
+                "commit → watcher p50",
+                "commit → watcher p99",
+                "heap per watcher",
+            ],
+        );
+        for (f, n) in gathered.figures.iter().zip(&self.watchers) {
+            table.row(vec![
+                count(*n),
+                f.writes_per_second.show(num),
+                f.write_call_micros.show(micros),
+                f.p50.show(micros),
+                f.p99.show(micros),
+                f.bytes_per_watcher.show(bytes),
+            ]);
+        }
+        table
+    }
+
+    /// The shared line beside each watcher's own encoding.
+    fn reference_table(&self, gathered: &Gathered) -> Table {
+        let mut reference = Table::new(
+            &format!(
+                "The reference, at {} watchers (the per-watcher encoding with {} writes a run: it is slow):",
+                count(self.most_watchers()),
+                num((self.writes / 5) as f64)
+            ),
+            &["each watcher gets", "writes/s, delivered to every watcher"],
+        );
+        reference.row(vec![
+            "the shared line (encoded once)".into(),
+            gathered.shared_at_most.show(num),
         ]);
+        reference.row(vec!["its own encoding".into(), gathered.naive.show(num)]);
+        reference
     }
-    let mut reference = Table::new(
-        &format!(
-            "The reference, at {shown} watchers (the per-watcher encoding with {} writes a run: it is slow):",
-            num((config.writes / 5) as f64)
-        ),
-        &["each watcher gets", "writes/s, delivered to every watcher"],
-    );
-    reference.row(vec![
-        "the shared line (encoded once)".into(),
-        shared_at_most.show(num),
-    ]);
-    reference.row(vec!["its own encoding".into(), naive.show(num)]);
 
-    let (first, last) = (figures.first(), figures.last());
-    let mut notes = Vec::new();
-    let mut summary = Vec::new();
-    if let (Some(first), Some(last)) = (first, last) {
+    /// The headlines and the note that compare the fewest watchers with the most.
+    fn compare(
+        &self,
+        gathered: &Gathered,
+        (first, last): (&Figures, &Figures),
+        report: &mut Report,
+        notes: &mut Vec<String>,
+    ) {
+        let most = self.most_watchers();
+        let shown = count(most);
+        let times = |v| format!("{}×", num(v));
         let cost = ratio(&last.write_call_micros, &first.write_call_micros);
         let rate = ratio(&first.writes_per_second, &last.writes_per_second);
-        let per_watcher = Spread {
-            runs: last
-                .write_call_micros
-                .runs
-                .iter()
-                .zip(&first.write_call_micros.runs)
-                .map(|(a, b)| (a - b) / (most as f64 - 1.0).max(1.0) * 1000.0)
-                .collect(),
-        };
+        let shared = ratio(&gathered.shared_at_most, &gathered.naive);
         report.headline(
             format!("control plane: time in a write call, {shown} watchers ÷ 1 watcher"),
-            cost.show(|v| format!("{}×", num(v))),
+            cost.show(times),
         );
         report.headline(
             format!("control plane: writes/s delivered to all, 1 watcher ÷ {shown} watchers"),
-            rate.show(|v| format!("{}×", num(v))),
+            rate.show(times),
         );
         report.headline(
             format!(
                 "control plane: shared encoding ÷ per-watcher encoding, writes/s at {shown} watchers"
             ),
-            ratio(&shared_at_most, &naive).show(|v| format!("{}×", num(v))),
+            shared.show(times),
         );
         notes.push(format!(
             "**Do watchers multiply the cost of a write?** Not its encoding: the event is \
@@ -182,49 +242,55 @@ pub fn run(report: &mut Report, config: &Config) {
              takes {} the time it takes with one. The sustained rate falls by {}, because it \
              also holds the watchers' own work: {shown} deliveries per write, on the one other \
              core.",
-            ratio(&shared_at_most, &naive).show(|v| format!("{}×", num(v))),
-            per_watcher.show(|v| format!("{} ns", num(v))),
-            encode_micros.show(micros),
-            cost.show(|v| format!("{}×", num(v))),
-            rate.show(|v| format!("{}×", num(v))),
-        ));
-        summary.push(format!(
-            "write call: {} at 1 watcher, {} at {shown} ({} per extra watcher)",
-            first.write_call_micros.show(micros),
-            last.write_call_micros.show(micros),
-            per_watcher.show(|v| format!("{} ns", num(v)))
-        ));
-        summary.push(format!(
-            "writes/s delivered to all: {} at 1, {} at {shown}; heap per watcher {}",
-            num(first.writes_per_second.median()),
-            num(last.writes_per_second.median()),
-            bytes(last.bytes_per_watcher.median())
-        ));
-        summary.push(format!(
-            "commit → watcher p50/p99 at {shown} watchers: {} / {}",
-            micros(last.p50.median()),
-            micros(last.p99.median())
+            shared.show(times),
+            per_extra_watcher(first, last, most).show(|v| format!("{} ns", num(v))),
+            gathered.encode_micros.show(micros),
+            cost.show(times),
+            rate.show(times),
         ));
     }
-    notes.push(format!(
-        "Latency is measured at {} writes/s for {} writes per run; the watchers all run on one \
-         thread, as tasks, so at {shown} watchers the last watcher of a write waits for the \
-         {} before it: that is the spread between p50 and p99. The HTTP layer of the demo API \
-         is not in these figures: they are the core's.",
-        num(PACED_RATE),
-        num(config.paced_writes as f64),
-        count(most - 1)
-    ));
-    for (i, n) in config.watchers.iter().enumerate() {
-        report.series(
-            "control plane: commit → watcher",
-            &format!("{} watcher{}", count(*n), if *n == 1 { "" } else { "s" }),
-            pooled[i].shape(),
-        );
+
+    /// The screen summary's lines.
+    fn summary(&self, first: &Figures, last: &Figures) -> Vec<String> {
+        let shown = count(self.most_watchers());
+        let per_watcher = per_extra_watcher(first, last, self.most_watchers());
+        vec![
+            format!(
+                "write call: {} at 1 watcher, {} at {shown} ({} per extra watcher)",
+                first.write_call_micros.show(micros),
+                last.write_call_micros.show(micros),
+                per_watcher.show(|v| format!("{} ns", num(v)))
+            ),
+            format!(
+                "writes/s delivered to all: {} at 1, {} at {shown}; heap per watcher {}",
+                num(first.writes_per_second.median()),
+                num(last.writes_per_second.median()),
+                bytes(last.bytes_per_watcher.median())
+            ),
+            format!(
+                "commit → watcher p50/p99 at {shown} watchers: {} / {}",
+                micros(last.p50.median()),
+                micros(last.p99.median())
+            ),
+        ]
     }
-    report.sections.push(Section {
-        title: "Demo control plane: writes and watchers".into(),
-        method: format!(
+
+    fn latency_note(&self) -> String {
+        let most = self.most_watchers();
+        format!(
+            "Latency is measured at {} writes/s for {} writes per run; the watchers all run on one \
+             thread, as tasks, so at {} watchers the last watcher of a write waits for the \
+             {} before it: that is the spread between p50 and p99. The HTTP layer of the demo API \
+             is not in these figures: they are the core's.",
+            num(PACED_RATE),
+            num(self.paced_writes as f64),
+            count(most),
+            count(most - 1)
+        )
+    }
+
+    fn method(&self) -> String {
+        format!(
             "`ControlPlane::new(Clock::system())`, driven directly in one process: a thread \
              updates {OBJECTS} pods (about 700 bytes of JSON each) with `update`, {} writes per \
              throughput measurement in batches of {BATCH}, each batch waited for until every \
@@ -232,14 +298,23 @@ pub fn run(report: &mut Report, config: &Config) {
              second thread, which takes each event's watch-stream line. Heap per watcher is \
              the bench allocator's count of live bytes after the watchers were registered, \
              divided by their number. {} runs.",
-            num(config.writes as f64),
-            config.runs
-        ),
-        tables: vec![table, reference],
-        notes,
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+            num(self.writes as f64),
+            self.runs
+        )
+    }
+}
+
+/// Nanoseconds each watcher beyond the first adds to a write call, run by run.
+fn per_extra_watcher(first: &Figures, last: &Figures, most: usize) -> Spread {
+    Spread {
+        runs: last
+            .write_call_micros
+            .runs
+            .iter()
+            .zip(&first.write_call_micros.runs)
+            .map(|(a, b)| (a - b) / (most as f64 - 1.0).max(1.0) * 1000.0)
+            .collect(),
+    }
 }
 
 struct Measured {

@@ -19,10 +19,12 @@
 //! Memory per viewer is measured as the crowd joins, before any write, when
 //! nothing but the viewers makes the process grow.
 
+use crate::bridge;
 use crate::machine::{cpu_time, fd_limit, now_micros, rss_bytes};
 use crate::process::{Watchlife, get, metric, metric_sum};
 use crate::report::{Report, Section, Table};
-use crate::stats::{Histogram, Spread, bytes, count, micros, num};
+use crate::scenario::Scenario;
+use crate::stats::{Histogram, Spread, bytes, count, micros, num, ratio};
 use futures_util::StreamExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,7 +33,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use watchlife::viewer::{MAX_BATCH_INTERVAL, WRITES_PER_SECOND, batch_interval};
 use watchlife_protocol::connection::split_batch;
 
 /// How long each step is measured.
@@ -65,7 +66,7 @@ struct Step {
 }
 
 #[derive(Default)]
-struct Figures {
+pub struct Figures {
     reflector_p50: Spread,
     reflector_p99: Spread,
     hub_p50: Spread,
@@ -85,97 +86,205 @@ struct Figures {
 
 /// Per step, on a bridge with no workload.
 #[derive(Default)]
-struct Idle {
+pub struct Idle {
     rss_per_viewer: Spread,
     connects_per_second: Spread,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let limit = fd_limit();
-    let affordable = limit.saturating_sub(SPARE_FDS) as usize;
-    let crowd = config.viewers.min(affordable);
-    let mut notes = Vec::new();
-    if config.viewers > affordable {
-        notes.push(format!(
-            "This process may open {limit} files, so the largest step is {} viewers instead \
-             of {}: raise the limit (`ulimit -n`) to measure more.",
-            count(crowd),
-            count(config.viewers)
-        ));
-    }
-    // At the demo's full pace, up to 1,000 viewers: beyond that, every viewer
-    // reading every event is more frames per second than two cores can write
-    // and read (see the notes). The crowd gets paced writes instead.
-    let mut busy: Vec<Step> = [1, 100, 1000]
-        .into_iter()
-        .filter(|n| *n <= crowd)
-        .map(|viewers| Step {
-            viewers,
-            rate: FULL_RATE,
-        })
-        .collect();
-    let mut crowded: Vec<Step> = CROWD_RATES
-        .iter()
-        .map(|&rate| Step {
-            viewers: crowd,
-            rate,
-        })
-        .collect();
-    let mut memory_steps: Vec<usize> = [100, 1000, crowd]
-        .into_iter()
-        .filter(|n| *n <= crowd)
-        .collect();
-    memory_steps.dedup();
-    if config.quick {
-        busy.retain(|s| s.viewers <= 100);
-        memory_steps.retain(|n| *n <= 1000);
-        crowded = vec![Step {
-            viewers: *memory_steps.last().unwrap_or(&1),
-            rate: CROWD_RATES[0],
-        }];
-    }
-    let steps: Vec<Step> = busy.iter().chain(&crowded).copied().collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let mut figures: Vec<Figures> = steps.iter().map(|_| Figures::default()).collect();
-    let mut idle: Vec<Idle> = memory_steps.iter().map(|_| Idle::default()).collect();
-    let mut quiet_cpu = Spread::default();
-    let mut quiet_rate = Spread::default();
-    let mut failures = 0;
-    let mut failure = None;
-    for run in 0..config.runs {
-        let outcome = runtime.block_on(async {
-            progress!("fan-out: run {}/{}, the crowd", run + 1, config.runs);
-            let (busy_figures, crowd_figures) = figures.split_at_mut(busy.len());
-            let rates: Vec<u32> = crowded.iter().map(|s| s.rate).collect();
-            let lost_crowd =
-                crowd_run(config, &memory_steps, &rates, &mut idle, crowd_figures).await?;
-            progress!(
-                "fan-out: run {}/{}, {FULL_RATE} changes/s",
-                run + 1,
-                config.runs
-            );
-            let (cpu, rate, lost) = busy_run(config, FULL_RATE, &busy, busy_figures).await?;
-            quiet_cpu.push(cpu);
-            quiet_rate.push(rate);
-            Ok::<u64, String>(lost + lost_crowd)
+/// The steps one run measures, as the file limit and `--quick` allow.
+struct Plan {
+    /// The largest crowd this process can hold.
+    crowd: usize,
+    /// Viewers of the demo's story at [`FULL_RATE`].
+    busy: Vec<Step>,
+    /// The crowd, at each of the bench's write rates.
+    crowded: Vec<Step>,
+    /// Crowd sizes whose memory per viewer is measured.
+    memory_steps: Vec<usize>,
+    /// Why the crowd is smaller than asked, if it is.
+    limited: Option<String>,
+}
+
+impl Plan {
+    fn new(config: &Config) -> Plan {
+        let limit = fd_limit();
+        let affordable = limit.saturating_sub(SPARE_FDS) as usize;
+        let crowd = config.viewers.min(affordable);
+        let limited = (config.viewers > affordable).then(|| {
+            format!(
+                "This process may open {limit} files, so the largest step is {} viewers instead \
+                 of {}: raise the limit (`ulimit -n`) to measure more.",
+                count(crowd),
+                count(config.viewers)
+            )
         });
-        match outcome {
-            Ok(lost) => failures += lost,
-            Err(e) => {
-                progress!("fan-out failed: {e}");
-                failure = Some(e);
-                break;
-            }
+        // At the demo's full pace, up to 1,000 viewers: beyond that, every viewer
+        // reading every event is more frames per second than two cores can write
+        // and read (see the notes). The crowd gets paced writes instead.
+        let mut busy: Vec<Step> = [1, 100, 1000]
+            .into_iter()
+            .filter(|n| *n <= crowd)
+            .map(|viewers| Step {
+                viewers,
+                rate: FULL_RATE,
+            })
+            .collect();
+        let mut crowded: Vec<Step> = CROWD_RATES
+            .iter()
+            .map(|&rate| Step {
+                viewers: crowd,
+                rate,
+            })
+            .collect();
+        let mut memory_steps: Vec<usize> = [100, 1000, crowd]
+            .into_iter()
+            .filter(|n| *n <= crowd)
+            .collect();
+        memory_steps.dedup();
+        if config.quick {
+            busy.retain(|s| s.viewers <= 100);
+            memory_steps.retain(|n| *n <= 1000);
+            crowded = vec![Step {
+                viewers: *memory_steps.last().unwrap_or(&1),
+                rate: CROWD_RATES[0],
+            }];
+        }
+        Plan {
+            crowd,
+            busy,
+            crowded,
+            memory_steps,
+            limited,
         }
     }
-    // The viewers' sockets close as the runtime goes.
-    runtime.shutdown_timeout(Duration::from_secs(5));
 
+    /// Every step with viewers under load: the busy ones, then the crowd's.
+    fn steps(&self) -> Vec<Step> {
+        self.busy.iter().chain(&self.crowded).copied().collect()
+    }
+}
+
+/// What every run found.
+pub struct Gathered {
+    plan: Plan,
+    /// One entry per step of [`Plan::steps`].
+    figures: Vec<Figures>,
+    /// One entry per step of [`Plan::memory_steps`].
+    idle: Vec<Idle>,
+    /// watchlife's CPU and frames published with no viewer.
+    quiet_cpu: Spread,
+    quiet_rate: Spread,
+    /// Viewer connections that failed or were closed.
+    failures: u64,
+    /// Why the runs stopped early, if they did.
+    failure: Option<String>,
+}
+
+impl Scenario for Config {
+    type Figures = Gathered;
+
+    fn measure(&self) -> Gathered {
+        let plan = Plan::new(self);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let mut gathered = Gathered {
+            figures: plan.steps().iter().map(|_| Figures::default()).collect(),
+            idle: plan.memory_steps.iter().map(|_| Idle::default()).collect(),
+            plan,
+            quiet_cpu: Spread::default(),
+            quiet_rate: Spread::default(),
+            failures: 0,
+            failure: None,
+        };
+        for run in 0..self.runs {
+            match runtime.block_on(self.one_run(run, &mut gathered)) {
+                Ok(lost) => gathered.failures += lost,
+                Err(e) => {
+                    progress!("fan-out failed: {e}");
+                    gathered.failure = Some(e);
+                    break;
+                }
+            }
+        }
+        // The viewers' sockets close as the runtime goes.
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        gathered
+    }
+
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        let tables = vec![steps_table(&gathered, report), memory_table(&gathered)];
+        let notes = notes(&gathered);
+        let summary = summary(&gathered);
+        headlines(&gathered, report);
+        report.sections.push(Section {
+            title: "Fan-out: WebSocket viewers of one watchlife".into(),
+            method: self.method(),
+            tables,
+            notes,
+            summary,
+            seconds,
+        });
+    }
+}
+
+impl Config {
+    /// One run: the crowd on an idle demo, then the demo's story at full pace.
+    /// Returns the viewer connections lost.
+    async fn one_run(&self, run: usize, gathered: &mut Gathered) -> Result<u64, String> {
+        let plan = &gathered.plan;
+        progress!("fan-out: run {}/{}, the crowd", run + 1, self.runs);
+        let (busy_figures, crowd_figures) = gathered.figures.split_at_mut(plan.busy.len());
+        let rates: Vec<u32> = plan.crowded.iter().map(|s| s.rate).collect();
+        let lost_crowd = crowd_run(
+            self,
+            &plan.memory_steps,
+            &rates,
+            &mut gathered.idle,
+            crowd_figures,
+        )
+        .await?;
+        progress!(
+            "fan-out: run {}/{}, {FULL_RATE} changes/s",
+            run + 1,
+            self.runs
+        );
+        let (cpu, rate, lost) = busy_run(self, FULL_RATE, &plan.busy, busy_figures).await?;
+        gathered.quiet_cpu.push(cpu);
+        gathered.quiet_rate.push(rate);
+        Ok(lost + lost_crowd)
+    }
+
+    fn method(&self) -> String {
+        format!(
+            "`{} --demo --demo-rate N` (its demo API on a free port), and real WebSocket \
+             viewers (tokio-tungstenite, on two threads in the bench) added in steps to the \
+             same process; each step is measured for {} s once the new viewers have caught up \
+             with the stream (at least {} s, at most {} s more). A viewer asks \
+             for batches as the page does, reads every frame of every message and looks only \
+             at its type and stage times, without parsing the JSON; it records the delivery \
+             times of every {}th event, a uniform sample (histograms shared by every viewer are \
+             memory both cores contend for, on the cores the bridge is measured on). {} runs, \
+             each with fresh `watchlife` processes.",
+            self.watchlife.display(),
+            WINDOW.as_secs(),
+            SETTLE.as_secs(),
+            SETTLE_MAX.as_secs(),
+            SAMPLE_EVERY,
+            self.runs
+        )
+    }
+}
+
+/// "1 viewer", "100 viewers".
+fn viewers_plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// One row per step under load; each step's latencies go to the plot.
+fn steps_table(gathered: &Gathered, report: &mut Report) -> Table {
     let mut table = Table::new(
         "",
         &[
@@ -196,7 +305,8 @@ pub fn run(report: &mut Report, config: &Config) {
             "watchlife RSS",
         ],
     );
-    for (f, s) in figures.iter().zip(&steps) {
+    let busy = &gathered.plan.busy;
+    for (f, s) in gathered.figures.iter().zip(&gathered.plan.steps()) {
         let workload = if busy.contains(s) {
             "the demo's story"
         } else {
@@ -223,74 +333,109 @@ pub fn run(report: &mut Report, config: &Config) {
             f.viewers_cpu_percent.show(|v| format!("{v:.0}%")),
             f.rss.show(bytes),
         ]);
+        let changes = if busy.contains(s) {
+            "changes"
+        } else {
+            "writes"
+        };
         report.series(
             "fan-out: upstream arrival → WebSocket viewer",
             &format!(
-                "{} viewer{}, {} {}/s",
+                "{} viewer{}, {} {changes}/s",
                 count(s.viewers),
-                if s.viewers == 1 { "" } else { "s" },
+                viewers_plural(s.viewers),
                 count(s.rate as usize),
-                if busy.contains(s) {
-                    "changes"
-                } else {
-                    "writes"
-                }
             ),
             f.reflector.shape(),
         );
     }
+    table
+}
+
+/// Memory per viewer as the crowd joins an idle demo.
+fn memory_table(gathered: &Gathered) -> Table {
     let mut memory = Table::new(
         "Memory per viewer, as the crowd joins `watchlife --demo --demo-idle` (no workload, \
          so nothing else grows meanwhile):",
         &["viewers", "RSS per viewer", "viewers connected per second"],
     );
-    for (f, n) in idle.iter().zip(&memory_steps) {
+    for (f, n) in gathered.idle.iter().zip(&gathered.plan.memory_steps) {
         memory.row(vec![
             count(*n),
             f.rss_per_viewer.show(bytes),
             f.connects_per_second.show(num),
         ]);
     }
-    notes.insert(
-        0,
-        format!(
-            "With no viewer, `watchlife --demo --demo-rate {FULL_RATE}` published {} stream \
-             frames per second and used {} of a core: the demo's workload, its control plane, \
-             its HTTP API and the bridge's list-watch of it all run in that one process. \
-             \"Upstream arrival\" is the event's `reflector` stage, so that latency includes \
-             the informer's stages before the hub; \"hub\" is its `reconcile` stage, right \
-             before the hub publishes it, so that latency is the fan-out alone. \"Events each \
-             viewer got\" counts, over the window, the event frames the viewers read against \
-             those the hub published; a viewer still reading an earlier backlog can exceed \
-             100%.",
-            quiet_rate.show(num),
-            quiet_cpu.show(|v| format!("{v:.0}%"))
-        ),
+    memory
+}
+
+fn notes(gathered: &Gathered) -> Vec<String> {
+    let mut notes = vec![format!(
+        "With no viewer, `watchlife --demo --demo-rate {FULL_RATE}` published {} stream \
+         frames per second and used {} of a core: the demo's workload, its control plane, \
+         its HTTP API and the bridge's list-watch of it all run in that one process. \
+         \"Upstream arrival\" is the event's `reflector` stage, so that latency includes \
+         the informer's stages before the hub; \"hub\" is its `reconcile` stage, right \
+         before the hub publishes it, so that latency is the fan-out alone. \"Events each \
+         viewer got\" counts, over the window, the event frames the viewers read against \
+         those the hub published; a viewer still reading an earlier backlog can exceed \
+         100%.",
+        gathered.quiet_rate.show(num),
+        gathered.quiet_cpu.show(|v| format!("{v:.0}%"))
+    )];
+    notes.extend(gathered.plan.limited.clone());
+    notes.extend(informer_note(gathered));
+    notes.push(crowd_note(gathered.plan.crowd));
+    notes.push(
+        "The viewers run in the bench, on the same two cores as `watchlife`: at the larger \
+         steps they compete with it for CPU, and their reading is part of the latency."
+            .to_string(),
     );
-    if busy.len() >= 2 {
-        let cells: Vec<String> = figures[..busy.len()]
-            .iter()
-            .zip(&busy)
-            .map(|(f, s)| {
-                format!(
-                    "{} with {} viewer{}",
-                    micros(f.informer_p50.median()),
-                    count(s.viewers),
-                    if s.viewers == 1 { "" } else { "s" }
-                )
-            })
-            .collect();
+    if gathered.failures > 0 {
         notes.push(format!(
-            "**Where the time goes inside `watchlife`.** On the demo's story at {FULL_RATE} \
-             changes/s, the time from an event's arrival at the Reflector to the hub (its \
-             `reconcile` stage: the informer's FIFO, Indexer, handlers and workqueue) is, at the \
-             median, {}. The source and the informer run on a runtime of their own, apart from \
-             the viewers' connections, so a crowd slows them only by the CPU the kernel gives \
-             the viewers' threads; what the viewers wait beyond that is the fan-out itself.",
-            cells.join(", ")
+            "{} viewer connections failed or were closed by `watchlife` over all runs.",
+            gathered.failures
         ));
     }
-    notes.push(format!(
+    if let Some(e) = &gathered.failure {
+        notes.push(format!("The measurement stopped early: {e}."));
+    }
+    notes
+}
+
+/// The informer's share of the latency, step by step on the demo's story.
+fn informer_note(gathered: &Gathered) -> Option<String> {
+    let busy = &gathered.plan.busy;
+    if busy.len() < 2 {
+        return None;
+    }
+    let cells: Vec<String> = gathered.figures[..busy.len()]
+        .iter()
+        .zip(busy)
+        .map(|(f, s)| {
+            format!(
+                "{} with {} viewer{}",
+                micros(f.informer_p50.median()),
+                count(s.viewers),
+                viewers_plural(s.viewers)
+            )
+        })
+        .collect();
+    Some(format!(
+        "**Where the time goes inside `watchlife`.** On the demo's story at {FULL_RATE} \
+         changes/s, the time from an event's arrival at the Reflector to the hub (its \
+         `reconcile` stage: the informer's FIFO, Indexer, handlers and workqueue) is, at the \
+         median, {}. The source and the informer run on a runtime of their own, apart from \
+         the viewers' connections, so a crowd slows them only by the CPU the kernel gives \
+         the viewers' threads; what the viewers wait beyond that is the fan-out itself.",
+        cells.join(", ")
+    ))
+}
+
+/// How the crowd is paced, with the bridge's pacing rules.
+fn crowd_note(crowd: usize) -> String {
+    let pacing = bridge::ViewerPacing::describe(crowd);
+    format!(
         "**The crowd.** Every viewer asks for batches (`/ws?batch=true`), as the page does, \
          and reads every frame of every message. A write per event to each of {} viewers at \
          {} writes/s would be {} million WebSocket messages a second through loopback, \
@@ -308,27 +453,17 @@ pub fn run(report: &mut Report, config: &Config) {
         count(crowd),
         count(*CROWD_RATES.last().unwrap_or(&1) as usize),
         num(crowd as f64 * *CROWD_RATES.last().unwrap_or(&1) as f64 / 1e6),
-        count(WRITES_PER_SECOND as usize),
-        micros(batch_interval(crowd).as_micros() as f64),
+        count(pacing.writes_per_second as usize),
+        micros(pacing.interval.as_micros() as f64),
         count(crowd),
-        micros(MAX_BATCH_INTERVAL.as_micros() as f64),
+        micros(pacing.max_interval.as_micros() as f64),
         CROWD_RATES.map(|r| count(r as usize)).join(", "),
-    ));
-    notes.push(
-        "The viewers run in the bench, on the same two cores as `watchlife`: at the larger \
-         steps they compete with it for CPU, and their reading is part of the latency."
-            .to_string(),
-    );
-    if failures > 0 {
-        notes.push(format!(
-            "{failures} viewer connections failed or were closed by `watchlife` over all runs."
-        ));
-    }
-    if let Some(e) = &failure {
-        notes.push(format!("The measurement stopped early: {e}."));
-    }
+    )
+}
+
+fn summary(gathered: &Gathered) -> Vec<String> {
     let mut summary = Vec::new();
-    for (f, s) in figures.iter().zip(&steps) {
+    for (f, s) in gathered.figures.iter().zip(&gathered.plan.steps()) {
         summary.push(format!(
             "{} viewers at {}/s: upstream → viewer p50 {} p99 {}, hub → viewer p50 {}; got {:.0}% of events; CPU {:.0}%",
             count(s.viewers),
@@ -340,55 +475,35 @@ pub fn run(report: &mut Report, config: &Config) {
             f.cpu_percent.median()
         ));
     }
-    if let (Some(f), Some(n)) = (idle.last(), memory_steps.last()) {
+    if let (Some(f), Some(n)) = (gathered.idle.last(), gathered.plan.memory_steps.last()) {
         summary.push(format!(
             "memory per viewer at {}: {} (no workload)",
             count(*n),
             bytes(f.rss_per_viewer.median())
         ));
     }
-    if let (Some(first), Some(last)) = (figures.first(), figures.get(busy.len().saturating_sub(1)))
-    {
-        report.headline(
-            format!(
-                "fan-out: hub → viewer p50, {} viewers ÷ 1 viewer, at {FULL_RATE} changes/s",
-                count(busy.last().map_or(1, |s| s.viewers))
-            ),
-            crate::stats::ratio(&last.hub_p50, &first.hub_p50).show(|v| format!("{}×", num(v))),
-        );
-        report.headline(
-            format!(
-                "fan-out: upstream arrival → hub p50 (the informer inside watchlife), {} viewers ÷ 1 viewer",
-                count(busy.last().map_or(1, |s| s.viewers))
-            ),
-            crate::stats::ratio(&last.informer_p50, &first.informer_p50)
-                .show(|v| format!("{}×", num(v))),
-        );
-    }
-    report.sections.push(Section {
-        title: "Fan-out: WebSocket viewers of one watchlife".into(),
-        method: format!(
-            "`{} --demo --demo-rate N` (its demo API on a free port), and real WebSocket \
-             viewers (tokio-tungstenite, on two threads in the bench) added in steps to the \
-             same process; each step is measured for {} s once the new viewers have caught up \
-             with the stream (at least {} s, at most {} s more). A viewer asks \
-             for batches as the page does, reads every frame of every message and looks only \
-             at its type and stage times, without parsing the JSON; it records the delivery \
-             times of every {}th event, a uniform sample (histograms shared by every viewer are \
-             memory both cores contend for, on the cores the bridge is measured on). {} runs, \
-             each with fresh `watchlife` processes.",
-            config.watchlife.display(),
-            WINDOW.as_secs(),
-            SETTLE.as_secs(),
-            SETTLE_MAX.as_secs(),
-            SAMPLE_EVERY,
-            config.runs
+    summary
+}
+
+/// The most viewers of the demo's story beside one, hub → viewer and upstream → hub.
+fn headlines(gathered: &Gathered, report: &mut Report) {
+    let busy = &gathered.plan.busy;
+    let figures = &gathered.figures;
+    let (Some(first), Some(last)) = (figures.first(), figures.get(busy.len().saturating_sub(1)))
+    else {
+        return;
+    };
+    let most = count(busy.last().map_or(1, |s| s.viewers));
+    report.headline(
+        format!("fan-out: hub → viewer p50, {most} viewers ÷ 1 viewer, at {FULL_RATE} changes/s"),
+        ratio(&last.hub_p50, &first.hub_p50).show(|v| format!("{}×", num(v))),
+    );
+    report.headline(
+        format!(
+            "fan-out: upstream arrival → hub p50 (the informer inside watchlife), {most} viewers ÷ 1 viewer"
         ),
-        tables: vec![table, memory],
-        notes,
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+        ratio(&last.informer_p50, &first.informer_p50).show(|v| format!("{}×", num(v))),
+    );
 }
 
 /// What every viewer task shares.

@@ -18,8 +18,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::bridge::{Received, redact_text};
 use std::time::Instant;
-use watchlife::redact::{Received, redact_text};
 use watchlife_controlplane::Clock;
 use watchlife_informer::{Informer, Object};
 use watchlife_protocol::{

@@ -6,10 +6,9 @@
 
 use crate::objects::{pod, pod_name};
 
+use crate::bridge::{Bodies, Hub, Pipeline, SlowListener};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast::error::RecvError;
-use watchlife::hub::Hub;
-use watchlife::pipeline::{Pipeline, SlowListener};
 use watchlife_controlplane::Clock;
 use watchlife_informer::informer::Options;
 use watchlife_protocol::{
@@ -54,7 +53,7 @@ pub struct Outcome {
 /// Runs `load` on a fresh runtime and returns its finished events.
 pub fn run(load: &Load) -> Outcome {
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(watchlife::upstream::THREADS)
+        .worker_threads(crate::bridge::UPSTREAM_THREADS)
         .enable_all()
         .build()
         .expect("a tokio runtime starts");
@@ -64,7 +63,7 @@ pub fn run(load: &Load) -> Outcome {
 async fn drive(load: Load) -> Outcome {
     let clock = Clock::system();
     let hub = Hub::new("bench");
-    let mut live = hub.attach(None, watchlife::hub::Bodies::Light).live;
+    let mut live = hub.attach(None, Bodies::Light).live;
     let pipeline = Pipeline::start_with_slow_listener(
         hub,
         clock.clone(),

@@ -8,12 +8,12 @@ mod lists;
 mod load;
 mod tables;
 
+use crate::bridge::SlowListener;
 use crate::report::{Report, Section};
 use intervals::Distribution;
 use load::Load;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use watchlife::pipeline::SlowListener;
 use watchlife_informer::Informer;
 use watchlife_informer::informer::{Options, SCHEDULER_SCHEDULED};
 

@@ -259,7 +259,7 @@ pub fn method(config: &Config) -> String {
          slow runs register `{SLOW}` with a handler that waits {ms} ms \
          (`Pipeline::start_with_slow_listener`, a seam for benchmarks and demos).",
         workers = 1,
-        threads = watchlife::upstream::THREADS,
+        threads = crate::bridge::UPSTREAM_THREADS,
         secs = config.seconds,
         keys = super::load::KEYS,
         runs = config.runs,
