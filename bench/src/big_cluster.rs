@@ -56,6 +56,7 @@ use crate::browser::Driver;
 use crate::machine::{fd_limit, rss_bytes};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{bytes, count, micros, num};
 use futures_util::StreamExt;
 use serde::Deserialize;
@@ -103,7 +104,7 @@ pub struct Config {
 
 /// What one size measured; `None` where that part was not measured.
 #[derive(Debug, Default, Clone)]
-struct Figures {
+pub struct Figures {
     objects: usize,
     fill_seconds: f64,
     stored_json: f64,
@@ -127,33 +128,106 @@ struct Figures {
 
 /// The empty bridge, and the idle viewers.
 #[derive(Debug, Default)]
-struct Empty {
+pub struct Empty {
     rss: Option<f64>,
     /// Viewers, and the `VmRSS` growth per viewer.
     idle: Vec<(usize, f64)>,
     failure: Option<String>,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    if !crate::apiserver::real_cluster_installed() {
-        report.not_measured.push(
-            "**A big cluster** (10k–150k objects on a real kube-apiserver): etcd and \
-             kube-apiserver v1.20.2 are not installed here (`make test` installs them)."
-                .into(),
-        );
-        return;
-    }
-    let browser = crate::browser::installed();
-    let limit = fd_limit();
-    let affordable = limit.saturating_sub(SPARE_FDS) as usize;
-    let mut viewers: Vec<usize> = config.viewers.iter().map(|&n| n.min(affordable)).collect();
-    viewers.dedup();
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let mut sizes = config.sizes.clone();
-    sizes.sort_unstable();
-    let (empty, figures) = runtime.block_on(measure_all(config, &sizes, &viewers, browser));
+/// What the runs found.
+pub struct Gathered {
+    empty: Empty,
+    /// One per size, smallest first.
+    figures: Vec<Figures>,
+    /// The sizes, smallest first.
+    sizes: Vec<usize>,
+    /// The idle viewers' steps, capped by the file limit.
+    viewers: Vec<usize>,
+    /// Files this process may open, and the viewers that allows.
+    limit: u64,
+    affordable: usize,
+    /// Whether Chromium and chromedriver are here to measure the page.
+    browser: bool,
+}
 
+impl Scenario for Config {
+    /// `None` when kube-apiserver and etcd are not installed.
+    type Figures = Option<Gathered>;
+
+    fn measure(&self) -> Option<Gathered> {
+        if !crate::apiserver::real_cluster_installed() {
+            return None;
+        }
+        let browser = crate::browser::installed();
+        let limit = fd_limit();
+        let affordable = limit.saturating_sub(SPARE_FDS) as usize;
+        let mut viewers: Vec<usize> = self.viewers.iter().map(|&n| n.min(affordable)).collect();
+        viewers.dedup();
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let mut sizes = self.sizes.clone();
+        sizes.sort_unstable();
+        let (empty, figures) = runtime.block_on(measure_all(self, &sizes, &viewers, browser));
+        Some(Gathered {
+            empty,
+            figures,
+            sizes,
+            viewers,
+            limit,
+            affordable,
+            browser,
+        })
+    }
+
+    fn report(&self, gathered: Option<Gathered>, report: &mut Report, seconds: f64) {
+        let Some(gathered) = gathered else {
+            report.not_measured.push(
+                "**A big cluster** (10k–150k objects on a real kube-apiserver): etcd and \
+                 kube-apiserver v1.20.2 are not installed here (`make test` installs them)."
+                    .into(),
+            );
+            return;
+        };
+        report.sections.push(Section {
+            title: "A big cluster: 10k to 150k objects on a real kube-apiserver".into(),
+            method: self.method(&gathered),
+            tables: vec![
+                sizes_table(&gathered),
+                idle_table(&gathered.empty),
+                fill_table(&gathered.figures),
+            ],
+            notes: self.notes(&gathered),
+            summary: summary(&gathered),
+            seconds,
+        });
+    }
+}
+
+/// `–` for what was not measured, else the value shown.
+fn or_dash(v: Option<f64>, show: fn(f64) -> String) -> String {
+    v.map_or("–".to_string(), show)
+}
+
+fn duration(d: Option<Duration>) -> String {
+    or_dash(d.map(|d| d.as_secs_f64() * 1e6), micros)
+}
+
+/// The value with ✓ or ✗ beside it where it has a goal.
+fn against_goal(value: String, met: Option<bool>) -> String {
+    match met {
+        Some(true) => format!("{value} ✓"),
+        Some(false) => format!("{value} ✗"),
+        None => value,
+    }
+}
+
+/// Resident memory per object beyond the empty bridge's.
+fn per_object(f: &Figures, empty: &Empty) -> Option<f64> {
+    Some((f.rss? - empty.rss?) / f.objects.max(1) as f64)
+}
+
+/// One row per size.
+fn sizes_table(gathered: &Gathered) -> Table {
     let mut table = Table::new(
         "`watchlife --resources configmaps` on kube-apiserver v1.20.2, one run per size:",
         &[
@@ -172,66 +246,66 @@ pub fn run(report: &mut Report, config: &Config) {
             "page fps",
         ],
     );
-    let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or("–".to_string(), f);
-    let dur = |d: Option<Duration>| opt(d.map(|d| d.as_secs_f64() * 1e6), micros);
-    let goal = |value: String, ok: Option<bool>| match ok {
-        Some(true) => format!("{value} ✓"),
-        Some(false) => format!("{value} ✗"),
-        None => value,
-    };
-    let per_object =
-        |f: &Figures| -> Option<f64> { Some((f.rss? - empty.rss?) / f.objects.max(1) as f64) };
-    for f in &figures {
-        let big = f.objects >= 150_000;
-        table.row(vec![
-            count(f.objects),
-            dur(f.list_finished),
-            dur(f.all_out),
-            goal(
-                opt(per_object(f), bytes),
-                per_object(f).map(|b| b <= GOAL_RSS_PER_OBJECT),
-            ),
-            goal(
-                f.opening_bytes.map_or("–".to_string(), |b| {
-                    format!("{} in {} message(s)", bytes(b), f.opening_messages)
-                }),
-                f.opening_bytes
-                    .filter(|_| big)
-                    .map(|b| b <= GOAL_OPENING_BYTES),
-            ),
-            goal(
-                dur(f.opening_time),
-                f.opening_time
-                    .filter(|_| big)
-                    .map(|t| t.as_secs_f64() <= GOAL_OPENING_SECONDS),
-            ),
-            dur(f.page_ready),
-            f.renderer.as_ref().map_or("–".to_string(), |r| {
-                format!("{} in {} process(es)", megabytes(r.rss), r.processes)
-            }),
-            goal(
-                f.renderer.as_ref().map_or("–".to_string(), |r| {
-                    format!(
-                        "{} ({} anonymous)",
-                        megabytes(r.tab_rss),
-                        megabytes(r.tab_anon)
-                    )
-                }),
-                f.renderer
-                    .as_ref()
-                    .map(|r| r.tab_rss <= GOAL_RENDERER_BYTES),
-            ),
-            opt(f.writes_per_second, num),
-            match (f.frames_per_second, f.events_per_second) {
-                (Some(frames), Some(events)) => format!("{} ({})", num(frames), num(events)),
-                _ => "–".into(),
-            },
-            f.events_seen.map_or("–".to_string(), |v| {
-                format!("{:.0}% ({})", v * 100.0, f.resyncs)
-            }),
-            opt(f.page_fps, num),
-        ]);
+    for f in &gathered.figures {
+        table.row(size_row(f, &gathered.empty));
     }
+    table
+}
+
+fn size_row(f: &Figures, empty: &Empty) -> Vec<String> {
+    let big = f.objects >= 150_000;
+    let per_object = per_object(f, empty);
+    vec![
+        count(f.objects),
+        duration(f.list_finished),
+        duration(f.all_out),
+        against_goal(
+            or_dash(per_object, bytes),
+            per_object.map(|b| b <= GOAL_RSS_PER_OBJECT),
+        ),
+        against_goal(
+            f.opening_bytes.map_or("–".to_string(), |b| {
+                format!("{} in {} message(s)", bytes(b), f.opening_messages)
+            }),
+            f.opening_bytes
+                .filter(|_| big)
+                .map(|b| b <= GOAL_OPENING_BYTES),
+        ),
+        against_goal(
+            duration(f.opening_time),
+            f.opening_time
+                .filter(|_| big)
+                .map(|t| t.as_secs_f64() <= GOAL_OPENING_SECONDS),
+        ),
+        duration(f.page_ready),
+        f.renderer.as_ref().map_or("–".to_string(), |r| {
+            format!("{} in {} process(es)", megabytes(r.rss), r.processes)
+        }),
+        against_goal(
+            f.renderer.as_ref().map_or("–".to_string(), |r| {
+                format!(
+                    "{} ({} anonymous)",
+                    megabytes(r.tab_rss),
+                    megabytes(r.tab_anon)
+                )
+            }),
+            f.renderer
+                .as_ref()
+                .map(|r| r.tab_rss <= GOAL_RENDERER_BYTES),
+        ),
+        or_dash(f.writes_per_second, num),
+        match (f.frames_per_second, f.events_per_second) {
+            (Some(frames), Some(events)) => format!("{} ({})", num(frames), num(events)),
+            _ => "–".into(),
+        },
+        f.events_seen.map_or("–".to_string(), |v| {
+            format!("{:.0}% ({})", v * 100.0, f.resyncs)
+        }),
+        or_dash(f.page_fps, num),
+    ]
+}
+
+fn idle_table(empty: &Empty) -> Table {
     let mut idle = Table::new(
         "Idle viewers of the bridge over the empty cluster:",
         &[
@@ -243,10 +317,14 @@ pub fn run(report: &mut Report, config: &Config) {
     for (n, per_viewer) in &empty.idle {
         idle.row(vec![
             count(*n),
-            goal(bytes(*per_viewer), Some(*per_viewer <= GOAL_IDLE_VIEWER)),
-            opt(empty.rss, bytes),
+            against_goal(bytes(*per_viewer), Some(*per_viewer <= GOAL_IDLE_VIEWER)),
+            or_dash(empty.rss, bytes),
         ]);
     }
+    idle
+}
+
+fn fill_table(figures: &[Figures]) -> Table {
     let mut fill = Table::new(
         "The fill, straight into etcd:",
         &[
@@ -256,7 +334,7 @@ pub fn run(report: &mut Report, config: &Config) {
         ],
     );
     let mut filled_before = 0;
-    for f in &figures {
+    for f in figures {
         fill.row(vec![
             count(f.objects),
             bytes(f.stored_json),
@@ -264,74 +342,97 @@ pub fn run(report: &mut Report, config: &Config) {
         ]);
         filled_before = f.objects;
     }
+    fill
+}
 
-    let mut notes = vec![
-        "Goals, read by eye (a ✓ or ✗ beside the figure; the snapshot's goals are for \
-         150k objects only): resident memory ≤ 2 KiB per cached object; a new viewer's \
-         hello and snapshot ≤ 14 MiB and ≤ 1 s at 150k objects; the tab's renderer ≤ 300 MB (its `VmRSS`); \
-         an idle viewer ≤ 16 KiB of the bridge's memory."
-            .to_string(),
-        "\"Start\" is when the bench spawned `watchlife`: the times include the process \
-         starting, discovery, the LIST (served by kube-apiserver's watch cache, from \
-         resourceVersion 0, unpaged) and decoding it. Resident memory per object holds \
-         everything the bridge keeps for an object (its text and parsed fields, once; the \
-         Indexer's map and namespace index; the hub's entry for snapshots, the same object \
-         shared), the frames kept for resuming viewers, and the allocator's slack; kernel \
-         socket buffers are not in it."
-            .to_string(),
-        "The renderers' memory is the sum of `VmRSS` over the browser's renderer processes \
-         (Chromium keeps a few beside the tab's; the pages of the Chromium binary and \
-         libraries they share are counted in each). The tab's renderer alone is the one with \
-         the most anonymous memory: its `VmRSS`, and in brackets its `RssAnon`, where the \
-         page's wasm memory, JS heap and DOM live. \"Page fps\" counts `requestAnimationFrame` callbacks of the headless \
-         window, which draws without a display and shares the two cores with the bridge, \
-         kube-apiserver, etcd and the writer."
-            .to_string(),
-    ];
-    if let Some(e) = &empty.failure {
-        notes.push(format!("The empty bridge or the idle viewers: {e}."));
-    }
-    for f in &figures {
-        if let Some(e) = &f.failure {
-            notes.push(format!("At {} objects: {e}.", count(f.objects)));
-        }
-    }
-    if !browser {
-        notes.push("Chromium or chromedriver is not installed: the page was not measured.".into());
-    }
-    if viewers != config.viewers {
-        notes.push(format!(
-            "This process may open {limit} files, so the viewers were capped at {}: raise \
-             the limit (`ulimit -n`) to measure more.",
-            count(affordable)
-        ));
-    }
-    let mut summary: Vec<String> = figures
+fn summary(gathered: &Gathered) -> Vec<String> {
+    let mut summary: Vec<String> = gathered
+        .figures
         .iter()
         .map(|f| {
             format!(
                 "{} objects: LIST finished after {}, {} resident per object, hello + snapshot {} in {}, page ready after {} with a {} renderer, {} frames/s to a viewer under {} writes/s",
                 count(f.objects),
-                dur(f.list_finished),
-                opt(per_object(f), bytes),
-                opt(f.opening_bytes, bytes),
-                dur(f.opening_time),
-                dur(f.page_ready),
-                opt(f.renderer.as_ref().map(|r| r.tab_rss), megabytes),
-                opt(f.frames_per_second, num),
-                opt(f.writes_per_second, num),
+                duration(f.list_finished),
+                or_dash(per_object(f, &gathered.empty), bytes),
+                or_dash(f.opening_bytes, bytes),
+                duration(f.opening_time),
+                duration(f.page_ready),
+                or_dash(f.renderer.as_ref().map(|r| r.tab_rss), megabytes),
+                or_dash(f.frames_per_second, num),
+                or_dash(f.writes_per_second, num),
             )
         })
         .collect();
     summary.extend(
-        empty
+        gathered
+            .empty
             .idle
             .iter()
             .map(|(n, b)| format!("{} idle viewers: {} per viewer", count(*n), bytes(*b))),
     );
-    report.sections.push(Section {
-        title: "A big cluster: 10k to 150k objects on a real kube-apiserver".into(),
-        method: format!(
+    summary
+}
+
+/// "10,000, 50,000" and the like.
+fn counts(ns: &[usize], between: &str) -> String {
+    ns.iter()
+        .map(|n| count(*n))
+        .collect::<Vec<_>>()
+        .join(between)
+}
+
+impl Config {
+    fn notes(&self, gathered: &Gathered) -> Vec<String> {
+        let mut notes = vec![
+            "Goals, read by eye (a ✓ or ✗ beside the figure; the snapshot's goals are for \
+             150k objects only): resident memory ≤ 2 KiB per cached object; a new viewer's \
+             hello and snapshot ≤ 14 MiB and ≤ 1 s at 150k objects; the tab's renderer ≤ 300 MB (its `VmRSS`); \
+             an idle viewer ≤ 16 KiB of the bridge's memory."
+                .to_string(),
+            "\"Start\" is when the bench spawned `watchlife`: the times include the process \
+             starting, discovery, the LIST (served by kube-apiserver's watch cache, from \
+             resourceVersion 0, unpaged) and decoding it. Resident memory per object holds \
+             everything the bridge keeps for an object (its text and parsed fields, once; the \
+             Indexer's map and namespace index; the hub's entry for snapshots, the same object \
+             shared), the frames kept for resuming viewers, and the allocator's slack; kernel \
+             socket buffers are not in it."
+                .to_string(),
+            "The renderers' memory is the sum of `VmRSS` over the browser's renderer processes \
+             (Chromium keeps a few beside the tab's; the pages of the Chromium binary and \
+             libraries they share are counted in each). The tab's renderer alone is the one with \
+             the most anonymous memory: its `VmRSS`, and in brackets its `RssAnon`, where the \
+             page's wasm memory, JS heap and DOM live. \"Page fps\" counts `requestAnimationFrame` callbacks of the headless \
+             window, which draws without a display and shares the two cores with the bridge, \
+             kube-apiserver, etcd and the writer."
+                .to_string(),
+        ];
+        if let Some(e) = &gathered.empty.failure {
+            notes.push(format!("The empty bridge or the idle viewers: {e}."));
+        }
+        for f in &gathered.figures {
+            if let Some(e) = &f.failure {
+                notes.push(format!("At {} objects: {e}.", count(f.objects)));
+            }
+        }
+        if !gathered.browser {
+            notes.push(
+                "Chromium or chromedriver is not installed: the page was not measured.".into(),
+            );
+        }
+        if gathered.viewers != self.viewers {
+            notes.push(format!(
+                "This process may open {} files, so the viewers were capped at {}: raise \
+                 the limit (`ulimit -n`) to measure more.",
+                gathered.limit,
+                count(gathered.affordable)
+            ));
+        }
+        notes
+    }
+
+    fn method(&self, gathered: &Gathered) -> String {
+        format!(
             "kube-apiserver v1.20.2 over etcd 3.4 on loopback. Configmaps of about {} of \
              data in {NAMESPACES} namespaces, written straight into etcd as JSON ({PER_TXN} \
              puts to a transaction, {TXNS_AT_ONCE} transactions at once); kube-apiserver \
@@ -346,25 +447,13 @@ pub fn run(report: &mut Report, config: &Config) {
              events that viewer saw by {} s after the last write, against the writes). Idle \
              viewers ({}) on a bridge over the empty cluster. One run.",
             bytes(DATA_BYTES as f64),
-            sizes
-                .iter()
-                .map(|n| count(*n))
-                .collect::<Vec<_>>()
-                .join(", "),
-            config.watchlife.display(),
+            counts(&gathered.sizes, ", "),
+            self.watchlife.display(),
             WRITE_FOR.as_secs(),
             DRAIN.as_secs(),
-            viewers
-                .iter()
-                .map(|n| count(*n))
-                .collect::<Vec<_>>()
-                .join(" then "),
-        ),
-        tables: vec![table, idle, fill],
-        notes,
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+            counts(&gathered.viewers, " then "),
+        )
+    }
 }
 
 fn megabytes(b: f64) -> String {

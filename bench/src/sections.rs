@@ -227,7 +227,7 @@ fn run_big_cluster(args: &Args, report: &mut Report) {
         sizes: given_or_sized(&args.big_sizes, &[2000], &[10_000, 50_000, 150_000]),
         viewers: given_or_sized(&args.big_viewers, &[100, 1000], &[1000, 10_000]),
     };
-    big_cluster::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_first_sync(args: &Args, report: &mut Report) {
