@@ -18,9 +18,9 @@
 //! reached in the shortest hop, and the token is marked
 //! [`Token::reordered`]; the event log gives the signed number.
 
-use crate::model::EventRow;
+use crate::event_row::{EventRow, protected};
 use std::collections::{BTreeMap, VecDeque};
-use watchlife_protocol::{EventType, Stage, WatchEvent};
+use watchlife_protocol::{Stage, WatchEvent};
 
 /// Tokens on screen at once, one lane each: more cannot be followed.
 pub const LANES: usize = 6;
@@ -44,12 +44,6 @@ pub const MAX_FRAME_MS: f64 = 100.0;
 /// Journey length while more events wait than [`MAX_WAITING`] (only events
 /// that may not be dropped are then left): fast enough to drain a relist.
 pub const CATCH_UP_JOURNEY_MS: f64 = 800.0;
-
-/// Whether an event must be animated however many arrive: an ERROR, or an
-/// object from a LIST (a relist is the story of a 410, never sampled away).
-pub fn protected(e: &WatchEvent) -> bool {
-    e.event_type == EventType::Error || e.initial
-}
 
 /// One event travelling through the stages.
 #[derive(Debug, Clone)]
@@ -343,7 +337,7 @@ impl AnimState {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use watchlife_protocol::{ObjectRef, StageMark, WatchEvent};
+    use watchlife_protocol::{EventType, ObjectRef, StageMark, WatchEvent};
 
     fn row(seq: u64, event_type: EventType, stages: &[(Stage, u64)]) -> EventRow {
         keyed(seq, event_type, stages, &format!("p{seq}"), false)

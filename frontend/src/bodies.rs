@@ -4,7 +4,8 @@
 //! keeps it on that version. Events keep carrying the bodies of the objects
 //! they change, so every later diff has both sides.
 
-use crate::model::{Link, Model, ObjectKey};
+use crate::history::ObjectKey;
+use crate::model::{Link, Model};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsCast;

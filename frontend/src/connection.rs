@@ -188,7 +188,7 @@ fn read_frame(text: &str, model: Model, tape: Tape, greeted: &Cell<bool>) -> boo
             if let Some(p) = newer {
                 let bridge = u32::try_from(p).unwrap_or(u32::MAX);
                 model.link.set(Link::Incompatible { bridge });
-                model.tell(crate::model::incompatible_message(bridge), true);
+                model.tell(crate::notice::incompatible_message(bridge), true);
                 return false;
             }
             model

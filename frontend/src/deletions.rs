@@ -2,8 +2,7 @@
 //! they were deleted: the ones to forget are always at the front, so that
 //! forgetting costs nothing like a pass over every object on every event.
 
-use crate::history::ObjectHistory;
-use crate::model::ObjectKey;
+use crate::history::{ObjectHistory, ObjectKey};
 use std::collections::{BTreeMap, VecDeque};
 
 /// How long a deleted object stays in the table (greyed, its history ending

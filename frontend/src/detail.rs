@@ -4,7 +4,7 @@
 //! detail lists them.
 
 use crate::interval::{describe, interval};
-use crate::stats::format_micros;
+use crate::micros::format_micros;
 use watchlife_protocol::{Origin, Stage, WatchEvent};
 
 /// How the event was delivered, when not as an ordinary watch event.

@@ -5,6 +5,9 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use watchlife_protocol::{EventType, ObjectJson, ObjectRef};
 
+/// An object's identity in the page: resource and `namespace/name`.
+pub type ObjectKey = (String, String);
+
 /// Versions kept per object: enough to tell a story (ADDED, MODIFIED, …),
 /// bounded so that a busy object cannot grow the page without limit.
 pub const VERSIONS_KEPT: usize = 12;

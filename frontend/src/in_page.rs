@@ -80,7 +80,7 @@ pub fn start(model: Model) {
         Err(e) => return refuse(model, e),
     };
     let clock = Clock::new(browser_micros);
-    crate::stats::set_clock_tick(measure_clock_tick());
+    crate::micros::set_clock_tick(measure_clock_tick());
     let cp = ControlPlane::staged_with_profile(
         clock.clone(),
         Limits::DEMO,

@@ -6,7 +6,7 @@
 //! stage's read may come first. Such an interval is negative and is shown
 //! with its sign and the reason, never clamped to zero.
 
-use crate::stats::format_micros;
+use crate::micros::format_micros;
 use watchlife_protocol::{Micros, Stage};
 
 /// `to − from` in µs, negative when `to` was read before `from`.

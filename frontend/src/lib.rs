@@ -1,6 +1,9 @@
 //! The watchlife browser app.
 //!
 //! # Layout
+//! - [`event_row`], [`history`] and [`notice`]: what the model is made of —
+//!   an event as kept, each object's versions under its key, a sentence for
+//!   the caption bar.
 //! - [`model`]: what the page knows — connection status, the bridge's hello,
 //!   recent events, objects with their histories, per-stage numbers — as
 //!   signals, updated by one function per frame.
@@ -19,6 +22,7 @@
 //! - [`in_page`] (the `in-page` feature, `make embed`'s `demo.html`): the demo
 //!   control plane and the informer running in the page, with no bridge.
 //! - [`stats`], [`history`], [`narration`]: numbers, diffs and words;
+//!   [`micros`] and [`quantiles`]: a duration as written, a percentile;
 //!   [`interval`]: the signed time between two stage marks;
 //!   [`listeners`]: the event handlers' listeners, one lane each;
 //!   [`detail`]: one event's life in lines;
@@ -34,14 +38,18 @@ pub mod components;
 pub mod connection;
 pub mod deletions;
 pub mod detail;
+pub mod event_row;
 pub mod history;
 #[cfg(feature = "in-page")]
 pub mod in_page;
 pub mod interval;
 pub mod listeners;
+pub mod micros;
 pub mod model;
 pub mod narration;
+pub mod notice;
 pub mod player;
+pub mod quantiles;
 #[cfg(any(feature = "replay", test))]
 pub mod reflector_steps;
 #[cfg(feature = "replay")]

@@ -30,7 +30,7 @@ pub struct Lane {
 impl Lane {
     /// p50 and p99 of the kept dequeue → return times (µs).
     pub fn handling_quantiles(&self) -> Option<[i64; 2]> {
-        crate::stats::quantiles(self.durations.iter().copied().collect(), [0.5, 0.99])
+        crate::quantiles::quantiles(self.durations.iter().copied().collect(), [0.5, 0.99])
     }
 
     /// How many dequeue → return times are kept.

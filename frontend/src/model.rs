@@ -1,7 +1,9 @@
 //! What the page knows, as signals, and how each frame changes it.
 
 use crate::deletions::Deletions;
-use crate::history::{ObjectHistory, Version};
+use crate::event_row::{EventRow, protected};
+use crate::history::{ObjectHistory, ObjectKey, Version};
+use crate::notice::{Notice, incompatible_message, reflector_alarming, reflector_caption};
 use crate::stats::{PipelineStats, RateSeries};
 use futures::channel::mpsc::UnboundedSender;
 use leptos::prelude::*;
@@ -61,28 +63,6 @@ impl Link {
         }
     }
 }
-
-/// One event as received, shared by the log and the animation. Its
-/// `object` is left null: the object's history keeps it (see
-/// [`crate::history::Version`]), so that it is not copied for every event.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventRow {
-    pub seq: u64,
-    pub event: Arc<WatchEvent>,
-}
-
-/// A sentence for the caption bar that is not about one token: the outcome
-/// of a demo action, an error, a Reflector's trouble.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Notice {
-    pub text: String,
-    pub alarming: bool,
-    /// Counts notices, so that two equal sentences still read as new.
-    pub serial: u64,
-}
-
-/// An object's identity in the page: resource and `namespace/name`.
-pub type ObjectKey = (String, String);
 
 /// The page's state. `Copy`: every field is a signal or stored-value handle.
 #[derive(Clone, Copy)]
@@ -335,10 +315,8 @@ impl Model {
                 return;
             }
             FrameBody::Reflector(update) => {
-                if let Some(text) =
-                    crate::narration::reflector_caption(&update.resource, &update.state)
-                {
-                    self.tell(text, crate::narration::reflector_alarming(&update.state));
+                if let Some(text) = reflector_caption(&update.resource, &update.state) {
+                    self.tell(text, reflector_alarming(&update.state));
                 }
                 match update.state {
                     // An answer stays beside the states that follow it.
@@ -409,7 +387,7 @@ impl Model {
             // Make room by dropping the oldest ordinary event: an error or a
             // listed object is always handed on.
             if a.len() >= ARRIVALS_CAP
-                && let Some(i) = a.iter().position(|r| !crate::animator::protected(&r.event))
+                && let Some(i) = a.iter().position(|r| !protected(&r.event))
             {
                 a.remove(i);
             }
@@ -551,14 +529,6 @@ impl Default for Model {
     fn default() -> Self {
         Model::new()
     }
-}
-
-/// What the page says when the bridge speaks a newer protocol.
-pub fn incompatible_message(bridge: u32) -> String {
-    format!(
-        "This page speaks watchlife protocol {PROTOCOL_VERSION}, but the bridge speaks protocol {bridge}: \
-         the bridge was upgraded. Reload the page to get the app that matches it."
-    )
 }
 
 /// Page time in ms (monotonic: `performance.now()`).

@@ -1,6 +1,7 @@
 //! The words: what each stage does, what a token is doing as it passes one,
 //! and the Reflector's state as drawn on its node.
 
+use crate::micros::format_micros;
 use crate::model::Model;
 use leptos::prelude::*;
 use watchlife_protocol::{
@@ -209,7 +210,7 @@ pub fn answer(answer: &ServerAnswer) -> String {
             waited_micros,
         } => format!(
             "LIST rv=\"{asked}\" answered by the watch cache once it caught up ({} waiting), at {revision} ({items} objects)",
-            crate::stats::format_micros(*waited_micros as i64)
+            format_micros(*waited_micros as i64)
         ),
         ServerAnswer::ListFromEtcd {
             asked,
@@ -227,7 +228,7 @@ pub fn answer(answer: &ServerAnswer) -> String {
             from_cache: true,
         } => format!(
             "consistent LIST rv=\"{asked}\": etcd is at {store_revision}; the watch cache caught up in {}, and answered at {revision} ({items} objects) without reading the objects from etcd",
-            crate::stats::format_micros(*waited_micros as i64)
+            format_micros(*waited_micros as i64)
         ),
         ServerAnswer::ConsistentList {
             asked,
@@ -237,7 +238,7 @@ pub fn answer(answer: &ServerAnswer) -> String {
             ..
         } => format!(
             "consistent LIST rv=\"{asked}\": etcd is at {store_revision}; the watch cache had not caught up after {}, so etcd answered ({items} objects)",
-            crate::stats::format_micros(*waited_micros as i64)
+            format_micros(*waited_micros as i64)
         ),
         ServerAnswer::WatchReplayed { asked, events } => format!(
             "WATCH rv=\"{asked}\" answered by the watch cache: {events} events replayed from its window, then live"
@@ -324,51 +325,6 @@ pub fn reflector_state_short(state: &ReflectorState) -> String {
         ReflectorState::Relist { .. } => "RELIST".into(),
         ReflectorState::Backoff { delay_ms, .. } => format!("backoff {delay_ms} ms"),
     }
-}
-
-/// Whether a Reflector state is trouble worth drawing in the error colour.
-pub fn reflector_alarming(state: &ReflectorState) -> bool {
-    matches!(
-        state,
-        ReflectorState::Gone { .. }
-            | ReflectorState::Relist { .. }
-            | ReflectorState::Backoff { .. }
-            | ReflectorState::StreamingListFailed { .. }
-    )
-}
-
-/// A caption for a Reflector change, when it is a story worth telling.
-pub fn reflector_caption(resource: &str, state: &ReflectorState) -> Option<String> {
-    Some(match state {
-        ReflectorState::Gone { message, .. } => format!(
-            "410 Gone for {resource}: {message}. The Reflector's resourceVersion was compacted away, so it must LIST again."
-        ),
-        ReflectorState::Relist { reason } => {
-            format!("The {resource} Reflector lists everything again ({reason}).")
-        }
-        ReflectorState::Backoff { delay_ms, error } => format!(
-            "The {resource} Reflector's request failed ({error}); it waits {delay_ms} ms before trying again."
-        ),
-        ReflectorState::WatchEnded {
-            reason,
-            resource_version,
-        } => format!(
-            "The {resource} watch ended ({reason}); the Reflector watches again from RV {resource_version}."
-        ),
-        ReflectorState::StreamingListStarted { .. } => format!(
-            "The {resource} Reflector opens a streaming list: one WATCH whose first events are the current objects, sent as ADDED. No LIST is made."
-        ),
-        ReflectorState::InitialEventsEnd {
-            count,
-            resource_version,
-        } => format!(
-            "A BOOKMARK annotated k8s.io/initial-events-end closes the initial list of {resource}: {count} objects at RV {resource_version} replace the store at once, and the same stream goes on as a watch."
-        ),
-        ReflectorState::StreamingListFailed { reason } => format!(
-            "The server would not stream the list of {resource} ({reason}): the Reflector falls back to LIST, then WATCH."
-        ),
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

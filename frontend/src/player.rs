@@ -3,7 +3,8 @@
 //! signal that the token layer redraws on.
 
 use crate::animator::AnimState;
-use crate::model::{EventRow, Model, now_ms};
+use crate::event_row::EventRow;
+use crate::model::{Model, now_ms};
 use crate::view_state::ViewState;
 use leptos::prelude::*;
 

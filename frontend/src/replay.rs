@@ -8,7 +8,7 @@
 //! however it was reached, and a replay always ends in the same state.
 
 use crate::model::{Link, Model, now_ms};
-use crate::narration::reflector_alarming;
+use crate::notice::reflector_alarming;
 use crate::view_state::ViewState;
 use gloo_timers::future::TimeoutFuture;
 use js_sys::Uint8Array;

@@ -8,6 +8,8 @@
 //! (see [`crate::interval`]), in the percentiles and counted apart in the
 //! histograms.
 
+use crate::listeners::Listeners;
+use crate::quantiles::quantiles;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use watchlife_protocol::{EventType, Stage, StageTimes};
 
@@ -67,26 +69,6 @@ impl StageStats {
     }
 }
 
-/// The nearest-rank quantile of `values` (0 ≤ q ≤ 1); `None` when empty.
-pub fn quantile(values: Vec<i64>, q: f64) -> Option<i64> {
-    quantiles(values, [q]).map(|[v]| v)
-}
-
-/// Several nearest-rank quantiles of `values` from one sort; `None` when empty.
-pub fn quantiles<const N: usize>(mut values: Vec<i64>, qs: [f64; N]) -> Option<[i64; N]> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_unstable();
-    Some(qs.map(|q| nearest_rank(&values, q)))
-}
-
-/// The nearest-rank quantile of `sorted`, which is sorted and not empty.
-fn nearest_rank(sorted: &[i64], q: f64) -> i64 {
-    let rank = ((q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize).max(1);
-    sorted[rank - 1]
-}
-
 /// Numbers for every stage, updated one event at a time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PipelineStats {
@@ -94,7 +76,7 @@ pub struct PipelineStats {
     /// Stages some event has carried a time for.
     pub seen: BTreeSet<Stage>,
     /// The event handlers' listeners, one lane each.
-    pub listeners: crate::listeners::Listeners,
+    pub listeners: Listeners,
 }
 
 impl PipelineStats {
@@ -212,53 +194,11 @@ pub fn histogram(latencies: impl Iterator<Item = i64>) -> Histogram {
     h
 }
 
-thread_local! {
-    /// The smallest step of the clock the marks were read from, in µs.
-    static CLOCK_TICK: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
-}
-
-/// Tells [`format_micros`] the step of the clock the marks come from: a
-/// browser rounds its clock (often to 100 µs), and a shorter interval then
-/// reads as `< 100 µs (clock tick)` rather than as a measured zero.
-pub fn set_clock_tick(us: u64) {
-    CLOCK_TICK.with(|t| t.set(us.max(1)));
-}
-
-/// A duration in µs, in the unit that reads best (`12 µs`, `0.21 ms`,
-/// `1.4 s`), with its sign when negative (`−120 µs`). Marks are whole µs,
-/// so 0 means under one: `< 1 µs`; with a coarser clock (see
-/// [`set_clock_tick`]), anything under its tick says so.
-pub fn format_micros(us: i64) -> String {
-    let tick = CLOCK_TICK.with(|t| t.get());
-    if tick > 1 && us.unsigned_abs() < tick {
-        return format!("< {} (clock tick)", format_micros_unsigned(tick));
-    }
-    if us < 0 {
-        return format!("−{}", format_micros_unsigned(us.unsigned_abs()));
-    }
-    format_micros_unsigned(us.unsigned_abs())
-}
-
-fn format_micros_unsigned(us: u64) -> String {
-    if us == 0 {
-        "< 1 µs".into()
-    } else if us < 1_000 {
-        format!("{us} µs")
-    } else if us < 1_000_000 {
-        let ms = us as f64 / 1000.0;
-        if ms < 10.0 {
-            format!("{ms:.2} ms")
-        } else {
-            format!("{ms:.0} ms")
-        }
-    } else {
-        format!("{:.1} s", us as f64 / 1e6)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::micros::format_micros;
+    use crate::quantiles::quantile;
     use watchlife_protocol::StageMark;
 
     fn times(marks: &[(Stage, u64, Option<u32>)]) -> StageTimes {
@@ -357,21 +297,6 @@ mod tests {
         );
         assert_eq!(format_micros(12), "12 µs");
         assert_eq!(format_micros(1_400), "1.40 ms");
-    }
-
-    #[test]
-    fn a_duration_keeps_its_sign_and_zero_reads_under_a_microsecond() {
-        assert_eq!(format_micros(0), "< 1 µs");
-        assert_eq!(format_micros(-120), "−120 µs");
-        assert_eq!(format_micros(-1_400), "−1.40 ms");
-        assert_eq!(format_micros(-25_000), "−25 ms");
-        assert_eq!(format_micros(-3_200_000), "−3.2 s");
-        assert_eq!(format_micros(i64::MIN).chars().next(), Some('−'));
-        set_clock_tick(100);
-        assert_eq!(format_micros(40), "< 100 µs (clock tick)");
-        assert_eq!(format_micros(0), "< 100 µs (clock tick)");
-        assert_eq!(format_micros(250), "250 µs");
-        set_clock_tick(1);
     }
 
     #[test]

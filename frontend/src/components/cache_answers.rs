@@ -4,9 +4,9 @@
 //! `ConsistentListFromCache`), or the store answering once the wait ran out.
 
 use super::node_lines::NodeLine;
+use crate::micros::format_micros;
 use crate::model::Model;
 use crate::narration;
-use crate::stats::format_micros;
 use leptos::prelude::*;
 use watchlife_protocol::ServerAnswer;
 

@@ -4,8 +4,9 @@
 
 use super::event_detail::EventDetail;
 use crate::detail;
+use crate::event_row::EventRow;
 use crate::interval::interval;
-use crate::model::{EventRow, Model};
+use crate::model::Model;
 use crate::narration::etcd_notifies;
 use crate::player::Player;
 use crate::throttle::throttled;

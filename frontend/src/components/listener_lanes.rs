@@ -9,8 +9,8 @@
 
 use super::node_lines::NodeLine;
 use crate::listeners::Lane;
+use crate::micros::format_micros;
 use crate::model::Model;
-use crate::stats::format_micros;
 use leptos::prelude::*;
 
 /// Lanes drawn; more listeners are counted on the last one.

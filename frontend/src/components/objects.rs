@@ -3,8 +3,9 @@
 //! A deleted object stays a while, greyed, its history ending in DELETED.
 
 use super::slot::part;
+use crate::history::ObjectKey;
 use crate::history::diff;
-use crate::model::{Model, ObjectKey};
+use crate::model::Model;
 use crate::throttle::throttled;
 use crate::view_state::ViewState;
 use leptos::prelude::*;

@@ -7,12 +7,11 @@ use super::node_lines::{NodeLine, node_lines};
 use super::slot::part;
 use crate::animator::{LANES, index};
 use crate::interval::negative_reason;
+use crate::micros::format_micros;
 use crate::model::Model;
-use crate::narration::{
-    etcd_notifies, explain, reflector_alarming, reflector_state, reflector_state_short,
-};
+use crate::narration::{etcd_notifies, explain, reflector_state, reflector_state_short};
+use crate::notice::reflector_alarming;
 use crate::player::Player;
-use crate::stats::format_micros;
 use leptos::prelude::*;
 use watchlife_protocol::Stage;
 

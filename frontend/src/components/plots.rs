@@ -5,8 +5,9 @@
 //! stage read before the one before it) has no bin on the log scale: each
 //! histogram counts its negative samples apart, beside its title.
 
+use crate::micros::format_micros;
 use crate::model::Model;
-use crate::stats::{LATENCY_BINS, SERIES_SECONDS, format_micros, histogram};
+use crate::stats::{LATENCY_BINS, SERIES_SECONDS, histogram};
 use leptos::prelude::*;
 use watchlife_protocol::Stage;
 

@@ -1,0 +1,69 @@
+//! The sentences the page shows in the caption bar that are not about one
+//! token: a demo action's outcome, an error, a Reflector's trouble, a bridge
+//! too new for the page. The model tells them as frames arrive; they sit
+//! below it and know nothing of the page.
+
+use watchlife_protocol::{PROTOCOL_VERSION, ReflectorState};
+
+/// A sentence for the caption bar that is not about one token: the outcome
+/// of a demo action, an error, a Reflector's trouble.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub text: String,
+    pub alarming: bool,
+    /// Counts notices, so that two equal sentences still read as new.
+    pub serial: u64,
+}
+
+/// What the page says when the bridge speaks a newer protocol.
+pub fn incompatible_message(bridge: u32) -> String {
+    format!(
+        "This page speaks watchlife protocol {PROTOCOL_VERSION}, but the bridge speaks protocol {bridge}: \
+         the bridge was upgraded. Reload the page to get the app that matches it."
+    )
+}
+
+/// Whether a Reflector state is trouble worth drawing in the error colour.
+pub fn reflector_alarming(state: &ReflectorState) -> bool {
+    matches!(
+        state,
+        ReflectorState::Gone { .. }
+            | ReflectorState::Relist { .. }
+            | ReflectorState::Backoff { .. }
+            | ReflectorState::StreamingListFailed { .. }
+    )
+}
+
+/// A caption for a Reflector change, when it is a story worth telling.
+pub fn reflector_caption(resource: &str, state: &ReflectorState) -> Option<String> {
+    Some(match state {
+        ReflectorState::Gone { message, .. } => format!(
+            "410 Gone for {resource}: {message}. The Reflector's resourceVersion was compacted away, so it must LIST again."
+        ),
+        ReflectorState::Relist { reason } => {
+            format!("The {resource} Reflector lists everything again ({reason}).")
+        }
+        ReflectorState::Backoff { delay_ms, error } => format!(
+            "The {resource} Reflector's request failed ({error}); it waits {delay_ms} ms before trying again."
+        ),
+        ReflectorState::WatchEnded {
+            reason,
+            resource_version,
+        } => format!(
+            "The {resource} watch ended ({reason}); the Reflector watches again from RV {resource_version}."
+        ),
+        ReflectorState::StreamingListStarted { .. } => format!(
+            "The {resource} Reflector opens a streaming list: one WATCH whose first events are the current objects, sent as ADDED. No LIST is made."
+        ),
+        ReflectorState::InitialEventsEnd {
+            count,
+            resource_version,
+        } => format!(
+            "A BOOKMARK annotated k8s.io/initial-events-end closes the initial list of {resource}: {count} objects at RV {resource_version} replace the store at once, and the same stream goes on as a watch."
+        ),
+        ReflectorState::StreamingListFailed { reason } => format!(
+            "The server would not stream the list of {resource} ({reason}): the Reflector falls back to LIST, then WATCH."
+        ),
+        _ => return None,
+    })
+}
