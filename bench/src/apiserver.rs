@@ -18,6 +18,7 @@
 
 use crate::machine::now_micros;
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Histogram, Spread, count, micros, num, ratio};
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -50,7 +51,7 @@ pub struct Config {
 }
 
 #[derive(Default)]
-struct Figures {
+pub struct Figures {
     writes_per_second: Spread,
     p50: Spread,
     p99: Spread,
@@ -73,160 +74,219 @@ pub fn real_cluster_installed() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    if !real_cluster_installed() {
-        report.not_measured.push(
-            "**kube-apiserver + etcd under the same writes** as the demo API: etcd and \
-             kube-apiserver v1.20.2 are not installed here (`make test` installs and builds \
-             them once)."
-                .into(),
-        );
-        return;
+/// The servers compared, in the table's order: the demo API, then kube-apiserver.
+const NAMES: [&str; 2] = ["demo API (watchlife)", "kube-apiserver + etcd"];
+
+/// What the runs found.
+pub struct Gathered {
+    /// Per server of [`NAMES`], per watcher count.
+    figures: Vec<Vec<Figures>>,
+    /// Why the runs stopped early, if they did.
+    failure: Option<String>,
+}
+
+impl Scenario for Config {
+    /// `None` when kube-apiserver and etcd are not installed.
+    type Figures = Option<Gathered>;
+
+    fn measure(&self) -> Option<Gathered> {
+        if !real_cluster_installed() {
+            return None;
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let mut gathered = Gathered {
+            figures: NAMES
+                .iter()
+                .map(|_| self.watchers.iter().map(|_| Figures::default()).collect())
+                .collect(),
+            failure: None,
+        };
+        runtime.block_on(async {
+            progress!("real cluster: starting etcd and kube-apiserver");
+            let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
+            let (demo_addr, stop, server) = serve_demo_api().await;
+            let targets = [
+                Target {
+                    name: NAMES[0],
+                    api: Api::plain(&format!("http://{demo_addr}")),
+                },
+                Target {
+                    name: NAMES[1],
+                    api: Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert()),
+                },
+            ];
+            gathered.failure = self.drive(&targets, &mut gathered.figures).await.err();
+            let _ = stop.send(());
+            let _ = server.await;
+            drop(cluster);
+        });
+        Some(gathered)
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let names = ["demo API (watchlife)", "kube-apiserver + etcd"];
-    let mut figures: Vec<Vec<Figures>> = names
-        .iter()
-        .map(|_| config.watchers.iter().map(|_| Figures::default()).collect())
-        .collect();
-    let mut failure = None;
-    runtime.block_on(async {
-        progress!("real cluster: starting etcd and kube-apiserver");
-        let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
-        let cp = ControlPlane::new(Clock::system());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port");
-        let demo_addr = listener.local_addr().expect("a bound address");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(watchlife_demo_apiserver::serve(cp, listener, async move {
-            let _ = stopped.await;
-        }));
-        let targets = [
-            Target {
-                name: names[0],
-                api: Api::plain(&format!("http://{demo_addr}")),
-            },
-            Target {
-                name: names[1],
-                api: Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert()),
-            },
+
+    fn report(&self, gathered: Option<Gathered>, report: &mut Report, seconds: f64) {
+        let Some(gathered) = gathered else {
+            report.not_measured.push(
+                "**kube-apiserver + etcd under the same writes** as the demo API: etcd and \
+                 kube-apiserver v1.20.2 are not installed here (`make test` installs and builds \
+                 them once)."
+                    .into(),
+            );
+            return;
+        };
+        let table = self.table(&gathered.figures, report);
+        let summary = self.compare(&gathered.figures, report);
+        let mut notes = vec![
+            "The two servers are not doing the same work, and the table should be read with \
+             that in mind: kube-apiserver speaks TLS, authenticates a token, runs admission and \
+             validation, writes to etcd (which syncs its log to disk) and reads the change back \
+             through its watch before its cache fans it out; the demo API keeps everything in \
+             memory in the bench's own process, behind one lock. The comparison says what the \
+             demo's numbers mean beside the real thing, not which is better."
+                .to_string(),
         ];
-        'runs: for run in 0..config.runs {
+        if let Some(e) = gathered.failure {
+            notes.push(format!("The measurement stopped early: {e}."));
+        }
+        report.sections.push(Section {
+            title: "The demo control plane beside kube-apiserver + etcd".into(),
+            method: self.method(),
+            tables: vec![table],
+            notes,
+            summary,
+            seconds,
+        });
+    }
+}
+
+/// The demo API over a fresh control plane, served from the bench on a free
+/// port: its address, the sender that stops it, and its task.
+async fn serve_demo_api() -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let cp = ControlPlane::new(Clock::system());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let demo_addr = listener.local_addr().expect("a bound address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(watchlife_demo_apiserver::serve(cp, listener, async move {
+        let _ = stopped.await;
+    }));
+    (demo_addr, stop, server)
+}
+
+/// "" for one, "s" for more.
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+impl Config {
+    /// Every run against both servers, each watcher count in turn; stops at
+    /// the first failure and says which server had it.
+    async fn drive(&self, targets: &[Target], figures: &mut [Vec<Figures>]) -> Result<(), String> {
+        for run in 0..self.runs {
             for (t, target) in targets.iter().enumerate() {
-                for (i, &n) in config.watchers.iter().enumerate() {
+                for (i, &n) in self.watchers.iter().enumerate() {
                     progress!(
                         "real cluster: run {}/{}, {}, {n} watchers",
                         run + 1,
-                        config.runs,
+                        self.runs,
                         target.name
                     );
-                    match measure(&target.api, n, config).await {
-                        Ok(m) => {
-                            let f = &mut figures[t][i];
-                            f.writes_per_second.push(m.writes_per_second);
-                            f.p50.push(m.latency.quantile(0.5).unwrap_or(f64::NAN));
-                            f.p99.push(m.latency.quantile(0.99).unwrap_or(f64::NAN));
-                            f.latency.merge(&m.latency);
-                        }
-                        Err(e) => {
-                            progress!("real cluster failed: {e}");
-                            failure = Some(format!("{}: {e}", target.name));
-                            break 'runs;
-                        }
-                    }
+                    let m = measure(&target.api, n, self).await.map_err(|e| {
+                        progress!("real cluster failed: {e}");
+                        format!("{}: {e}", target.name)
+                    })?;
+                    let f = &mut figures[t][i];
+                    f.writes_per_second.push(m.writes_per_second);
+                    f.p50.push(m.latency.quantile(0.5).unwrap_or(f64::NAN));
+                    f.p99.push(m.latency.quantile(0.99).unwrap_or(f64::NAN));
+                    f.latency.merge(&m.latency);
                 }
             }
         }
-        let _ = stop.send(());
-        let _ = server.await;
-        drop(cluster);
-    });
-
-    let mut table = Table::new(
-        "",
-        &[
-            "server",
-            "watchers",
-            "writes/s, delivered to every watcher",
-            "write → watcher p50",
-            "write → watcher p99",
-        ],
-    );
-    for (t, name) in names.iter().enumerate() {
-        for (i, n) in config.watchers.iter().enumerate() {
-            let f = &figures[t][i];
-            table.row(vec![
-                name.to_string(),
-                count(*n),
-                f.writes_per_second.show(num),
-                f.p50.show(micros),
-                f.p99.show(micros),
-            ]);
-            report.series(
-                "write → watcher over HTTP",
-                &format!(
-                    "{}, {} watcher{}",
-                    if t == 0 { "demo API" } else { "kube-apiserver" },
-                    count(*n),
-                    if *n == 1 { "" } else { "s" }
-                ),
-                f.latency.shape(),
-            );
-        }
+        Ok(())
     }
-    let mut summary = Vec::new();
-    for (i, n) in config.watchers.iter().enumerate() {
-        let (demo, kube) = (&figures[0][i], &figures[1][i]);
-        let writes = ratio(&demo.writes_per_second, &kube.writes_per_second);
-        let latency = ratio(&kube.p50, &demo.p50);
-        report.headline(
-            format!(
-                "demo API ÷ kube-apiserver + etcd, writes/s delivered to {} watcher{}",
-                count(*n),
-                if *n == 1 { "" } else { "s" }
-            ),
-            writes.show(|v| format!("{}×", num(v))),
+
+    /// One row per server and watcher count; the latencies go to the plot.
+    fn table(&self, figures: &[Vec<Figures>], report: &mut Report) -> Table {
+        let mut table = Table::new(
+            "",
+            &[
+                "server",
+                "watchers",
+                "writes/s, delivered to every watcher",
+                "write → watcher p50",
+                "write → watcher p99",
+            ],
         );
-        if i + 1 == config.watchers.len() {
+        for (t, name) in NAMES.iter().enumerate() {
+            for (i, n) in self.watchers.iter().enumerate() {
+                let f = &figures[t][i];
+                table.row(vec![
+                    name.to_string(),
+                    count(*n),
+                    f.writes_per_second.show(num),
+                    f.p50.show(micros),
+                    f.p99.show(micros),
+                ]);
+                let server = if t == 0 { "demo API" } else { "kube-apiserver" };
+                report.series(
+                    "write → watcher over HTTP",
+                    &format!("{server}, {} watcher{}", count(*n), plural(*n)),
+                    f.latency.shape(),
+                );
+            }
+        }
+        table
+    }
+
+    /// The headlines, demo beside kube-apiserver; returns the summary's lines.
+    fn compare(&self, figures: &[Vec<Figures>], report: &mut Report) -> Vec<String> {
+        let mut summary = Vec::new();
+        let times = |v| format!("{}×", num(v));
+        for (i, n) in self.watchers.iter().enumerate() {
+            let (demo, kube) = (&figures[0][i], &figures[1][i]);
+            let writes = ratio(&demo.writes_per_second, &kube.writes_per_second);
+            let latency = ratio(&kube.p50, &demo.p50);
             report.headline(
                 format!(
-                    "kube-apiserver + etcd ÷ demo API, write → watcher p50 at {} watchers",
-                    count(*n)
+                    "demo API ÷ kube-apiserver + etcd, writes/s delivered to {} watcher{}",
+                    count(*n),
+                    plural(*n)
                 ),
-                latency.show(|v| format!("{}×", num(v))),
+                writes.show(times),
             );
+            if i + 1 == self.watchers.len() {
+                report.headline(
+                    format!(
+                        "kube-apiserver + etcd ÷ demo API, write → watcher p50 at {} watchers",
+                        count(*n)
+                    ),
+                    latency.show(times),
+                );
+            }
+            summary.push(format!(
+                "{} watchers: demo {} writes/s, p50 {}; kube-apiserver {} writes/s, p50 {} (p50 ratio kube ÷ demo {})",
+                count(*n),
+                num(demo.writes_per_second.median()),
+                micros(demo.p50.median()),
+                num(kube.writes_per_second.median()),
+                micros(kube.p50.median()),
+                latency.show(times)
+            ));
         }
-        summary.push(format!(
-            "{} watchers: demo {} writes/s, p50 {}; kube-apiserver {} writes/s, p50 {} (p50 ratio kube ÷ demo {})",
-            count(*n),
-            num(demo.writes_per_second.median()),
-            micros(demo.p50.median()),
-            num(kube.writes_per_second.median()),
-            micros(kube.p50.median()),
-            latency.show(|v| format!("{}×", num(v)))
-        ));
+        summary
     }
-    let mut notes = vec![
-        "The two servers are not doing the same work, and the table should be read with \
-         that in mind: kube-apiserver speaks TLS, authenticates a token, runs admission and \
-         validation, writes to etcd (which syncs its log to disk) and reads the change back \
-         through its watch before its cache fans it out; the demo API keeps everything in \
-         memory in the bench's own process, behind one lock. The comparison says what the \
-         demo's numbers mean beside the real thing, not which is better."
-            .to_string(),
-    ];
-    if let Some(e) = failure {
-        notes.push(format!("The measurement stopped early: {e}."));
-    }
-    report.sections.push(Section {
-        title: "The demo control plane beside kube-apiserver + etcd".into(),
-        method: format!(
+
+    fn method(&self) -> String {
+        format!(
             "Both servers on loopback, on the same machine, in the same run: the demo API \
              (`watchlife-demo-apiserver` over `ControlPlane::new(Clock::system())`, plain HTTP, \
              served from the bench) and kube-apiserver v1.20.2 over etcd 3.4 (TLS, a bearer \
@@ -235,16 +295,12 @@ pub fn run(report: &mut Report, config: &Config) {
              each: {} writes in batches of {BATCH}, each batch waited for until every watcher \
              has read it (writes/s); then {} writes at {} writes/s, timed from send to each \
              watcher's read (latency). {} runs against the same two servers.",
-            num(config.writes as f64),
-            num(config.paced_writes as f64),
+            num(self.writes as f64),
+            num(self.paced_writes as f64),
             num(PACED_RATE),
-            config.runs
-        ),
-        tables: vec![table],
-        notes,
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+            self.runs
+        )
+    }
 }
 
 struct Measured {
@@ -263,8 +319,42 @@ struct Watching {
     measurement: u64,
 }
 
+/// One server with `n` watchers: throughput, then latency.
 async fn measure(api: &Api, n: usize, config: &Config) -> Result<Measured, String> {
-    // One configmap per writer, created once (a second run finds them).
+    let rv = prepare(api).await?;
+    let total = config.writes.div_ceil(BATCH) * BATCH + config.paced_writes + 1;
+    let shared = Arc::new(Watching {
+        lines: AtomicU64::new(0),
+        recording: AtomicBool::new(false),
+        sent: (0..total).map(|_| AtomicU64::new(0)).collect(),
+        latency: Histogram::new(),
+        measurement: {
+            static MEASUREMENTS: AtomicU64 = AtomicU64::new(0);
+            MEASUREMENTS.fetch_add(1, Ordering::Relaxed)
+        },
+    });
+    let path = format!("{NAMESPACE_PATH}?watch=1&resourceVersion={rv}&timeoutSeconds=1800");
+    let watchers = open_watchers(api, &path, n, &shared).await?;
+    let result = async {
+        let (writes_per_second, written) = throughput(api, n, config, &shared).await?;
+        paced(api, n, config, &shared, written).await?;
+        Ok::<f64, String>(writes_per_second)
+    }
+    .await;
+    for w in &watchers {
+        w.abort();
+    }
+    let latency = Histogram::new();
+    latency.merge(&shared.latency);
+    Ok(Measured {
+        writes_per_second: result?,
+        latency,
+    })
+}
+
+/// Creates one configmap per writer (a second run finds them) and returns
+/// the resourceVersion of a LIST after them.
+async fn prepare(api: &Api) -> Result<String, String> {
     for w in 0..WRITERS {
         let body = serde_json::json!({
             "apiVersion": "v1", "kind": "ConfigMap",
@@ -282,28 +372,24 @@ async fn measure(api: &Api, n: usize, config: &Config) -> Result<Measured, Strin
     if code != 200 {
         return Err(format!("listing configmaps: {code}"));
     }
-    let rv = serde_json::from_slice::<serde_json::Value>(&list)
+    serde_json::from_slice::<serde_json::Value>(&list)
         .ok()
         .and_then(|v| v["metadata"]["resourceVersion"].as_str().map(String::from))
-        .ok_or("a LIST without a resourceVersion")?;
-    let total = config.writes.div_ceil(BATCH) * BATCH + config.paced_writes + 1;
-    let shared = Arc::new(Watching {
-        lines: AtomicU64::new(0),
-        recording: AtomicBool::new(false),
-        sent: (0..total).map(|_| AtomicU64::new(0)).collect(),
-        latency: Histogram::new(),
-        measurement: {
-            static MEASUREMENTS: AtomicU64 = AtomicU64::new(0);
-            MEASUREMENTS.fetch_add(1, Ordering::Relaxed)
-        },
-    });
-    let path = format!("{NAMESPACE_PATH}?watch=1&resourceVersion={rv}&timeoutSeconds=1800");
-    // Opened [`OPENING`] at a time: one after the other, a thousand TLS
-    // handshakes would take most of a minute.
+        .ok_or_else(|| "a LIST without a resourceVersion".to_string())
+}
+
+/// Opens `n` watches of `path`, [`OPENING`] at a time (one after the other,
+/// a thousand TLS handshakes would take most of a minute), each read by a task.
+async fn open_watchers(
+    api: &Api,
+    path: &str,
+    n: usize,
+    shared: &Arc<Watching>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
     let mut watchers = Vec::with_capacity(n);
     let mut opening = tokio::task::JoinSet::new();
     for k in 0..n {
-        let (api, path) = (api.clone(), path.clone());
+        let (api, path) = (api.clone(), path.to_string());
         opening.spawn(async move { api.watch(&path).await });
         if opening.len() >= OPENING || k + 1 == n {
             while let Some(opened) = opening.join_next().await {
@@ -312,58 +398,71 @@ async fn measure(api: &Api, n: usize, config: &Config) -> Result<Measured, Strin
             }
         }
     }
-    let result = async {
-        let mut expected = 0u64;
-        let mut number = 0usize;
-        // Throughput: batches, each delivered to every watcher.
-        let start = Instant::now();
-        let batches = config.writes.div_ceil(BATCH);
-        for _ in 0..batches {
-            let mut writers = Vec::new();
-            for w in 0..WRITERS {
-                let numbers: Vec<usize> = (0..BATCH / WRITERS)
-                    .map(|k| number + w + k * WRITERS)
-                    .collect();
-                let (api, shared) = (api.clone(), shared.clone());
-                writers.push(tokio::spawn(async move {
-                    for m in numbers {
-                        write(&api, w, m, &shared).await?;
-                    }
-                    Ok::<(), String>(())
-                }));
-            }
-            for writer in writers {
-                writer.await.map_err(|e| e.to_string())??;
-            }
-            number += BATCH;
-            expected += (BATCH * n) as u64;
-            delivered(&shared, expected).await?;
+    Ok(watchers)
+}
+
+/// Throughput: batches of writes from [`WRITERS`] writers, each batch
+/// delivered to every watcher. Returns writes/s and the writes made.
+async fn throughput(
+    api: &Api,
+    n: usize,
+    config: &Config,
+    shared: &Arc<Watching>,
+) -> Result<(f64, usize), String> {
+    let mut expected = 0u64;
+    let mut number = 0usize;
+    let start = Instant::now();
+    let batches = config.writes.div_ceil(BATCH);
+    for _ in 0..batches {
+        let mut writers = Vec::new();
+        for w in 0..WRITERS {
+            let numbers: Vec<usize> = (0..BATCH / WRITERS)
+                .map(|k| number + w + k * WRITERS)
+                .collect();
+            let (api, shared) = (api.clone(), shared.clone());
+            writers.push(tokio::spawn(async move {
+                for m in numbers {
+                    write(&api, w, m, &shared).await?;
+                }
+                Ok::<(), String>(())
+            }));
         }
-        let writes_per_second = (batches * BATCH) as f64 / start.elapsed().as_secs_f64();
-        // Latency: one writer at a steady pace.
-        shared.recording.store(true, Ordering::Relaxed);
-        let period = Duration::from_secs_f64(1.0 / PACED_RATE);
-        let paced_start = tokio::time::Instant::now();
-        for k in 0..config.paced_writes {
-            tokio::time::sleep_until(paced_start + period * k as u32).await;
-            write(api, 0, number, &shared).await?;
-            number += 1;
+        for writer in writers {
+            writer.await.map_err(|e| e.to_string())??;
         }
-        expected += (config.paced_writes * n) as u64;
-        delivered(&shared, expected).await?;
-        shared.recording.store(false, Ordering::Relaxed);
-        Ok::<f64, String>(writes_per_second)
+        number += BATCH;
+        expected += (BATCH * n) as u64;
+        delivered(shared, expected).await?;
     }
-    .await;
-    for w in &watchers {
-        w.abort();
+    Ok((
+        (batches * BATCH) as f64 / start.elapsed().as_secs_f64(),
+        number,
+    ))
+}
+
+/// Latency: one writer at [`PACED_RATE`], its writes numbered from `number`,
+/// recorded as every watcher reads them.
+async fn paced(
+    api: &Api,
+    n: usize,
+    config: &Config,
+    shared: &Arc<Watching>,
+    mut number: usize,
+) -> Result<(), String> {
+    // Every watcher has had every write before these.
+    let mut expected = (number * n) as u64;
+    shared.recording.store(true, Ordering::Relaxed);
+    let period = Duration::from_secs_f64(1.0 / PACED_RATE);
+    let paced_start = tokio::time::Instant::now();
+    for k in 0..config.paced_writes {
+        tokio::time::sleep_until(paced_start + period * k as u32).await;
+        write(api, 0, number, shared).await?;
+        number += 1;
     }
-    let latency = Histogram::new();
-    latency.merge(&shared.latency);
-    Ok(Measured {
-        writes_per_second: result?,
-        latency,
-    })
+    expected += (config.paced_writes * n) as u64;
+    delivered(shared, expected).await?;
+    shared.recording.store(false, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Merge-patches writer `w`'s configmap with the write's number. The

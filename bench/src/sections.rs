@@ -135,7 +135,7 @@ fn run_apiserver(args: &Args, report: &mut Report) {
         writes: args.sized(100, 200),
         paced_writes: args.sized(50, 100),
     };
-    apiserver::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_latency(args: &Args, report: &mut Report) {
