@@ -5,9 +5,10 @@
 //! act on the control plane itself: [`ControlPlane::compact`],
 //! [`ControlPlane::drop_watchers`], [`ControlPlane::start_slow_watcher`].)
 
-use crate::control_plane::{ApiError, ControlPlane, Deletion};
-use crate::controllers::update_if_changed;
+use crate::api_error::ApiError;
+use crate::control_plane::{ControlPlane, Deletion};
 use crate::resource::{DEPLOYMENTS, PODS, ResourceType};
+use crate::update::update_if_changed;
 use serde_json::{Value, json};
 use std::sync::Arc;
 

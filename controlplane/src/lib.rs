@@ -11,14 +11,16 @@
 //! - [`controllers`]: informers, workqueues and the demo's controllers (deployment,
 //!   replicaset, scheduler, kubelet, garbage collector), run by [`controllers::Demo`].
 //! - [`list`]: where a LIST is served from and how it is paged; [`selector`]:
-//!   label and field selectors; [`status`]: failures as Kubernetes `Status`.
+//!   label and field selectors; [`api_error`]: why a request failed, and
+//!   [`status`], each failure as a Kubernetes `Status`.
 //! - [`limits`]: the demo's bounds (replicas, quotas, sizes), so that its
 //!   memory stays within a budget whatever clients ask; [`validation`]: label,
 //!   annotation and replica rules, as the apiserver checks them.
 //! - [`story`]: the scripted workload that keeps the demo alive.
 //! - [`ledger`]: when each recent change was committed, reflected, cached and
 //!   dispatched.
-//! - [`actions`]: what a user does with kubectl (scale, label, set image, delete a pod);
+//! - [`actions`]: what a user does with kubectl (scale, label, set image, delete a pod),
+//!   each a read-modify-write ([`update`]);
 //!   [`demo_action`], the viewers' demo actions carried out through them.
 //! - [`resource`], [`object`], [`clock`], [`time`]: the served types and small helpers.
 //!
@@ -26,6 +28,7 @@
 //! runs behind the bridge's HTTP adapter and inside a browser page.
 
 pub mod actions;
+pub mod api_error;
 pub mod cacher;
 pub mod clock;
 pub mod control_plane;
@@ -42,13 +45,15 @@ pub mod status;
 pub mod store;
 pub mod story;
 pub mod time;
+pub mod update;
 pub mod validation;
 pub mod watch_cache;
 pub mod watch_cache_report;
 
+pub use api_error::ApiError;
 pub use cacher::watcher::WatchOptions;
 pub use clock::Clock;
-pub use control_plane::{ApiError, ControlPlane};
+pub use control_plane::ControlPlane;
 pub use resource::ResourceType;
 pub use store::Revision;
 pub use watch_cache::{CachedEvent, Delivery, Origin, WatchFilter};

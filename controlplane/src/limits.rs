@@ -19,7 +19,9 @@
 //! Sizes in memory are weights ([`crate::object::weight`]): what an object
 //! takes parsed, several times its JSON (ten times for a small pod).
 
-use crate::controllers::DEMO_NODES;
+/// The demo's nodes, each with its kubelet: the size of the cluster the
+/// bounds below are sized for.
+pub const DEMO_NODES: [&str; 2] = ["node-a", "node-b"];
 
 /// Pods a node runs at most: the kubelet's default `--max-pods`, which the
 /// demo's nodes report as their `allocatable.pods` and the scheduler honours.

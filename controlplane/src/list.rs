@@ -21,7 +21,7 @@
 //! `Timeout` and the cause `ResourceVersionTooLarge`, as the apiserver does
 //! once it gives up waiting for its cache to catch up.
 
-use crate::control_plane::ApiError;
+use crate::api_error::ApiError;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::Revision;
 use base64::Engine;

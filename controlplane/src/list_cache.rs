@@ -14,7 +14,7 @@
 //!
 //! With a gate off, its requests go where v1.20 sends them.
 
-use crate::control_plane::ApiError;
+use crate::api_error::ApiError;
 use crate::list::{ListOptions, ListPlan, plan};
 use watchlife_informer::profile::{Gate, Profile, Release};
 

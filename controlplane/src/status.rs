@@ -4,7 +4,7 @@
 //! client's error handling (`IsNotFound`, `IsConflict`, `IsResourceExpired`)
 //! works against the demo control plane as against a real one.
 
-use crate::control_plane::ApiError;
+use crate::api_error::ApiError;
 use serde_json::{Value, json};
 
 /// A failure as a Kubernetes `Status`.

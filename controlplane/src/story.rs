@@ -12,7 +12,8 @@
 //! page, or [`crate::controllers::Demo`]) does the waiting.
 
 use crate::actions;
-use crate::control_plane::{ApiError, ControlPlane};
+use crate::api_error::ApiError;
+use crate::control_plane::ControlPlane;
 use crate::object;
 use crate::resource::{CONFIGMAPS, DEPLOYMENTS, PODS};
 use serde_json::{Value, json};

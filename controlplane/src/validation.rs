@@ -4,7 +4,7 @@
 //! `Invalid` worded as the apiserver words it, naming the field and the
 //! limit.
 
-use crate::control_plane::ApiError;
+use crate::api_error::ApiError;
 use crate::limits::{Limits, NODE_MAX_PODS, show_bytes};
 use crate::object;
 use crate::resource::{DEPLOYMENTS, REPLICASETS, ResourceType};

@@ -25,6 +25,7 @@
 pub mod budget;
 pub mod ready;
 mod reflect;
+mod shared;
 mod store_lw;
 pub mod watcher;
 
@@ -34,7 +35,8 @@ use crate::store::{Revision, Store};
 use crate::watch_cache::{CachedEvent, Delivery, Origin, WatchCache, WatchError, WindowBounds};
 use budget::TimeBudget;
 use ready::Ready;
-use reflect::{CacherReflector, Fed, Waits};
+use reflect::CacherReflector;
+use shared::{Fed, Waits};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;

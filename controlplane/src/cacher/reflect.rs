@@ -4,7 +4,7 @@
 //!
 //! Who owns what:
 //! - The Cacher owns a [`CacherReflector`]: the driver's future, boxed, and
-//!   the [`Shared`] state between that future and the Cacher. Nothing wakes
+//!   the [`super::shared::Shared`] state between that future and the Cacher. Nothing wakes
 //!   the future: each step polls it with a no-op waker and it looks again.
 //! - The future owns the Reflector machine and the driver's three adapters:
 //!   the store's lister-watcher ([`super::store_lw`]), the sink
@@ -12,12 +12,12 @@
 //!   to the shared state.
 //! - The store belongs to the control plane, which lends it to each step.
 //!   The driver leaves the read it needs in the shared state and waits
-//!   ([`read_store`]); the step runs that read against the store and polls
+//!   ([`super::shared::read_store`]); the step runs that read against the store and polls
 //!   the driver again, until the driver waits for something else.
 //! - What the driver delivers waits in the shared state as [`Fed`] items
 //!   until the step ends; the Cacher then applies them, in order, to its
 //!   watch cache, `incoming`, watchers and ready state.
-//! - The step says how many changes the driver may deliver ([`Shared`]'s
+//! - The step says how many changes the driver may deliver ([`super::shared::Shared`]'s
 //!   room): one while `incoming` has room, none otherwise and between steps.
 //!   The sink is ready only with room, so a full `incoming` holds the
 //!   store's watch back, as `processEvent` blocks on the channel.
@@ -25,117 +25,19 @@
 //! The shared state's lock is taken for a moment at a time, never across an
 //! await, and the future borrows nothing from the Cacher.
 
+use super::shared::{Fed, Handle, Waits, lock};
 use super::store_lw::{StoreItem, StoreListerWatcher};
 use crate::clock::Clock;
 use crate::resource::ResourceType;
-use crate::store::{Revision, Store, StoreEvent};
-use serde_json::Value;
+use crate::store::Store;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use watchlife_informer::list_watch::{self, Listed, Sink, Timer};
 use watchlife_informer::reflector::Config;
-use watchlife_protocol::{EventType, Micros, ReflectorState};
-
-/// What the driver delivered, for the Cacher to apply in this order.
-#[derive(Debug)]
-pub(super) enum Fed {
-    /// A ListAndWatch begins with its LIST: `startCaching` terminates every
-    /// watcher first (`terminateAllWatchers`).
-    ListStarted,
-    /// The LIST's objects, by store key, replace the cache at `revision`.
-    Replace {
-        objects: Vec<(String, Arc<Value>)>,
-        revision: Revision,
-    },
-    /// A change read from the store's watch at `at`.
-    Change { event: StoreEvent, at: Micros },
-    /// The store's watch says nothing of this type happened up to this
-    /// revision (etcd's progress notification).
-    Progress(Revision),
-    /// The ListAndWatch ended: its watch of the store failed.
-    Ended,
-}
-
-/// What the driver waits for at the end of a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Waits {
-    /// Room in `incoming`, to read the next change.
-    ForRoom,
-    /// The store to change, or this time (the end of the wait between two
-    /// ListAndWatch cycles).
-    Until(Option<Micros>),
-}
-
-/// A read of the store the driver waits for, left for the step to run.
-type StoreRead = Box<dyn FnOnce(&Store) + Send>;
-
-/// What the driver's adapters and the Cacher's step share.
-#[derive(Default)]
-pub(super) struct Shared {
-    /// The store read the driver waits for.
-    read: Option<StoreRead>,
-    /// Delivered since the step began.
-    fed: Vec<Fed>,
-    /// Changes the driver may still deliver in this step.
-    room: usize,
-    /// The driver waits for room.
-    waits_for_room: bool,
-    /// When the driver's wait ends, while it waits.
-    wake_at: Option<Micros>,
-    /// The open store watch is to fail at its next read
-    /// ([`super::Cacher::end_list_and_watch`]).
-    broken: bool,
-}
-
-/// A handle on the shared state.
-pub(super) type Handle = Arc<Mutex<Shared>>;
-
-fn lock(handle: &Handle) -> MutexGuard<'_, Shared> {
-    handle.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Waits until a step has run `read` against the store it lends.
-pub(super) async fn read_store<R: Send + 'static>(
-    handle: &Handle,
-    read: impl FnOnce(&Store) -> R + Send + 'static,
-) -> R {
-    let answer: Arc<Mutex<Option<R>>> = Arc::default();
-    let slot = answer.clone();
-    lock(handle).read = Some(Box::new(move |store| {
-        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(read(store));
-    }));
-    poll_fn(|_| {
-        let answered = answer.lock().unwrap_or_else(PoisonError::into_inner).take();
-        answered.map_or(Poll::Pending, Poll::Ready)
-    })
-    .await
-}
-
-/// Pending once: ready when the next step polls the driver again.
-pub(super) async fn next_step() {
-    let mut polled = false;
-    poll_fn(move |_| {
-        if std::mem::replace(&mut polled, true) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await
-}
-
-/// Takes the request to fail the open store watch, if any.
-pub(super) fn take_broken(handle: &Handle) -> bool {
-    std::mem::take(&mut lock(handle).broken)
-}
-
-/// Forgets a request to fail a store watch: a new watch opens.
-pub(super) fn clear_broken(handle: &Handle) {
-    lock(handle).broken = false;
-}
+use watchlife_informer::reflector::ReflectorState;
+use watchlife_informer::{EventType, Micros};
 
 /// The Cacher's Reflector: the driver's future and what it shares.
 pub(super) struct CacherReflector {

@@ -1,9 +1,9 @@
 //! The store as the Cacher's Reflector lists and watches it
 //! (`cacherListerWatcher`, `cacher.go`): a read of one type's key prefix,
 //! and etcd's watch on that prefix. Each read of the store is one a step
-//! runs for the driver ([`super::reflect::read_store`]).
+//! runs for the driver ([`super::shared::read_store`]).
 
-use super::reflect::{Handle, clear_broken, next_step, read_store, take_broken};
+use super::shared::{Handle, clear_broken, next_step, read_store, take_broken};
 use crate::store::{Change, Revision, StoreError, StoreEvent};
 use serde_json::Value;
 use std::sync::Arc;

@@ -6,7 +6,8 @@
 //! then deletes the pod with a grace period of zero, and only that second
 //! delete removes it (DELETED).
 
-use super::{ApiError, ControlPlane, api_error};
+use super::{ControlPlane, api_error};
+use crate::api_error::ApiError;
 use crate::object;
 use crate::resource::{PODS, ResourceType};
 use serde_json::Value;

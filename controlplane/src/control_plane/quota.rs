@@ -3,7 +3,7 @@
 //! pods in all. A create over one is a 403 naming the quota, as a
 //! `ResourceQuota` refuses it.
 
-use super::ApiError;
+use crate::api_error::ApiError;
 use crate::limits::Limits;
 use crate::object;
 use crate::resource::{NAMESPACES, PODS, ResourceType};

@@ -2,7 +2,8 @@
 //! WATCH with a selection, the watch cache's window, and periodic compaction.
 
 use super::ServedFrom;
-use super::{ApiError, ControlPlane, State};
+use super::{ControlPlane, State};
+use crate::api_error::ApiError;
 use crate::cacher::watcher::WatchOptions;
 use crate::list::{self, ListOptions, ListPlan, ObjectList};
 use crate::list_cache;

@@ -1,6 +1,7 @@
 //! The fan-out of each watch cache, and a watcher that falls behind on purpose.
 
-use super::{ApiError, ControlPlane};
+use super::ControlPlane;
+use crate::api_error::ApiError;
 use crate::cacher::WatchersInfo;
 use crate::cacher::watcher::{WatchOptions, WatcherId};
 use crate::resource::ResourceType;

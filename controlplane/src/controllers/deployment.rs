@@ -6,16 +6,18 @@
 //! replicas from the old ones to it, never more than `maxSurge` above the
 //! desired count, never more than `maxUnavailable` below it.
 
+use super::controller::{Action, Activity, Context, Controller, Reconciler};
 use super::events::{EventType, Recorder};
-use super::informer::{Informer, Notification, key_of, split_key};
-use super::owner::{controller_of, controller_reference, uid};
-use super::{Activity, names, update_if_changed};
-use crate::control_plane::{ApiError, ControlPlane};
+use super::informer::{Informer, key_of, split_key};
+use super::names;
+use super::owner::{controller_reference, uid};
+use crate::api_error::ApiError;
+use crate::control_plane::ControlPlane;
 use crate::object;
 use crate::resource::{DEPLOYMENTS, REPLICASETS};
+use crate::update::update_if_changed;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Name of the controller, and of its watches.
@@ -34,10 +36,8 @@ pub const DEFAULT_ROLLING_PERCENT: u64 = 25;
 /// Watches Deployments and ReplicaSets; syncs one Deployment per key.
 #[derive(Debug)]
 pub struct DeploymentController {
-    deployments: Informer,
-    replicasets: Informer,
-    queue: Workqueue,
-    events: Recorder,
+    controller: Controller,
+    rollouts: Rollouts,
 }
 
 impl Default for DeploymentController {
@@ -49,64 +49,37 @@ impl Default for DeploymentController {
 impl DeploymentController {
     pub fn new() -> Self {
         DeploymentController {
-            deployments: Informer::new(DEPLOYMENTS, NAME),
-            replicasets: Informer::new(REPLICASETS, NAME),
-            queue: super::workqueue(),
-            events: Recorder::new(NAME, None),
+            controller: Controller::new(Informer::new(DEPLOYMENTS, NAME))
+                .owns(Informer::new(REPLICASETS, NAME), DEPLOYMENTS.kind),
+            rollouts: Rollouts {
+                events: Recorder::new(NAME, None),
+            },
         }
     }
 
     /// Drains both informers, then syncs the Deployments queued; returns when
     /// it next wants to run (see [`Activity`]).
     pub fn step(&mut self, cp: &ControlPlane, now: Micros) -> Activity {
-        let mut activity = Activity::default();
-        for n in self.deployments.poll(cp) {
-            activity.noticed += 1;
-            self.queue.add(&n.key(), []);
-        }
-        for n in self.replicasets.poll(cp) {
-            activity.noticed += 1;
-            self.enqueue_owner(&n);
-        }
-        if !self.deployments.has_synced() || !self.replicasets.has_synced() {
-            return activity;
-        }
-        for _ in 0..self.queue.ready(now) {
-            let Some((key, _)) = self.queue.get(now) else {
-                break;
-            };
-            activity.synced += 1;
-            match self.sync(cp, &key, now) {
-                Ok(()) => self.queue.forget(&key),
-                Err(_) => {
-                    self.queue.add_rate_limited(&key, now);
-                }
-            }
-            self.queue.done(&key);
-        }
-        activity.next = self.queue.next_due();
-        activity
+        self.controller.step(cp, now, &mut self.rollouts)
     }
+}
 
-    /// A ReplicaSet changed: its Deployment (before and after, if the owner
-    /// changed) has work to do.
-    fn enqueue_owner(&mut self, n: &Notification) {
-        let mut objects = vec![n.object().clone()];
-        if let Notification::Updated { old, .. } = n {
-            objects.push(old.clone());
-        }
-        for obj in objects {
-            if let (Some(owner), Some(ns)) = (
-                controller_of(&obj, DEPLOYMENTS.kind),
-                object::namespace(&obj),
-            ) {
-                self.queue.add(&format!("{ns}/{}", owner.name), []);
-            }
-        }
+/// What a sync of one Deployment does: its rollout.
+#[derive(Debug)]
+struct Rollouts {
+    events: Recorder,
+}
+
+impl Reconciler for Rollouts {
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &str) -> Result<Action, ApiError> {
+        self.sync(ctx, key).map(|()| Action::Done)
     }
+}
 
-    fn sync(&mut self, cp: &ControlPlane, key: &str, now: Micros) -> Result<(), ApiError> {
-        let Some(deployment) = self.deployments.get(key).cloned() else {
+impl Rollouts {
+    fn sync(&mut self, ctx: &Context<'_>, key: &str) -> Result<(), ApiError> {
+        let (cp, now) = (ctx.cp, ctx.now);
+        let Some(deployment) = ctx.cache(DEPLOYMENTS).get(key).cloned() else {
             // Deleted: its ReplicaSets are the garbage collector's.
             return Ok(());
         };
@@ -114,8 +87,8 @@ impl DeploymentController {
             return Ok(());
         }
         let owner_uid = uid(&deployment).to_string();
-        let mut owned: Vec<Arc<Value>> = self
-            .replicasets
+        let mut owned: Vec<Arc<Value>> = ctx
+            .cache(REPLICASETS)
             .controlled_by(&owner_uid)
             .cloned()
             .collect();
@@ -145,17 +118,7 @@ impl DeploymentController {
         let before = self::replicas(rs);
         scale(cp, rs, replicas)?;
         let direction = if replicas > before { "up" } else { "down" };
-        let _ = self.events.record(
-            cp,
-            now,
-            (DEPLOYMENTS, deployment),
-            EventType::Normal,
-            "ScalingReplicaSet",
-            format!(
-                "Scaled {direction} replica set {} to {replicas}",
-                object::name(rs)
-            ),
-        );
+        self.record_scaling(cp, now, deployment, rs, direction, replicas);
         Ok(())
     }
 
@@ -192,17 +155,7 @@ impl DeploymentController {
         });
         let replicas = rs["spec"]["replicas"].as_u64().unwrap_or(0);
         let created = cp.create(REPLICASETS, rs)?;
-        let _ = self.events.record(
-            cp,
-            now,
-            (DEPLOYMENTS, deployment),
-            EventType::Normal,
-            "ScalingReplicaSet",
-            format!(
-                "Scaled up replica set {} to {replicas}",
-                object::name(&created)
-            ),
-        );
+        self.record_scaling(cp, now, deployment, &created, "up", replicas);
         Ok(())
     }
 
@@ -261,10 +214,9 @@ impl DeploymentController {
         Ok(())
     }
 
-    /// The Deployment's status as the deployment controller writes it: the
-    /// replica counts, `observedGeneration`, and the `Available` and
-    /// `Progressing` conditions (a condition's times change only when its
-    /// status or reason does, so an unchanged status writes nothing).
+    /// Writes the Deployment's [`status`], and marks it with its current
+    /// revision, as the deployment controller does (`kubectl rollout undo`
+    /// patches that annotation).
     #[allow(clippy::too_many_arguments)]
     fn update_status(
         &self,
@@ -276,90 +228,7 @@ impl DeploymentController {
         plan: &Rollout,
         now: Micros,
     ) -> Result<(), ApiError> {
-        let all = new.into_iter().chain(old);
-        let sum = |field: &str| -> u64 {
-            all.clone()
-                .map(|rs| rs["status"][field].as_u64().unwrap_or(0))
-                .fold(0, u64::saturating_add)
-        };
-        let desired = Rollout::new(deployment).desired;
-        let available = sum("availableReplicas");
-        let updated = new.map_or(0, |rs| rs["status"]["replicas"].as_u64().unwrap_or(0));
-        let total = sum("replicas");
-        let at = crate::time::rfc3339(now);
-        let new_name = new
-            .map(|rs| object::name(rs).to_string())
-            .unwrap_or_default();
-        let minimum = desired.saturating_sub(plan.max_unavailable);
-        let available_condition = if available >= minimum {
-            (
-                "True",
-                "MinimumReplicasAvailable",
-                "Deployment has minimum availability.".to_string(),
-            )
-        } else {
-            (
-                "False",
-                "MinimumReplicasUnavailable",
-                "Deployment does not have minimum availability.".to_string(),
-            )
-        };
-        let complete = updated == desired && total == desired && available == desired;
-        let progressing = if complete {
-            (
-                "True",
-                "NewReplicaSetAvailable",
-                format!("ReplicaSet \"{new_name}\" has successfully progressed."),
-            )
-        } else {
-            (
-                "True",
-                "ReplicaSetUpdated",
-                format!("ReplicaSet \"{new_name}\" is progressing."),
-            )
-        };
-        let previous = deployment["status"]["conditions"].clone();
-        let condition = |kind: &str, (status, reason, message): (&str, &str, String)| {
-            let old = previous
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|c| c["type"] == kind);
-            let same = old.is_some_and(|c| c["status"] == status && c["reason"] == reason);
-            let kept = |field: &str| match old {
-                Some(c) if same => c[field].clone(),
-                _ => json!(at),
-            };
-            json!({
-                "type": kind,
-                "status": status,
-                "lastUpdateTime": kept("lastUpdateTime"),
-                "lastTransitionTime": kept("lastTransitionTime"),
-                "reason": reason,
-                "message": message,
-            })
-        };
-        let mut status = json!({
-            "replicas": total,
-            "updatedReplicas": updated,
-            "readyReplicas": sum("readyReplicas"),
-            "availableReplicas": available,
-            "conditions": [
-                condition("Available", available_condition),
-                condition("Progressing", progressing),
-            ],
-        });
-        // The generation the apiserver gave the spec this sync read (one
-        // created inside the demo, not through the API, has none).
-        if let Some(generation) = deployment["metadata"]["generation"].as_u64() {
-            status["observedGeneration"] = json!(generation);
-        }
-        let unavailable = desired.saturating_sub(available);
-        if unavailable > 0 {
-            status["unavailableReplicas"] = json!(unavailable);
-        }
-        // The deployment controller also marks the Deployment with its
-        // current revision (`kubectl rollout undo` patches that annotation).
+        let status = status(deployment, new, old, plan, &crate::time::rfc3339(now));
         let revision = new.map(|rs| revision_of(rs)).filter(|r| *r > 0);
         let (ns, name) = split_key(key);
         update_if_changed(cp, DEPLOYMENTS, ns, name, |d| {
@@ -373,6 +242,145 @@ impl DeploymentController {
         })
         .map(drop)
     }
+
+    /// Records on the Deployment that `rs` was scaled `direction` ("up" or
+    /// "down") to `replicas`, as the deployment controller's
+    /// `ScalingReplicaSet` events say.
+    fn record_scaling(
+        &mut self,
+        cp: &ControlPlane,
+        now: Micros,
+        deployment: &Value,
+        rs: &Value,
+        direction: &str,
+        replicas: u64,
+    ) {
+        let _ = self.events.record(
+            cp,
+            now,
+            (DEPLOYMENTS, deployment),
+            EventType::Normal,
+            "ScalingReplicaSet",
+            format!(
+                "Scaled {direction} replica set {} to {replicas}",
+                object::name(rs)
+            ),
+        );
+    }
+}
+
+/// The Deployment's status as the deployment controller writes it at `at`:
+/// the replica counts, `observedGeneration`, and the `Available` and
+/// `Progressing` conditions (a condition's times change only when its status
+/// or reason does, so an unchanged status writes nothing).
+fn status(
+    deployment: &Value,
+    new: Option<&Arc<Value>>,
+    old: &[Arc<Value>],
+    plan: &Rollout,
+    at: &str,
+) -> Value {
+    let all = new.into_iter().chain(old);
+    let sum = |field: &str| -> u64 {
+        all.clone()
+            .map(|rs| rs["status"][field].as_u64().unwrap_or(0))
+            .fold(0, u64::saturating_add)
+    };
+    let desired = plan.desired;
+    let available = sum("availableReplicas");
+    let updated = new.map_or(0, |rs| rs["status"]["replicas"].as_u64().unwrap_or(0));
+    let total = sum("replicas");
+    let new_name = new.map(|rs| object::name(rs)).unwrap_or_default();
+    let minimum = desired.saturating_sub(plan.max_unavailable);
+    let complete = updated == desired && total == desired && available == desired;
+    let previous = &deployment["status"]["conditions"];
+    let mut status = json!({
+        "replicas": total,
+        "updatedReplicas": updated,
+        "readyReplicas": sum("readyReplicas"),
+        "availableReplicas": available,
+        "conditions": [
+            condition(previous, at, "Available", availability(available >= minimum)),
+            condition(previous, at, "Progressing", progress(complete, new_name)),
+        ],
+    });
+    // The generation the apiserver gave the spec this sync read (one
+    // created inside the demo, not through the API, has none).
+    if let Some(generation) = deployment["metadata"]["generation"].as_u64() {
+        status["observedGeneration"] = json!(generation);
+    }
+    let unavailable = desired.saturating_sub(available);
+    if unavailable > 0 {
+        status["unavailableReplicas"] = json!(unavailable);
+    }
+    status
+}
+
+/// A condition's status, reason and message.
+type ConditionState = (&'static str, &'static str, String);
+
+/// The `Available` condition: whether at least `maxUnavailable` below the
+/// desired replicas are available.
+fn availability(minimum_available: bool) -> ConditionState {
+    if minimum_available {
+        (
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.".to_string(),
+        )
+    } else {
+        (
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.".to_string(),
+        )
+    }
+}
+
+/// The `Progressing` condition: the new ReplicaSet's rollout, done or not.
+fn progress(complete: bool, new_name: &str) -> ConditionState {
+    if complete {
+        (
+            "True",
+            "NewReplicaSetAvailable",
+            format!("ReplicaSet \"{new_name}\" has successfully progressed."),
+        )
+    } else {
+        (
+            "True",
+            "ReplicaSetUpdated",
+            format!("ReplicaSet \"{new_name}\" is progressing."),
+        )
+    }
+}
+
+/// The condition `kind` in state `(status, reason, message)` at `at`; its
+/// times are those of the same condition in `previous` while its status and
+/// reason stay the same.
+fn condition(
+    previous: &Value,
+    at: &str,
+    kind: &str,
+    (status, reason, message): ConditionState,
+) -> Value {
+    let old = previous
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == kind);
+    let same = old.is_some_and(|c| c["status"] == status && c["reason"] == reason);
+    let kept = |field: &str| match old {
+        Some(c) if same => c[field].clone(),
+        _ => json!(at),
+    };
+    json!({
+        "type": kind,
+        "status": status,
+        "lastUpdateTime": kept("lastUpdateTime"),
+        "lastTransitionTime": kept("lastTransitionTime"),
+        "reason": reason,
+        "message": message,
+    })
 }
 
 /// The numbers of a rolling update for one Deployment.

@@ -10,7 +10,8 @@
 //! keeps a cluster's events bounded: the demo's store and quotas stay within
 //! their budgets however long the story runs.
 
-use crate::control_plane::{ApiError, ControlPlane};
+use crate::api_error::ApiError;
+use crate::control_plane::ControlPlane;
 use crate::object;
 use crate::resource::{EVENTS, ResourceType};
 use serde_json::{Value, json};
@@ -82,7 +83,7 @@ impl Recorder {
             .to_string();
         let cause = (uid.clone(), reason.to_string(), message.clone());
         if let Some((ns, name)) = self.by_cause.get(&cause).cloned() {
-            let bumped = super::update_if_changed(cp, EVENTS, Some(&ns), &name, |e| {
+            let bumped = crate::update::update_if_changed(cp, EVENTS, Some(&ns), &name, |e| {
                 let count = e["count"].as_u64().unwrap_or(1);
                 e["count"] = json!(count + 1);
                 e["lastTimestamp"] = json!(at);

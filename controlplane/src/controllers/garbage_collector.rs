@@ -6,13 +6,13 @@
 //! owners exists any more (background cascading deletion). Pods go through
 //! graceful deletion like any other delete.
 
-use super::Activity;
+use super::controller::{Action, Activity, Context, Controller, Reconciler};
 use super::informer::{Informer, Notification, split_key};
 use super::owner::{has_owners, owners, uid};
-use crate::control_plane::{ApiError, ControlPlane};
+use crate::api_error::ApiError;
+use crate::control_plane::ControlPlane;
 use crate::resource::{DEPLOYMENTS, PODS, REPLICASETS, ResourceType};
 use serde_json::Value;
-use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Name of the collector, and of its watches.
@@ -32,11 +32,9 @@ const OWNERS: [ResourceType; 2] = [DEPLOYMENTS, REPLICASETS];
 /// a new owner must not cost a dependent its life.
 #[derive(Debug)]
 pub struct GarbageCollector {
-    deployments: Informer,
-    replicasets: Informer,
-    pods: Informer,
     /// Keys are `<plural>:<namespace>/<name>` of dependents to check.
-    queue: Workqueue,
+    controller: Controller,
+    orphans: Orphans,
 }
 
 impl Default for GarbageCollector {
@@ -48,112 +46,96 @@ impl Default for GarbageCollector {
 impl GarbageCollector {
     pub fn new() -> Self {
         GarbageCollector {
-            deployments: Informer::new(DEPLOYMENTS, NAME),
-            replicasets: Informer::new(REPLICASETS, NAME),
-            pods: Informer::new(PODS, NAME),
-            queue: super::workqueue(),
+            controller: Controller::default()
+                .watches(Informer::new(DEPLOYMENTS, NAME))
+                .watches(Informer::new(REPLICASETS, NAME))
+                .watches(Informer::new(PODS, NAME))
+                .working_before_sync(),
+            orphans: Orphans,
         }
     }
 
     /// Drains the informers, then checks the dependents queued; returns when
     /// it next wants to run (see [`Activity`]).
     pub fn step(&mut self, cp: &ControlPlane, now: Micros) -> Activity {
-        let mut activity = Activity::default();
-        let mut changes = Vec::new();
-        changes.extend(
-            self.deployments
-                .poll(cp)
-                .into_iter()
-                .map(|n| (DEPLOYMENTS, n)),
-        );
-        changes.extend(
-            self.replicasets
-                .poll(cp)
-                .into_iter()
-                .map(|n| (REPLICASETS, n)),
-        );
-        changes.extend(self.pods.poll(cp).into_iter().map(|n| (PODS, n)));
-        for (rt, n) in changes {
-            activity.noticed += 1;
-            match &n {
-                // An owner went away: check everything that named it.
-                Notification::Deleted(owner) if OWNERS.contains(&rt) => {
-                    self.enqueue_dependents_of(owner)
-                }
-                // A dependent gone needs nothing more.
-                Notification::Deleted(_) => {}
-                // A dependent appeared or changed: its owners may be gone already.
-                _ if DEPENDENTS.contains(&rt) && has_owners(n.object()) => {
-                    self.queue.add(&format!("{}:{}", rt.plural, n.key()), []);
-                }
-                _ => {}
-            }
-        }
-        for _ in 0..self.queue.ready(now) {
-            let Some((key, _)) = self.queue.get(now) else {
-                break;
-            };
-            activity.synced += 1;
-            match self.collect(cp, &key) {
-                Ok(()) => self.queue.forget(&key),
-                Err(_) => {
-                    self.queue.add_rate_limited(&key, now);
-                }
-            }
-            self.queue.done(&key);
-        }
-        activity.next = self.queue.next_due();
-        activity
+        self.controller.step(cp, now, &mut self.orphans)
     }
+}
 
-    fn enqueue_dependents_of(&mut self, owner: &Value) {
-        let owner_uid = uid(owner);
-        for (rt, informer) in [(REPLICASETS, &self.replicasets), (PODS, &self.pods)] {
-            for dependent in informer.list() {
-                if owners(dependent).iter().any(|o| o.uid == owner_uid) {
-                    let key = super::informer::key_of(dependent);
-                    self.queue.add(&format!("{}:{key}", rt.plural), []);
-                }
+/// What the collector does: find dependents whose owners are gone, and
+/// delete them.
+#[derive(Debug)]
+struct Orphans;
+
+impl Reconciler for Orphans {
+    fn notified(&mut self, ctx: &mut Context<'_>, rt: ResourceType, n: &Notification) {
+        match n {
+            // An owner went away: check everything that named it.
+            Notification::Deleted(owner) if OWNERS.contains(&rt) => {
+                enqueue_dependents_of(ctx, owner)
             }
+            // A dependent gone needs nothing more.
+            Notification::Deleted(_) => {}
+            // A dependent appeared or changed: its owners may be gone already.
+            _ if DEPENDENTS.contains(&rt) && has_owners(n.object()) => {
+                ctx.queue(&format!("{}:{}", rt.plural, n.key()));
+            }
+            _ => {}
         }
     }
 
-    /// Deletes the dependent under `key` if every owner it names is gone.
-    fn collect(&self, cp: &ControlPlane, key: &str) -> Result<(), ApiError> {
-        let Some((plural, key)) = key.split_once(':') else {
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &str) -> Result<Action, ApiError> {
+        collect(ctx.cp, key).map(|()| Action::Done)
+    }
+}
+
+fn enqueue_dependents_of(ctx: &mut Context<'_>, owner: &Value) {
+    let owner_uid = uid(owner);
+    for rt in [REPLICASETS, PODS] {
+        for dependent in ctx.cache(rt).list() {
+            if owners(dependent).iter().any(|o| o.uid == owner_uid) {
+                let key = super::informer::key_of(dependent);
+                ctx.queue(&format!("{}:{key}", rt.plural));
+            }
+        }
+    }
+}
+
+/// Deletes the dependent under `key` if every owner it names is gone.
+fn collect(cp: &ControlPlane, key: &str) -> Result<(), ApiError> {
+    let Some((plural, key)) = key.split_once(':') else {
+        return Ok(());
+    };
+    let Some(rt) = DEPENDENTS.into_iter().find(|rt| rt.plural == plural) else {
+        return Ok(());
+    };
+    let (ns, name) = split_key(key);
+    let dependent = match cp.get(rt, ns, name) {
+        Ok(obj) => obj,
+        Err(ApiError::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if crate::object::is_deleting(&dependent) {
+        return Ok(());
+    }
+    let refs = owners(&dependent);
+    if refs.is_empty() {
+        return Ok(());
+    }
+    for owner in &refs {
+        let Some(owner_rt) = OWNERS.into_iter().find(|rt| rt.kind == owner.kind) else {
+            // An owner of a type the collector does not know: leave it be.
             return Ok(());
         };
-        let Some(rt) = DEPENDENTS.into_iter().find(|rt| rt.plural == plural) else {
-            return Ok(());
-        };
-        let (ns, name) = split_key(key);
-        let dependent = match cp.get(rt, ns, name) {
-            Ok(obj) => obj,
-            Err(ApiError::NotFound { .. }) => return Ok(()),
+        match cp.get(owner_rt, ns, &owner.name) {
+            // The same name may be a new object: only the uid counts.
+            Ok(found) if uid(&found) == owner.uid => return Ok(()),
+            Ok(_) | Err(ApiError::NotFound { .. }) => {}
             Err(e) => return Err(e),
-        };
-        if crate::object::is_deleting(&dependent) {
-            return Ok(());
         }
-        let refs = owners(&dependent);
-        if refs.is_empty() {
-            return Ok(());
-        }
-        for owner in &refs {
-            let Some(owner_rt) = OWNERS.into_iter().find(|rt| rt.kind == owner.kind) else {
-                // An owner of a type the collector does not know: leave it be.
-                return Ok(());
-            };
-            match cp.get(owner_rt, ns, &owner.name) {
-                // The same name may be a new object: only the uid counts.
-                Ok(found) if uid(&found) == owner.uid => return Ok(()),
-                Ok(_) | Err(ApiError::NotFound { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        match cp.delete_gracefully(rt, ns, name, None) {
-            Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e),
-        }
+    }
+    match cp.delete_gracefully(rt, ns, name, None) {
+        Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e),
     }
 }

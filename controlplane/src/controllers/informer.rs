@@ -10,8 +10,9 @@
 //! therefore waits client-go's backoff (0.8–1.6 s), as a real controller's.
 
 use super::owner::controller_uid;
+use crate::api_error::ApiError;
 use crate::cacher::watcher::WatchOptions;
-use crate::control_plane::{ApiError, ControlPlane};
+use crate::control_plane::ControlPlane;
 use crate::resource::ResourceType;
 use crate::watch_cache::{Delivery, WatchFilter};
 use serde_json::Value;
@@ -28,9 +29,10 @@ use watchlife_informer::list_watch::{
     WatchStream,
 };
 use watchlife_informer::profile::Gate;
-use watchlife_informer::reflector::{self, Failure};
+use watchlife_informer::reflector::{self, Failure, ReflectorState};
 use watchlife_informer::shared_informer::{Kind, QueueModel, SharedInformer};
-use watchlife_protocol::{EventType, Micros, ReflectorState};
+use watchlife_informer::{EventType, Micros};
+use watchlife_protocol::EventType as CacheEventType;
 
 pub use watchlife_informer::indexer::key_of;
 
@@ -378,20 +380,20 @@ impl WatchStream<Arc<Value>> for InProcessWatch {
         let event = &delivery.event;
         let object = event.object.clone();
         Some(Ok(match event.event_type {
-            EventType::Bookmark => WatchItem::Bookmark {
+            CacheEventType::Bookmark => WatchItem::Bookmark {
                 resource_version: event.revision.to_string(),
                 initial_events_end: object["metadata"]["annotations"]
                     [reflector::INITIAL_EVENTS_END]
                     == "true",
             },
-            EventType::Error => {
+            CacheEventType::Error => {
                 return Some(Err(Failure::Other(
                     "the watch cache ended the watch".into(),
                 )));
             }
-            EventType::Added => WatchItem::Added(object),
-            EventType::Modified => WatchItem::Modified(object),
-            EventType::Deleted => WatchItem::Deleted(object),
+            CacheEventType::Added => WatchItem::Added(object),
+            CacheEventType::Modified => WatchItem::Modified(object),
+            CacheEventType::Deleted => WatchItem::Deleted(object),
         }))
     }
 }

@@ -6,17 +6,18 @@
 //! `deletionTimestamp` is stopped and then deleted for good, which is the
 //! DELETED event every watcher sees.
 
+use super::controller::{Action, Activity, Context, Controller, Reconciler};
 use super::events::{EventType, Recorder};
 use super::informer::{Informer, split_key};
-use super::{Activity, update_if_changed};
-use crate::control_plane::{ApiError, ControlPlane};
+use crate::api_error::ApiError;
+use crate::control_plane::ControlPlane;
 use crate::limits::NODE_MAX_PODS;
 use crate::resource::{NODES, PODS};
 use crate::selector::{FieldOp, FieldRequirement, FieldSelector};
+use crate::update::update_if_changed;
 use crate::watch_cache::WatchFilter;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// The version the demo's kubelets report (`kubectl get nodes`): the
@@ -46,68 +47,67 @@ enum Work {
 /// The kubelet of one node.
 #[derive(Debug)]
 pub struct Kubelet {
-    node: String,
-    /// The node's number, for its addresses.
-    index: u8,
-    pods: Informer,
-    queue: Workqueue,
-    work: HashMap<String, Work>,
+    controller: Controller,
+    pods: NodePods,
     registered: bool,
-    started: u64,
-    events: Recorder,
 }
 
 impl Kubelet {
     /// The kubelet of node `node`; `index` (0, 1, ...) numbers its addresses.
     pub fn new(node: &str, index: u8) -> Self {
+        let pods = Informer::new(PODS, format!("kubelet/{node}")).with_filter(pods_on(node));
         Kubelet {
-            node: node.to_string(),
-            index,
-            pods: Informer::new(PODS, format!("kubelet/{node}")).with_filter(pods_on(node)),
-            queue: super::workqueue(),
-            work: HashMap::new(),
+            controller: Controller::new(pods).working_before_sync(),
+            pods: NodePods {
+                node: node.to_string(),
+                index,
+                work: HashMap::new(),
+                started: 0,
+                events: Recorder::new("kubelet", Some(node)),
+            },
             registered: false,
-            started: 0,
-            events: Recorder::new("kubelet", Some(node)),
         }
     }
 
     pub fn node(&self) -> &str {
-        &self.node
+        &self.pods.node
     }
 
     /// Registers the node if needed, drains the informer, and moves the pods
     /// whose time has come; returns when it next wants to run (see [`Activity`]).
     pub fn step(&mut self, cp: &ControlPlane, now: Micros) -> Activity {
-        let mut activity = Activity::default();
+        let mut registering = 0;
         if !self.registered {
-            self.registered = self.register(cp).is_ok();
-            activity.synced += 1;
+            self.registered = self.pods.register(cp).is_ok();
+            registering = 1;
         }
-        for n in self.pods.poll(cp) {
-            activity.noticed += 1;
-            self.queue.add(&n.key(), []);
-        }
-        for _ in 0..self.queue.ready(now) {
-            let Some((key, _)) = self.queue.get(now) else {
-                break;
-            };
-            activity.synced += 1;
-            match self.sync(cp, &key, now) {
-                Ok(()) => self.queue.forget(&key),
-                Err(_) => {
-                    self.queue.add_rate_limited(&key, now);
-                }
-            }
-            self.queue.done(&key);
-        }
-        activity.next = self.queue.next_due();
+        let mut activity = self.controller.step(cp, now, &mut self.pods);
+        activity.synced += registering;
         if !self.registered {
             activity.next = Some(now + REGISTER_RETRY_MICROS);
         }
         activity
     }
+}
 
+/// What the kubelet does with the pods bound to its node.
+#[derive(Debug)]
+struct NodePods {
+    node: String,
+    /// The node's number, for its addresses.
+    index: u8,
+    work: HashMap<String, Work>,
+    started: u64,
+    events: Recorder,
+}
+
+impl Reconciler for NodePods {
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &str) -> Result<Action, ApiError> {
+        self.sync(ctx, key).map(|()| Action::Done)
+    }
+}
+
+impl NodePods {
     /// Creates this node's Node object, as a kubelet does when it starts.
     fn register(&self, cp: &ControlPlane) -> Result<(), ApiError> {
         let node = json!({
@@ -137,8 +137,9 @@ impl Kubelet {
         }
     }
 
-    fn sync(&mut self, cp: &ControlPlane, key: &str, now: Micros) -> Result<(), ApiError> {
-        let Some(pod) = self.pods.get(key).cloned() else {
+    fn sync(&mut self, ctx: &mut Context<'_>, key: &str) -> Result<(), ApiError> {
+        let (cp, now) = (ctx.cp, ctx.now);
+        let Some(pod) = ctx.cache(PODS).get(key).cloned() else {
             self.work.remove(key);
             return Ok(());
         };
@@ -173,13 +174,13 @@ impl Kubelet {
         self.work.insert(key.to_string(), work);
         let (Work::Starting(done) | Work::Stopping(done)) = work;
         if now < done {
-            self.queue.add_after(key, done, now);
+            ctx.queue_at(key, done);
             return Ok(());
         }
         self.work.remove(key);
         let (ns, name) = split_key(key);
         match work {
-            Work::Starting(_) => self.run(cp, ns, name, now),
+            Work::Starting(_) => self.run(cp, ctx.cache(PODS), ns, name, now),
             Work::Stopping(_) => match cp.delete_gracefully(PODS, ns, name, Some(0)) {
                 Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
                 Err(e) => Err(e),
@@ -191,17 +192,14 @@ impl Kubelet {
     fn run(
         &mut self,
         cp: &ControlPlane,
+        pods: &Informer,
         ns: Option<&str>,
         name: &str,
         now: Micros,
     ) -> Result<(), ApiError> {
         self.started += 1;
         let at = crate::time::rfc3339(now);
-        if let Some(pod) = self
-            .pods
-            .get(&format!("{}/{name}", ns.unwrap_or("")))
-            .cloned()
-        {
+        if let Some(pod) = pods.get(&format!("{}/{name}", ns.unwrap_or(""))).cloned() {
             for (container, image) in containers(&pod) {
                 for (reason, message) in [
                     (

@@ -5,17 +5,19 @@
 //! the least useful ones when there are too many, and reports how many exist
 //! and are ready in `status`.
 
+use super::controller::{Action, Activity, Context, Controller, Reconciler};
 use super::events::{EventType, Recorder};
-use super::informer::{Informer, Notification};
-use super::owner::{controller_of, controller_reference, uid};
-use super::{Activity, names, update_if_changed};
-use crate::control_plane::{ApiError, ControlPlane};
+use super::informer::Informer;
+use super::names;
+use super::owner::{controller_reference, uid};
+use crate::api_error::ApiError;
+use crate::control_plane::ControlPlane;
 use crate::object;
 use crate::resource::{PODS, REPLICASETS};
+use crate::update::update_if_changed;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Name of the controller, and of its watches.
@@ -50,13 +52,8 @@ struct Expectations {
 /// own writes never makes it create a pod twice.
 #[derive(Debug)]
 pub struct ReplicaSetController {
-    replicasets: Informer,
-    pods: Informer,
-    queue: Workqueue,
-    /// Counts the pods created, to derive their names.
-    created: u64,
-    events: Recorder,
-    expectations: HashMap<String, Expectations>,
+    controller: Controller,
+    replicas: Replicas,
 }
 
 impl Default for ReplicaSetController {
@@ -68,130 +65,54 @@ impl Default for ReplicaSetController {
 impl ReplicaSetController {
     pub fn new() -> Self {
         ReplicaSetController {
-            replicasets: Informer::new(REPLICASETS, NAME),
-            pods: Informer::new(PODS, NAME),
-            queue: super::workqueue(),
-            created: 0,
-            events: Recorder::new(NAME, None),
-            expectations: HashMap::new(),
+            controller: Controller::new(Informer::new(REPLICASETS, NAME))
+                .owns(Informer::new(PODS, NAME), REPLICASETS.kind),
+            replicas: Replicas {
+                created: 0,
+                events: Recorder::new(NAME, None),
+                expectations: HashMap::new(),
+            },
         }
     }
 
     /// Drains both informers, then syncs the ReplicaSets queued; returns when
     /// it next wants to run (see [`Activity`]).
     pub fn step(&mut self, cp: &ControlPlane, now: Micros) -> Activity {
-        let mut activity = Activity::default();
-        for n in self.replicasets.poll(cp) {
-            activity.noticed += 1;
-            self.queue.add(&n.key(), []);
-        }
-        for n in self.pods.poll(cp) {
-            activity.noticed += 1;
-            self.enqueue_owner(&n);
-        }
-        if !self.replicasets.has_synced() || !self.pods.has_synced() {
-            return activity;
-        }
-        for _ in 0..self.queue.ready(now) {
-            let Some((key, _)) = self.queue.get(now) else {
-                break;
-            };
-            activity.synced += 1;
-            match self.sync(cp, &key, now) {
-                Ok(()) => self.queue.forget(&key),
-                Err(_) => {
-                    self.queue.add_rate_limited(&key, now);
-                }
-            }
-            self.queue.done(&key);
-        }
-        activity.next = self.queue.next_due();
-        activity
+        self.controller.step(cp, now, &mut self.replicas)
     }
+}
 
-    fn enqueue_owner(&mut self, n: &Notification) {
-        let mut objects = vec![n.object().clone()];
-        if let Notification::Updated { old, .. } = n {
-            objects.push(old.clone());
-        }
-        for obj in objects {
-            if let (Some(owner), Some(ns)) = (
-                controller_of(&obj, REPLICASETS.kind),
-                object::namespace(&obj),
-            ) {
-                self.queue.add(&format!("{ns}/{}", owner.name), []);
-            }
-        }
-    }
+/// What a sync of one ReplicaSet does: its pods, and what it expects to see
+/// of its own writes.
+#[derive(Debug)]
+struct Replicas {
+    /// Counts the pods created, to derive their names.
+    created: u64,
+    events: Recorder,
+    expectations: HashMap<String, Expectations>,
+}
 
-    fn sync(&mut self, cp: &ControlPlane, key: &str, now: Micros) -> Result<(), ApiError> {
-        let Some(rs) = self.replicasets.get(key).cloned() else {
+impl Reconciler for Replicas {
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &str) -> Result<Action, ApiError> {
+        let Some(rs) = ctx.cache(REPLICASETS).get(key).cloned() else {
             // Deleted: its pods are the garbage collector's.
-            return Ok(());
+            return Ok(Action::Done);
         };
-        let owner_uid = uid(&rs).to_string();
-        let mut active: Vec<Arc<Value>> = self
-            .pods
-            .controlled_by(&owner_uid)
+        let pods = ctx.cache(PODS);
+        let mut active: Vec<Arc<Value>> = pods
+            .controlled_by(uid(&rs))
             .filter(|p| is_active(p))
             .cloned()
             .collect();
-        let desired = rs["spec"]["replicas"].as_u64().unwrap_or(1) as usize;
-        let ns = object::namespace(&rs).unwrap_or("");
-        let pods = &self.pods;
-        if let Some(e) = self.expectations.get_mut(key) {
-            e.creates
-                .retain(|name| pods.get(&format!("{ns}/{name}")).is_none());
-            e.deletes.retain(|name| {
-                pods.get(&format!("{ns}/{name}"))
-                    .is_some_and(|p| !object::is_deleting(p))
-            });
-            if (e.creates.is_empty() && e.deletes.is_empty()) || now >= e.until {
-                self.expectations.remove(key);
-            }
-        }
-        let satisfied = !self.expectations.contains_key(key);
+        let satisfied = self.expectations_met(pods, key, &rs, ctx.now);
         if let Some(e) = self.expectations.get(key) {
             // Look again once they expire, should the informer never show
             // the writes (its own events for the pods requeue it sooner).
-            self.queue.add_after(key, e.until, now);
+            ctx.queue_at(key, e.until);
         }
         let mut result = Ok(());
         if satisfied && !object::is_deleting(&rs) {
-            if active.len() < desired {
-                for _ in 0..(desired - active.len()).min(BURST_REPLICAS) {
-                    match self.create_pod(cp, &rs, now) {
-                        Ok(name) => self.expect(key, now).creates.insert(name),
-                        Err(e) => {
-                            result = Err(e);
-                            break;
-                        }
-                    };
-                }
-            } else if active.len() > desired {
-                active.sort_by_key(deletion_rank);
-                for pod in active
-                    .iter()
-                    .take((active.len() - desired).min(BURST_REPLICAS))
-                {
-                    let (ns, name) = (object::namespace(pod), object::name(pod));
-                    match cp.delete_gracefully(PODS, ns, name, None) {
-                        Ok(_) => {
-                            self.expect(key, now).deletes.insert(name.to_string());
-                            let _ = self.events.record(
-                                cp,
-                                now,
-                                (REPLICASETS, &rs),
-                                EventType::Normal,
-                                "SuccessfulDelete",
-                                format!("Deleted pod: {name}"),
-                            );
-                        }
-                        Err(ApiError::NotFound { .. }) => {}
-                        Err(e) => result = Err(e),
-                    }
-                }
-            }
+            result = self.scale(ctx, key, &rs, &mut active);
         }
         // Status reports the pods as this sync found them; the next sync,
         // woken by the pods' own events, reports the change it made.
@@ -206,8 +127,86 @@ impl ReplicaSetController {
             status["observedGeneration"] = json!(generation);
         }
         let (ns, name) = (object::namespace(&rs), object::name(&rs));
-        update_if_changed(cp, REPLICASETS, ns, name, |rs| rs["status"] = status)?;
+        update_if_changed(ctx.cp, REPLICASETS, ns, name, |rs| rs["status"] = status)?;
+        result.map(|()| Action::Done)
+    }
+}
+
+impl Replicas {
+    /// Whether the ReplicaSet under `key` may create or delete pods: the
+    /// pod informer has shown every write it expected (those it showed are
+    /// forgotten), or they expired.
+    fn expectations_met(&mut self, pods: &Informer, key: &str, rs: &Value, now: Micros) -> bool {
+        let ns = object::namespace(rs).unwrap_or("");
+        if let Some(e) = self.expectations.get_mut(key) {
+            e.creates
+                .retain(|name| pods.get(&format!("{ns}/{name}")).is_none());
+            e.deletes.retain(|name| {
+                pods.get(&format!("{ns}/{name}"))
+                    .is_some_and(|p| !object::is_deleting(p))
+            });
+            if (e.creates.is_empty() && e.deletes.is_empty()) || now >= e.until {
+                self.expectations.remove(key);
+            }
+        }
+        !self.expectations.contains_key(key)
+    }
+
+    /// Creates or deletes pods towards `spec.replicas`, at most
+    /// [`BURST_REPLICAS`] of them; `active` are the ReplicaSet's pods.
+    fn scale(
+        &mut self,
+        ctx: &Context<'_>,
+        key: &str,
+        rs: &Value,
+        active: &mut [Arc<Value>],
+    ) -> Result<(), ApiError> {
+        let desired = rs["spec"]["replicas"].as_u64().unwrap_or(1) as usize;
+        if active.len() < desired {
+            for _ in 0..(desired - active.len()).min(BURST_REPLICAS) {
+                let name = self.create_pod(ctx.cp, rs, ctx.now)?;
+                self.expect(key, ctx.now).creates.insert(name);
+            }
+            return Ok(());
+        }
+        let mut result = Ok(());
+        if active.len() > desired {
+            active.sort_by_key(deletion_rank);
+            let surplus = (active.len() - desired).min(BURST_REPLICAS);
+            for pod in active.iter().take(surplus) {
+                if let Err(e) = self.delete_pod(ctx, key, rs, pod) {
+                    result = Err(e);
+                }
+            }
+        }
         result
+    }
+
+    /// Deletes one of `rs`'s pods (gracefully); one already gone is no error.
+    fn delete_pod(
+        &mut self,
+        ctx: &Context<'_>,
+        key: &str,
+        rs: &Value,
+        pod: &Value,
+    ) -> Result<(), ApiError> {
+        let (ns, name) = (object::namespace(pod), object::name(pod));
+        match ctx.cp.delete_gracefully(PODS, ns, name, None) {
+            Ok(_) => {
+                self.expect(key, ctx.now).deletes.insert(name.to_string());
+                let _ = self.events.record(
+                    ctx.cp,
+                    ctx.now,
+                    (REPLICASETS, rs),
+                    EventType::Normal,
+                    "SuccessfulDelete",
+                    format!("Deleted pod: {name}"),
+                );
+                Ok(())
+            }
+            Err(ApiError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// The expectations of a ReplicaSet, renewed for another timeout.
@@ -311,6 +310,14 @@ mod tests {
     use super::*;
     use crate::Clock;
 
+    impl ReplicaSetController {
+        /// Syncs the ReplicaSet under `key` at once, outside its queue.
+        fn sync(&mut self, cp: &ControlPlane, key: &str, now: Micros) {
+            let mut ctx = self.controller.context(cp, now);
+            assert_eq!(self.replicas.reconcile(&mut ctx, key), Ok(Action::Done));
+        }
+    }
+
     #[test]
     fn a_cache_behind_its_own_writes_never_makes_it_create_a_pod_twice() {
         let cp = ControlPlane::new(Clock::new(|| 1_000_000));
@@ -328,22 +335,22 @@ mod tests {
         c.step(&cp, 1_000_000);
         // Its informers have not seen the two pods it just created: a second
         // sync must not create two more.
-        c.sync(&cp, "default/web-1", 1_000_001).unwrap();
+        c.sync(&cp, "default/web-1", 1_000_001);
         assert_eq!(cp.list(PODS, None).0.len(), 2);
         // Once the informer shows them, all is as expected.
         c.step(&cp, 1_000_002);
-        assert!(c.expectations.is_empty());
+        assert!(c.replicas.expectations.is_empty());
         assert_eq!(cp.list(PODS, None).0.len(), 2);
         // And if it never does, the controller acts again after the timeout.
-        c.expect("default/web-1", 1_000_002)
+        c.replicas
+            .expect("default/web-1", 1_000_002)
             .creates
             .insert("ghost".into());
         c.sync(
             &cp,
             "default/web-1",
             1_000_002 + EXPECTATIONS_TIMEOUT_MICROS,
-        )
-        .unwrap();
-        assert!(c.expectations.is_empty());
+        );
+        assert!(c.replicas.expectations.is_empty());
     }
 }

@@ -7,17 +7,18 @@
 //! the binding comes back through the watch as an update that moves the pod
 //! from the queue's handler to the cache's.
 
+use super::controller::{Action, Activity, Context, Controller, Reconciler};
 use super::events::{EventType, Recorder};
 use super::handler::Filter;
 use super::informer::{Informer, Notification, key_of, split_key};
 use super::replicaset::is_active;
-use super::{Activity, update_if_changed};
-use crate::control_plane::{ApiError, ControlPlane};
+use crate::api_error::ApiError;
+use crate::control_plane::ControlPlane;
 use crate::limits::NODE_MAX_PODS;
-use crate::resource::{NODES, PODS};
+use crate::resource::{NODES, PODS, ResourceType};
+use crate::update::update_if_changed;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
-use watchlife_informer::workqueue::Workqueue;
 use watchlife_protocol::Micros;
 
 /// Name of the scheduler, and of its watches.
@@ -113,17 +114,10 @@ impl HandlerSplit {
 /// it added, in that order.
 #[derive(Debug)]
 pub struct Scheduler {
-    pods: Informer,
-    nodes: Informer,
-    /// The scheduling queue: unscheduled pods waiting for a node.
-    queue: Workqueue,
-    /// The scheduler cache: scheduled pods and their nodes, including pods it
-    /// has bound but not yet seen bound ("assumed", as the real one says).
-    cache: BTreeMap<String, String>,
-    /// Where the last tie between equally loaded nodes was broken.
-    turn: usize,
-    split: HandlerSplit,
-    events: Recorder,
+    /// Its queue is the scheduling queue: unscheduled pods waiting for a
+    /// node.
+    controller: Controller,
+    binder: Binder,
 }
 
 impl Default for Scheduler {
@@ -135,88 +129,93 @@ impl Default for Scheduler {
 impl Scheduler {
     pub fn new() -> Self {
         Scheduler {
-            pods: Informer::new(PODS, NAME),
-            nodes: Informer::new(NODES, NAME),
-            queue: super::workqueue(),
-            cache: BTreeMap::new(),
-            turn: 0,
-            split: HandlerSplit::default(),
-            events: Recorder::new("default-scheduler", None),
+            controller: Controller::default()
+                .reads(Informer::new(NODES, NAME))
+                .watches(Informer::new(PODS, NAME)),
+            binder: Binder {
+                cache: BTreeMap::new(),
+                turn: 0,
+                split: HandlerSplit::default(),
+                events: Recorder::new("default-scheduler", None),
+            },
         }
-    }
-
-    fn nodes_count(&self) -> usize {
-        self.nodes.list().count()
     }
 
     /// How the filtering handlers have split the pods so far.
     pub fn split(&self) -> &HandlerSplit {
-        &self.split
+        &self.binder.split
     }
 
     /// Scheduled pods by node, as the scheduler's cache holds them.
     pub fn pods_per_node(&self) -> BTreeMap<String, usize> {
-        let mut counts: BTreeMap<String, usize> = self
-            .nodes
-            .list()
-            .map(|n| (crate::object::name(n).to_string(), 0))
-            .collect();
-        for node in self.cache.values() {
-            *counts.entry(node.clone()).or_default() += 1;
-        }
-        counts
+        pods_per_node(self.controller.cache(NODES), &self.binder.cache)
     }
 
     /// Drains the informers through the handlers, then schedules the queued
     /// pods; returns when it next wants to run (see [`Activity`]).
     pub fn step(&mut self, cp: &ControlPlane, now: Micros) -> Activity {
-        let mut activity = Activity::default();
-        activity.noticed += self.nodes.poll(cp).len();
-        for n in self.pods.poll(cp) {
-            activity.noticed += 1;
-            for filter in [UNSCHEDULED, SCHEDULED] {
-                if let Some(filtered) = filter.filter(&n) {
-                    self.split.record(&filter, &filtered);
-                    if filter.name == UNSCHEDULED.name {
-                        self.on_unscheduled(&filtered);
-                    } else {
-                        self.on_scheduled(&filtered);
-                    }
+        self.controller.step(cp, now, &mut self.binder)
+    }
+}
+
+/// What the scheduler does with pods: its two handlers, and the binding of
+/// each queued pod.
+#[derive(Debug)]
+struct Binder {
+    /// The scheduler cache: scheduled pods and their nodes, including pods it
+    /// has bound but not yet seen bound ("assumed", as the real one says).
+    cache: BTreeMap<String, String>,
+    /// Where the last tie between equally loaded nodes was broken.
+    turn: usize,
+    split: HandlerSplit,
+    events: Recorder,
+}
+
+impl Reconciler for Binder {
+    fn notified(&mut self, ctx: &mut Context<'_>, _from: ResourceType, n: &Notification) {
+        for filter in [UNSCHEDULED, SCHEDULED] {
+            if let Some(filtered) = filter.filter(n) {
+                self.split.record(&filter, &filtered);
+                if filter.name == UNSCHEDULED.name {
+                    on_unscheduled(ctx, &filtered);
+                } else {
+                    self.on_scheduled(&filtered);
                 }
             }
         }
-        if !self.pods.has_synced() || !self.nodes.has_synced() {
-            return activity;
-        }
-        for _ in 0..self.queue.ready(now) {
-            let Some((key, _)) = self.queue.get(now) else {
-                break;
-            };
-            activity.synced += 1;
-            match self.schedule_one(cp, &key, now) {
-                Ok(true) => self.queue.forget(&key),
-                Ok(false) => self.queue.add_after(&key, now + NO_NODE_RETRY_MICROS, now),
-                Err(_) => {
-                    self.queue.add_rate_limited(&key, now);
-                }
-            }
-            self.queue.done(&key);
-        }
-        activity.next = self.queue.next_due();
-        activity
     }
 
-    /// The scheduling queue's handler.
-    fn on_unscheduled(&mut self, n: &Notification) {
-        match n {
-            Notification::Added(_) | Notification::Updated { .. } => {
-                self.queue.add(&n.key(), []);
-            }
-            // Bound, or gone: a stale key in the queue is skipped when popped.
-            Notification::Deleted(_) => {}
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &str) -> Result<Action, ApiError> {
+        match self.schedule_one(ctx, key)? {
+            true => Ok(Action::Done),
+            false => Ok(Action::RetryAt(ctx.now + NO_NODE_RETRY_MICROS)),
         }
     }
+}
 
+/// The scheduling queue's handler.
+fn on_unscheduled(ctx: &mut Context<'_>, n: &Notification) {
+    match n {
+        Notification::Added(_) | Notification::Updated { .. } => ctx.queue(&n.key()),
+        // Bound, or gone: a stale key in the queue is skipped when popped.
+        Notification::Deleted(_) => {}
+    }
+}
+
+/// Scheduled pods by node: every node of `nodes`, and the pods `cache` puts
+/// on each.
+fn pods_per_node(nodes: &Informer, cache: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
+    let mut counts: BTreeMap<String, usize> = nodes
+        .list()
+        .map(|n| (crate::object::name(n).to_string(), 0))
+        .collect();
+    for node in cache.values() {
+        *counts.entry(node.clone()).or_default() += 1;
+    }
+    counts
+}
+
+impl Binder {
     /// The scheduler cache's handler.
     fn on_scheduled(&mut self, n: &Notification) {
         match n {
@@ -231,19 +230,15 @@ impl Scheduler {
     }
 
     /// Binds one queued pod. `Ok(false)` when no node can take it yet.
-    fn schedule_one(
-        &mut self,
-        cp: &ControlPlane,
-        key: &str,
-        now: Micros,
-    ) -> Result<bool, ApiError> {
-        let Some(pod) = self.pods.get(key).cloned() else {
+    fn schedule_one(&mut self, ctx: &Context<'_>, key: &str) -> Result<bool, ApiError> {
+        let (cp, now, nodes) = (ctx.cp, ctx.now, ctx.cache(NODES));
+        let Some(pod) = ctx.cache(PODS).get(key).cloned() else {
             return Ok(true);
         };
         if is_scheduled(&pod) || !is_active(&pod) {
             return Ok(true);
         }
-        let Some(node) = self.pick_node() else {
+        let Some(node) = self.pick_node(nodes) else {
             let _ = self.events.record(
                 cp,
                 now,
@@ -252,8 +247,8 @@ impl Scheduler {
                 "FailedScheduling",
                 format!(
                     "0/{} nodes are available: {} Too many pods.",
-                    self.nodes_count(),
-                    self.nodes_count()
+                    nodes.list().count(),
+                    nodes.list().count()
                 ),
             );
             return Ok(false);
@@ -292,12 +287,12 @@ impl Scheduler {
     /// The ready node with room for a pod (fewer than its `allocatable.pods`)
     /// and the fewest pods; ties go round the nodes in turn. `None` when every
     /// node is full: the pod stays Pending, as "Too many pods" leaves it.
-    fn pick_node(&mut self) -> Option<String> {
-        let counts = self.pods_per_node();
+    fn pick_node(&mut self, nodes: &Informer) -> Option<String> {
+        let counts = pods_per_node(nodes, &self.cache);
         let ready: Vec<(&String, usize)> = counts
             .iter()
             .filter(|(name, count)| {
-                self.nodes
+                nodes
                     .get(name.as_str())
                     .is_some_and(|n| node_is_ready(n) && (**count as u64) < max_pods(n))
             })

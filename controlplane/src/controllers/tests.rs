@@ -1,6 +1,12 @@
 //! The controllers together, on a control plane with a clock the tests move.
 
 use super::*;
+use crate::api_error::ApiError;
+use crate::control_plane::ControlPlane;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use watchlife_protocol::Micros;
 use crate::actions;
 use crate::control_plane::Deletion;
 use crate::resource::{DEPLOYMENTS, NODES, PODS, REPLICASETS};
