@@ -25,6 +25,7 @@ use crate::browser::Driver;
 use crate::machine::now_micros;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Histogram, Spread, micros, num, ratio};
 use futures_util::StreamExt;
 use std::collections::HashMap;
@@ -32,7 +33,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
 use watchlife_protocol::{FrameBody, ServerFrame, Stage};
 
@@ -63,7 +64,7 @@ pub struct Config {
 
 /// Per watcher, over the runs.
 #[derive(Default)]
-struct Figures {
+pub struct Figures {
     p50: Spread,
     p99: Spread,
     sent_p50: Spread,
@@ -73,55 +74,107 @@ struct Figures {
     all: Histogram,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    if !crate::apiserver::real_cluster_installed() {
-        report.not_measured.push(
-            "**Latency on a real kube-apiserver** (kubectl beside watchlife): etcd and \
-             kube-apiserver v1.20.2 are not installed here (`make test` installs them)."
-                .into(),
-        );
-        return;
-    }
-    let browser = crate::browser::installed();
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let mut figures: Vec<Figures> = WATCHERS.iter().map(|_| Figures::default()).collect();
-    let mut failure = None;
-    runtime.block_on(async {
-        progress!("kubectl latency: starting etcd and kube-apiserver");
-        let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
-        let api = Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert());
-        for run in 0..config.runs {
-            progress!("kubectl latency: run {}/{}", run + 1, config.runs);
-            match measure(config, &api, cluster.kubeconfig(), browser).await {
-                Ok(seen) => {
-                    for (f, latencies) in figures.iter_mut().zip(seen) {
-                        let Some(latencies) = latencies else { continue };
-                        let answered = Histogram::new();
-                        let sent = Histogram::new();
-                        for (&a, &s) in latencies.answered.iter().zip(&latencies.sent) {
-                            answered.record(a);
-                            sent.record(s);
-                        }
-                        let q = |h: &Histogram, p| h.quantile(p).unwrap_or(f64::NAN);
-                        f.p50.push(q(&answered, 0.5));
-                        f.p99.push(q(&answered, 0.99));
-                        f.sent_p50.push(q(&sent, 0.5));
-                        f.sent_p99.push(q(&sent, 0.99));
-                        f.seen.push(latencies.answered.len() as f64 / WRITES as f64);
-                        f.early.push(latencies.early as f64);
-                        f.all.merge(&sent);
+/// What the runs found.
+pub struct Gathered {
+    /// One entry per watcher of [`WATCHERS`].
+    figures: Vec<Figures>,
+    /// Whether Chromium and chromedriver are here to measure the page.
+    browser: bool,
+    /// Why the runs stopped early, if they did.
+    failure: Option<String>,
+}
+
+impl Scenario for Config {
+    /// `None` when kube-apiserver and etcd are not installed.
+    type Figures = Option<Gathered>;
+
+    fn measure(&self) -> Option<Gathered> {
+        if !crate::apiserver::real_cluster_installed() {
+            return None;
+        }
+        let mut gathered = Gathered {
+            figures: WATCHERS.iter().map(|_| Figures::default()).collect(),
+            browser: crate::browser::installed(),
+            failure: None,
+        };
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        runtime.block_on(async {
+            progress!("kubectl latency: starting etcd and kube-apiserver");
+            let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
+            let api = Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert());
+            for run in 0..self.runs {
+                progress!("kubectl latency: run {}/{}", run + 1, self.runs);
+                match measure(self, &api, cluster.kubeconfig(), gathered.browser).await {
+                    Ok(seen) => gather(&mut gathered.figures, seen),
+                    Err(e) => {
+                        progress!("kubectl latency failed: {e}");
+                        gathered.failure = Some(e);
+                        break;
                     }
                 }
-                Err(e) => {
-                    progress!("kubectl latency failed: {e}");
-                    failure = Some(e);
-                    break;
-                }
             }
-        }
-    });
+        });
+        Some(gathered)
+    }
 
+    fn report(&self, gathered: Option<Gathered>, report: &mut Report, seconds: f64) {
+        let Some(gathered) = gathered else {
+            report.not_measured.push(
+                "**Latency on a real kube-apiserver** (kubectl beside watchlife): etcd and \
+                 kube-apiserver v1.20.2 are not installed here (`make test` installs them)."
+                    .into(),
+            );
+            return;
+        };
+        let figures = &gathered.figures;
+        let table = table(figures, report);
+        headlines(figures, report);
+        let summary = figures
+            .iter()
+            .zip(WATCHERS)
+            .filter(|(f, _)| !f.p50.runs.is_empty())
+            .map(|(f, name)| {
+                format!(
+                    "{name}: p50 {} p99 {}",
+                    micros(f.p50.median()),
+                    micros(f.p99.median())
+                )
+            })
+            .collect();
+        report.sections.push(Section {
+            title: "Event latency on a real kube-apiserver: kubectl beside watchlife".into(),
+            method: self.method(),
+            tables: vec![table],
+            notes: notes(&gathered),
+            summary,
+            seconds,
+        });
+    }
+}
+
+/// Adds one run's latencies, watcher by watcher.
+fn gather(figures: &mut [Figures], seen: [Option<Latencies>; 4]) {
+    for (f, latencies) in figures.iter_mut().zip(seen) {
+        let Some(latencies) = latencies else { continue };
+        let answered = Histogram::new();
+        let sent = Histogram::new();
+        for (&a, &s) in latencies.answered.iter().zip(&latencies.sent) {
+            answered.record(a);
+            sent.record(s);
+        }
+        let q = |h: &Histogram, p| h.quantile(p).unwrap_or(f64::NAN);
+        f.p50.push(q(&answered, 0.5));
+        f.p99.push(q(&answered, 0.99));
+        f.sent_p50.push(q(&sent, 0.5));
+        f.sent_p99.push(q(&sent, 0.99));
+        f.seen.push(latencies.answered.len() as f64 / WRITES as f64);
+        f.early.push(latencies.early as f64);
+        f.all.merge(&sent);
+    }
+}
+
+/// One row per watcher; the latencies from the request go to the plot.
+fn table(figures: &[Figures], report: &mut Report) -> Table {
     let mut table = Table::new(
         "",
         &[
@@ -156,6 +209,11 @@ pub fn run(report: &mut Report, config: &Config) {
             f.all.shape(),
         );
     }
+    table
+}
+
+/// A WebSocket viewer and the page, each beside kubectl.
+fn headlines(figures: &[Figures], report: &mut Report) {
     let kubectl = &figures[0];
     for (f, what) in [
         (&figures[2], "a WebSocket viewer"),
@@ -173,6 +231,11 @@ pub fn run(report: &mut Report, config: &Config) {
             );
         }
     }
+}
+
+fn notes(gathered: &Gathered) -> Vec<String> {
+    let figures = &gathered.figures;
+    let kubectl = &figures[0];
     let mut notes = vec![format!(
         "**What watchlife adds.** kubectl decodes the event and prints it. watchlife's \
          Reflector decodes it too (the Reflector row is kubectl's work, in Rust), then the \
@@ -186,27 +249,18 @@ pub fn run(report: &mut Report, config: &Config) {
         micros(figures[2].sent_p50.median() - kubectl.sent_p50.median()),
         micros(figures[3].sent_p50.median() - kubectl.sent_p50.median())
     )];
-    if !browser {
+    if !gathered.browser {
         notes.push("Chromium or chromedriver is not installed: the page was not measured.".into());
     }
-    if let Some(e) = &failure {
+    if let Some(e) = &gathered.failure {
         notes.push(format!("The measurement stopped early: {e}."));
     }
-    let summary = figures
-        .iter()
-        .zip(WATCHERS)
-        .filter(|(f, _)| !f.p50.runs.is_empty())
-        .map(|(f, name)| {
-            format!(
-                "{name}: p50 {} p99 {}",
-                micros(f.p50.median()),
-                micros(f.p99.median())
-            )
-        })
-        .collect();
-    report.sections.push(Section {
-        title: "Event latency on a real kube-apiserver: kubectl beside watchlife".into(),
-        method: format!(
+    notes
+}
+
+impl Config {
+    fn method(&self) -> String {
+        format!(
             "kube-apiserver v1.20.2 over etcd 3.4 on loopback (TLS, a bearer token). Per run, \
              fresh watchers of the `default` namespace's configmaps: `kubectl get configmaps -w \
              --output-watch-events -o jsonpath=…` (kubectl {}) read line by line; \
@@ -218,14 +272,10 @@ pub fn run(report: &mut Report, config: &Config) {
              watch often delivers the event before the response reaches the writer, also \
              from the moment the request was sent. {} runs.",
             kubectl_version(),
-            config.watchlife.display(),
-            config.runs
-        ),
-        tables: vec![table],
-        notes,
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+            self.watchlife.display(),
+            self.runs
+        )
+    }
 }
 
 /// One watcher's latencies in a run (µs) from each write's response and
@@ -276,13 +326,44 @@ async fn measure(
     // Every watcher has listed and is watching.
     tokio::time::sleep(Duration::from_secs(2)).await;
 
+    let written = write_all(api).await?;
+    tokio::time::sleep(DRAIN).await;
+    reading.abort();
+    let drawn = match &page {
+        Some(page) => Some(page.seen().await?),
+        None => None,
+    };
+    let printed = kubectl.seen.lock().expect("not poisoned").clone();
+    let latencies = |seen: &HashMap<String, u64>| latencies(&written, seen);
+    let result = [
+        Some(latencies(&printed)),
+        Some(latencies(&reflector.lock().expect("not poisoned"))),
+        Some(latencies(&viewer.lock().expect("not poisoned"))),
+        drawn.as_ref().map(latencies),
+    ];
+    if let Some(page) = page {
+        page.close().await;
+    }
+    Ok(result)
+}
+
+/// One write: its resourceVersion, when its request was sent and when its
+/// response was read (µs since the epoch).
+type Written = (String, u64, u64);
+
+/// Updates the configmap [`WRITES`] times at [`RATE`] writes/s.
+async fn write_all(api: &Api) -> Result<Vec<Written>, String> {
     let mut written = Vec::with_capacity(WRITES);
     let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / RATE));
     for n in 1..=WRITES {
         ticks.tick().await;
         let sent = now_micros();
         let (code, body) = api
-            .request("PUT", &format!("{PATH}/{NAME}"), Some(object(n)))
+            .request(
+                "PUT",
+                &format!("{PATH}/{NAME}"),
+                Some(crate::objects::numbered_configmap(NAME, n as u64)),
+            )
             .await?;
         let answered = now_micros();
         if code != 200 {
@@ -294,38 +375,24 @@ async fn measure(
             .ok_or("a write's answer has no resourceVersion")?;
         written.push((rv, sent, answered));
     }
-    tokio::time::sleep(DRAIN).await;
-    reading.abort();
-    let drawn = match &page {
-        Some(page) => Some(page.seen().await?),
-        None => None,
+    Ok(written)
+}
+
+/// One watcher's latencies: each write it `seen`, from its request and its response.
+fn latencies(written: &[Written], seen: &HashMap<String, u64>) -> Latencies {
+    let mut out = Latencies {
+        answered: Vec::new(),
+        sent: Vec::new(),
+        early: 0,
     };
-    let printed = kubectl.seen.lock().expect("not poisoned").clone();
-    let latencies = |seen: &HashMap<String, u64>| {
-        let mut out = Latencies {
-            answered: Vec::new(),
-            sent: Vec::new(),
-            early: 0,
-        };
-        for (rv, sent, answered) in &written {
-            if let Some(&at) = seen.get(rv) {
-                out.early += usize::from(at < *answered);
-                out.answered.push(at.saturating_sub(*answered));
-                out.sent.push(at.saturating_sub(*sent));
-            }
+    for (rv, sent, answered) in written {
+        if let Some(&at) = seen.get(rv) {
+            out.early += usize::from(at < *answered);
+            out.answered.push(at.saturating_sub(*answered));
+            out.sent.push(at.saturating_sub(*sent));
         }
-        out
-    };
-    let result = [
-        Some(latencies(&printed)),
-        Some(latencies(&reflector.lock().expect("not poisoned"))),
-        Some(latencies(&viewer.lock().expect("not poisoned"))),
-        drawn.as_ref().map(latencies),
-    ];
-    if let Some(page) = page {
-        page.close().await;
     }
-    Ok(result)
+    out
 }
 
 /// Reads `watchlife`'s stream: when each event frame arrived, and its

@@ -13,6 +13,7 @@ use crate::alloc::live_bytes;
 use crate::objects::{configmap, pod, pod_name};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Spread, bytes, count, micros};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -35,7 +36,7 @@ pub struct Config {
 }
 
 #[derive(Default)]
-struct Figures {
+pub struct Figures {
     indexer_bytes: Spread,
     value_bytes: Spread,
     json_bytes: f64,
@@ -45,101 +46,163 @@ struct Figures {
     rss_per_object: Spread,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let mut figures: Vec<Figures> = config.sizes.iter().map(|_| Figures::default()).collect();
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let mut failure = None;
-    // In process first, while no server of the bench is freeing memory in
-    // the background: the allocator counts the whole process.
-    for run in 0..config.runs {
-        for (i, &n) in config.sizes.iter().enumerate() {
-            progress!(
-                "scale: run {}/{}, the Indexer with {} objects",
-                run + 1,
-                config.runs,
-                count(n)
-            );
-            let sizes = indexer_bytes_per_object(n);
-            figures[i].indexer_bytes.push(sizes.indexer);
-            figures[i].value_bytes.push(sizes.values);
-            figures[i].json_bytes = sizes.json;
-        }
-    }
-    'runs: for run in 0..config.runs {
-        let baseline = match runtime.block_on(list_with_watchlife(&config.watchlife, 0)) {
-            Ok(listed) => listed.rss,
-            Err(e) => {
-                failure = Some(e);
-                break 'runs;
-            }
+/// What the runs found.
+pub struct Gathered {
+    /// One entry per size.
+    figures: Vec<Figures>,
+    /// Why the `watchlife` process figures stopped, if they did.
+    failure: Option<String>,
+}
+
+impl Scenario for Config {
+    type Figures = Gathered;
+
+    fn measure(&self) -> Gathered {
+        let mut gathered = Gathered {
+            figures: self.sizes.iter().map(|_| Figures::default()).collect(),
+            failure: None,
         };
-        for (i, &n) in config.sizes.iter().enumerate() {
-            progress!(
-                "scale: run {}/{}, watchlife listing {} objects",
-                run + 1,
-                config.runs,
-                count(n)
-            );
-            match runtime.block_on(list_with_watchlife(&config.watchlife, n)) {
-                Ok(listed) => {
-                    let f = &mut figures[i];
-                    f.bare_list.push(listed.bare_list.as_secs_f64() * 1e6);
-                    f.list_finished
-                        .push(listed.list_finished.as_secs_f64() * 1e6);
-                    f.all_out.push(listed.all_out.as_secs_f64() * 1e6);
-                    f.rss_per_object
-                        .push((listed.rss as f64 - baseline as f64) / n as f64);
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    break 'runs;
-                }
+        // In process first, while no server of the bench is freeing memory in
+        // the background: the allocator counts the whole process.
+        self.measure_indexer(&mut gathered.figures);
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        gathered.failure = self.measure_process(&runtime, &mut gathered.figures).err();
+        gathered
+    }
+
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        let figures = &gathered.figures;
+        let mut summary = Vec::new();
+        if let (Some(f), Some(n)) = (figures.last(), self.sizes.last()) {
+            summary.push(format!(
+                "{} objects: Indexer heap {} per object; watchlife LIST finished after {}, all out after {}, {} resident per object",
+                count(*n),
+                bytes(f.indexer_bytes.median()),
+                micros(f.list_finished.median()),
+                micros(f.all_out.median()),
+                bytes(f.rss_per_object.median())
+            ));
+        }
+        report.sections.push(Section {
+            title: "Scale: memory per cached object, and the initial LIST".into(),
+            method: format!(
+                "Sizes {}. {} runs.",
+                self.sizes
+                    .iter()
+                    .map(|n| count(*n))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                self.runs
+            ),
+            tables: vec![self.indexer_table(figures), self.listing_table(figures)],
+            notes: notes(&gathered),
+            summary,
+            seconds,
+        });
+    }
+}
+
+impl Config {
+    /// The Indexer's heap per object, in this process, every run and size.
+    fn measure_indexer(&self, figures: &mut [Figures]) {
+        for run in 0..self.runs {
+            for (i, &n) in self.sizes.iter().enumerate() {
+                progress!(
+                    "scale: run {}/{}, the Indexer with {} objects",
+                    run + 1,
+                    self.runs,
+                    count(n)
+                );
+                let sizes = indexer_bytes_per_object(n);
+                figures[i].indexer_bytes.push(sizes.indexer);
+                figures[i].value_bytes.push(sizes.values);
+                figures[i].json_bytes = sizes.json;
             }
         }
     }
 
-    let mut indexer = Table::new(
-        "The informer's Indexer, in process (pods of about 700 bytes of JSON):",
-        &[
-            "objects",
-            "Indexer heap per object",
-            "the parsed object alone (reference)",
-            "its JSON",
-            "Indexer heap ÷ JSON",
-        ],
-    );
-    for (f, n) in figures.iter().zip(&config.sizes) {
-        indexer.row(vec![
-            count(*n),
-            f.indexer_bytes.show(bytes),
-            f.value_bytes.show(bytes),
-            bytes(f.json_bytes),
-            format!("{:.1}×", f.indexer_bytes.median() / f.json_bytes),
-        ]);
+    /// The `watchlife` process listing each size, beside one with nothing to
+    /// list; stops at the first failure.
+    fn measure_process(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        figures: &mut [Figures],
+    ) -> Result<(), String> {
+        for run in 0..self.runs {
+            let baseline = runtime
+                .block_on(list_with_watchlife(&self.watchlife, 0))?
+                .rss;
+            for (i, &n) in self.sizes.iter().enumerate() {
+                progress!(
+                    "scale: run {}/{}, watchlife listing {} objects",
+                    run + 1,
+                    self.runs,
+                    count(n)
+                );
+                let listed = runtime.block_on(list_with_watchlife(&self.watchlife, n))?;
+                let f = &mut figures[i];
+                f.bare_list.push(listed.bare_list.as_secs_f64() * 1e6);
+                f.list_finished
+                    .push(listed.list_finished.as_secs_f64() * 1e6);
+                f.all_out.push(listed.all_out.as_secs_f64() * 1e6);
+                f.rss_per_object
+                    .push((listed.rss as f64 - baseline as f64) / n as f64);
+            }
+        }
+        Ok(())
     }
-    let mut listing = Table::new(
-        "The `watchlife` process, list-watching configmaps (about 200 bytes of JSON each) \
-         from a demo API through a kubeconfig:",
-        &[
-            "objects",
-            "the LIST as bytes, bare client (reference)",
-            "start → LIST finished",
-            "start → every object out of the informer",
-            "resident memory per object",
-        ],
-    );
-    for (f, n) in figures.iter().zip(&config.sizes) {
-        listing.row(vec![
-            count(*n),
-            f.bare_list.show(micros),
-            f.list_finished.show(micros),
-            f.all_out.show(micros),
-            f.rss_per_object.show(bytes),
-        ]);
+
+    fn indexer_table(&self, figures: &[Figures]) -> Table {
+        let mut indexer = Table::new(
+            "The informer's Indexer, in process (pods of about 700 bytes of JSON):",
+            &[
+                "objects",
+                "Indexer heap per object",
+                "the parsed object alone (reference)",
+                "its JSON",
+                "Indexer heap ÷ JSON",
+            ],
+        );
+        for (f, n) in figures.iter().zip(&self.sizes) {
+            indexer.row(vec![
+                count(*n),
+                f.indexer_bytes.show(bytes),
+                f.value_bytes.show(bytes),
+                bytes(f.json_bytes),
+                format!("{:.1}×", f.indexer_bytes.median() / f.json_bytes),
+            ]);
+        }
+        indexer
     }
+
+    fn listing_table(&self, figures: &[Figures]) -> Table {
+        let mut listing = Table::new(
+            "The `watchlife` process, list-watching configmaps (about 200 bytes of JSON each) \
+             from a demo API through a kubeconfig:",
+            &[
+                "objects",
+                "the LIST as bytes, bare client (reference)",
+                "start → LIST finished",
+                "start → every object out of the informer",
+                "resident memory per object",
+            ],
+        );
+        for (f, n) in figures.iter().zip(&self.sizes) {
+            listing.row(vec![
+                count(*n),
+                f.bare_list.show(micros),
+                f.list_finished.show(micros),
+                f.all_out.show(micros),
+                f.rss_per_object.show(bytes),
+            ]);
+        }
+        listing
+    }
+}
+
+fn notes(gathered: &Gathered) -> Vec<String> {
     let mut notes = Vec::new();
-    if let Some(f) = figures.last() {
+    if let Some(f) = gathered.figures.last() {
         notes.push(format!(
             "The Indexer keeps each object as its JSON text and the few fields the stages \
              read: {} of heap per object for {} of JSON, with its map and namespace index. The \
@@ -166,39 +229,12 @@ pub fn run(report: &mut Report, config: &Config) {
          slack."
             .to_string(),
     ]);
-    if let Some(e) = &failure {
+    if let Some(e) = &gathered.failure {
         notes.push(format!(
             "The `watchlife` process figures are incomplete: {e}."
         ));
     }
-    let mut summary = Vec::new();
-    if let (Some(f), Some(n)) = (figures.last(), config.sizes.last()) {
-        summary.push(format!(
-            "{} objects: Indexer heap {} per object; watchlife LIST finished after {}, all out after {}, {} resident per object",
-            count(*n),
-            bytes(f.indexer_bytes.median()),
-            micros(f.list_finished.median()),
-            micros(f.all_out.median()),
-            bytes(f.rss_per_object.median())
-        ));
-    }
-    report.sections.push(Section {
-        title: "Scale: memory per cached object, and the initial LIST".into(),
-        method: format!(
-            "Sizes {}. {} runs.",
-            config
-                .sizes
-                .iter()
-                .map(|n| count(*n))
-                .collect::<Vec<_>>()
-                .join(" and "),
-            config.runs
-        ),
-        tables: vec![indexer, listing],
-        notes,
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+    notes
 }
 
 /// Heap bytes the Indexer keeps per object after a LIST of `n` pods, the

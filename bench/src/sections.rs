@@ -143,7 +143,7 @@ fn run_latency(args: &Args, report: &mut Report) {
         runs: args.process_runs(),
         watchlife: args.watchlife.clone(),
     };
-    kubectl_latency::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_etcd(args: &Args, report: &mut Report) {
@@ -160,7 +160,7 @@ fn run_upstream(args: &Args, report: &mut Report) {
         watchlife: args.watchlife.clone(),
         viewers: args.sized(vec![1, 100], vec![1, 100, 1000]),
     };
-    upstream_cost::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_fanout(args: &Args, report: &mut Report) {
@@ -197,7 +197,7 @@ fn run_scale(args: &Args, report: &mut Report) {
         watchlife: args.watchlife.clone(),
         sizes: args.sized(vec![10_000], vec![10_000, 150_000]),
     };
-    scale::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_page(args: &Args, report: &mut Report) {

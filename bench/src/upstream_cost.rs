@@ -20,6 +20,7 @@ use crate::apiserver::Api;
 use crate::machine::cpu_time;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Spread, count, num, ratio};
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::BodyExt;
@@ -53,7 +54,7 @@ pub struct Config {
 }
 
 #[derive(Default)]
-struct Figures {
+pub struct Figures {
     watches: Spread,
     apiserver_cpu: Spread,
     etcd_cpu: Spread,
@@ -61,76 +62,143 @@ struct Figures {
     delivered: Spread,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    if !crate::apiserver::real_cluster_installed() {
-        report.not_measured.push(
-            "**Upstream cost of viewers** (watches and apiserver/etcd CPU, watchlife beside a \
-             naive relay): etcd and kube-apiserver v1.20.2 are not installed here."
-                .into(),
-        );
-        return;
-    }
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let mut figures: Vec<Vec<Figures>> = RELAYS
-        .iter()
-        .map(|_| config.viewers.iter().map(|_| Figures::default()).collect())
-        .collect();
-    let mut failure = None;
-    runtime.block_on(async {
-        progress!("upstream cost: starting etcd and kube-apiserver");
-        let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
-        let api = Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert());
-        let servers = Servers {
-            api,
-            pids: cluster.pids(),
+/// What the runs found.
+pub struct Gathered {
+    /// Per relay of [`RELAYS`], per viewer count.
+    figures: Vec<Vec<Figures>>,
+    /// Why the runs stopped early, if they did.
+    failure: Option<String>,
+}
+
+impl Scenario for Config {
+    /// `None` when kube-apiserver and etcd are not installed.
+    type Figures = Option<Gathered>;
+
+    fn measure(&self) -> Option<Gathered> {
+        if !crate::apiserver::real_cluster_installed() {
+            return None;
+        }
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let mut gathered = Gathered {
+            figures: RELAYS
+                .iter()
+                .map(|_| self.viewers.iter().map(|_| Figures::default()).collect())
+                .collect(),
+            failure: None,
         };
-        'runs: for run in 0..config.runs {
+        runtime.block_on(async {
+            progress!("upstream cost: starting etcd and kube-apiserver");
+            let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
+            let api = Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert());
+            let servers = Servers {
+                api,
+                pids: cluster.pids(),
+            };
+            let kubeconfig = cluster.kubeconfig().display().to_string();
+            gathered.failure = self
+                .drive(&servers, &kubeconfig, &mut gathered.figures)
+                .await
+                .err();
+        });
+        Some(gathered)
+    }
+
+    fn report(&self, gathered: Option<Gathered>, report: &mut Report, seconds: f64) {
+        let Some(gathered) = gathered else {
+            report.not_measured.push(
+                "**Upstream cost of viewers** (watches and apiserver/etcd CPU, watchlife beside a \
+                 naive relay): etcd and kube-apiserver v1.20.2 are not installed here."
+                    .into(),
+            );
+            return;
+        };
+        let figures = &gathered.figures;
+        self.headlines(figures, report);
+        let mut notes = vec![
+            "The naive relay runs in the bench, so its CPU is the bench's (its viewers' reading \
+             included); watchlife's is its own process's. etcd does little here whatever the \
+             number of watches: the apiserver serves every watch from its watch cache, which holds \
+             one etcd watch per resource. What grows with a naive relay's viewers is the \
+             apiserver's work: one more watcher to dispatch each event to, one more encoding and \
+             TLS stream per viewer."
+                .to_string(),
+        ];
+        if let Some(e) = &gathered.failure {
+            notes.push(format!("The measurement stopped early: {e}."));
+        }
+        report.sections.push(Section {
+            title: "Upstream cost of viewers: watchlife beside a naive relay".into(),
+            method: self.method(),
+            tables: vec![self.table(figures)],
+            notes,
+            summary: self.summary(figures),
+            seconds,
+        });
+    }
+}
+
+impl Config {
+    /// Every run, watchlife then the naive relay; stops at the first failure
+    /// and says which relay had it.
+    async fn drive(
+        &self,
+        servers: &Servers,
+        kubeconfig: &str,
+        figures: &mut [Vec<Figures>],
+    ) -> Result<(), String> {
+        for run in 0..self.runs {
             for (r, relay) in RELAYS.iter().enumerate() {
-                progress!("upstream cost: run {}/{}, {relay}", run + 1, config.runs);
+                progress!("upstream cost: run {}/{}, {relay}", run + 1, self.runs);
                 let outcome = if r == 0 {
-                    let kubeconfig = cluster.kubeconfig().display().to_string();
-                    steps_with_watchlife(config, &servers, &kubeconfig, &mut figures[r]).await
+                    steps_with_watchlife(self, servers, kubeconfig, &mut figures[r]).await
                 } else {
-                    steps_with_naive_relay(config, &servers, &mut figures[r]).await
+                    steps_with_naive_relay(self, servers, &mut figures[r]).await
                 };
-                if let Err(e) = outcome {
+                outcome.map_err(|e| {
                     progress!("upstream cost failed: {e}");
-                    failure = Some(format!("{relay}: {e}"));
-                    break 'runs;
-                }
+                    format!("{relay}: {e}")
+                })?;
             }
         }
-    });
-
-    let mut table = Table::new(
-        "",
-        &[
-            "relay",
-            "viewers",
-            "watches open at the apiserver",
-            "kube-apiserver CPU (100% = one core)",
-            "etcd CPU",
-            "the relay's CPU",
-            "updates each viewer got ÷ written",
-        ],
-    );
-    for (r, relay) in RELAYS.iter().enumerate() {
-        for (f, n) in figures[r].iter().zip(&config.viewers) {
-            table.row(vec![
-                relay.to_string(),
-                count(*n),
-                f.watches.show(num),
-                f.apiserver_cpu.show(|v| format!("{v:.0}%")),
-                f.etcd_cpu.show(|v| format!("{v:.0}%")),
-                f.relay_cpu.show(|v| format!("{v:.0}%")),
-                f.delivered.show(|v| format!("{:.0}%", v * 100.0)),
-            ]);
-        }
+        Ok(())
     }
-    let last = config.viewers.len().saturating_sub(1);
-    if let (Some(ours), Some(naive)) = (figures[0].get(last), figures[1].get(last)) {
-        let n = count(config.viewers[last]);
+
+    fn table(&self, figures: &[Vec<Figures>]) -> Table {
+        let mut table = Table::new(
+            "",
+            &[
+                "relay",
+                "viewers",
+                "watches open at the apiserver",
+                "kube-apiserver CPU (100% = one core)",
+                "etcd CPU",
+                "the relay's CPU",
+                "updates each viewer got ÷ written",
+            ],
+        );
+        for (r, relay) in RELAYS.iter().enumerate() {
+            for (f, n) in figures[r].iter().zip(&self.viewers) {
+                table.row(vec![
+                    relay.to_string(),
+                    count(*n),
+                    f.watches.show(num),
+                    f.apiserver_cpu.show(|v| format!("{v:.0}%")),
+                    f.etcd_cpu.show(|v| format!("{v:.0}%")),
+                    f.relay_cpu.show(|v| format!("{v:.0}%")),
+                    f.delivered.show(|v| format!("{:.0}%", v * 100.0)),
+                ]);
+            }
+        }
+        table
+    }
+
+    /// The naive relay beside watchlife, at the most viewers.
+    fn headlines(&self, figures: &[Vec<Figures>], report: &mut Report) {
+        let last = self.viewers.len().saturating_sub(1);
+        let (Some(ours), Some(naive)) = (figures[0].get(last), figures[1].get(last)) else {
+            return;
+        };
+        let n = count(self.viewers[last]);
         report.headline(
             format!("upstream: kube-apiserver CPU with {n} viewers, naive relay ÷ watchlife"),
             ratio(&naive.apiserver_cpu, &ours.apiserver_cpu).show(|v| format!("{}×", num(v))),
@@ -142,33 +210,25 @@ pub fn run(report: &mut Report, config: &Config) {
             ratio(&naive.watches, &ours.watches).show(|v| format!("{}×", num(v))),
         );
     }
-    let mut notes = vec![
-        "The naive relay runs in the bench, so its CPU is the bench's (its viewers' reading \
-         included); watchlife's is its own process's. etcd does little here whatever the \
-         number of watches: the apiserver serves every watch from its watch cache, which holds \
-         one etcd watch per resource. What grows with a naive relay's viewers is the \
-         apiserver's work: one more watcher to dispatch each event to, one more encoding and \
-         TLS stream per viewer."
-            .to_string(),
-    ];
-    if let Some(e) = &failure {
-        notes.push(format!("The measurement stopped early: {e}."));
-    }
-    let mut summary = Vec::new();
-    for (r, relay) in RELAYS.iter().enumerate() {
-        for (f, n) in figures[r].iter().zip(&config.viewers) {
-            summary.push(format!(
-                "{relay}, {} viewers: {} watches, kube-apiserver CPU {:.0}%, etcd {:.0}%",
-                count(*n),
-                num(f.watches.median()),
-                f.apiserver_cpu.median(),
-                f.etcd_cpu.median()
-            ));
+
+    fn summary(&self, figures: &[Vec<Figures>]) -> Vec<String> {
+        let mut summary = Vec::new();
+        for (r, relay) in RELAYS.iter().enumerate() {
+            for (f, n) in figures[r].iter().zip(&self.viewers) {
+                summary.push(format!(
+                    "{relay}, {} viewers: {} watches, kube-apiserver CPU {:.0}%, etcd {:.0}%",
+                    count(*n),
+                    num(f.watches.median()),
+                    f.apiserver_cpu.median(),
+                    f.etcd_cpu.median()
+                ));
+            }
         }
+        summary
     }
-    report.sections.push(Section {
-        title: "Upstream cost of viewers: watchlife beside a naive relay".into(),
-        method: format!(
+
+    fn method(&self) -> String {
+        format!(
             "kube-apiserver v1.20.2 over etcd 3.4 on loopback. watchlife (`{} --kubeconfig K \
              --resources configmaps --namespace default`) and a naive relay in the bench (one \
              `GET …/configmaps?watch=1` at the apiserver per WebSocket viewer, each line \
@@ -177,21 +237,16 @@ pub fn run(report: &mut Report, config: &Config) {
              reads, over that window, `apiserver_registered_watchers` for configmaps (less its \
              value before the relay started), the CPU time of kube-apiserver, etcd and the \
              relay, and the updates each viewer received. {} runs.",
-            config.watchlife.display(),
-            config
-                .viewers
+            self.watchlife.display(),
+            self.viewers
                 .iter()
                 .map(|n| count(*n))
                 .collect::<Vec<_>>()
                 .join(", "),
             WINDOW.as_secs(),
-            config.runs
-        ),
-        tables: vec![table],
-        notes,
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+            self.runs
+        )
+    }
 }
 
 /// The apiserver as the bench reaches it, and the pids of kube-apiserver and etcd.
