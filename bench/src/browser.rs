@@ -10,6 +10,7 @@
 
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Spread, count, micros, num};
 use fantoccini::{Client, ClientBuilder};
 use std::os::unix::process::CommandExt;
@@ -55,7 +56,7 @@ pub struct Config {
 }
 
 #[derive(Default)]
-struct Figures {
+pub struct Figures {
     /// The demo rate chosen for the target.
     rate: u32,
     first_paint: Spread,
@@ -65,103 +66,144 @@ struct Figures {
     resyncs: Spread,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let missing = missing_programs();
-    if !missing.is_empty() {
-        report.not_measured.push(format!(
-            "**The browser** (first paint, frames per second): {} not installed \
-             (`make test` installs them).",
-            missing.join(" and ")
-        ));
-        return;
-    }
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let mut figures: Vec<Figures> = config.targets.iter().map(|_| Figures::default()).collect();
-    let mut failure = None;
-    for (f, target) in figures.iter_mut().zip(&config.targets) {
-        match runtime.block_on(calibrate(config, *target)) {
-            Ok(rate) => f.rate = rate,
-            Err(e) => failure = Some(e),
+/// What the runs found, or the programs missing to measure anything.
+pub enum Gathered {
+    Missing(Vec<&'static str>),
+    Measured {
+        /// One entry per frame rate of [`Config::targets`].
+        figures: Vec<Figures>,
+        /// Why the runs stopped early, if they did.
+        failure: Option<String>,
+    },
+}
+
+impl Scenario for Config {
+    type Figures = Gathered;
+
+    fn measure(&self) -> Gathered {
+        let missing = missing_programs();
+        if !missing.is_empty() {
+            return Gathered::Missing(missing);
         }
-    }
-    'runs: for run in 0..config.runs {
-        if failure.is_some() {
-            break;
-        }
-        for (f, target) in figures.iter_mut().zip(&config.targets) {
-            progress!(
-                "browser: run {}/{}, demo at {} changes/s",
-                run + 1,
-                config.runs,
-                f.rate
-            );
-            match runtime.block_on(measure_at(config, &mut f.rate, *target)) {
-                Ok(m) => {
-                    f.first_paint.push(m.first_paint_ms * 1000.0);
-                    f.fps.push(m.fps);
-                    f.worst_frame.push(m.worst_frame_ms * 1000.0);
-                    f.received.push(m.received_per_second);
-                    f.resyncs.push(m.resyncs_per_minute);
-                }
-                Err(e) => {
-                    progress!("browser failed: {e}");
-                    failure = Some(e);
-                    break 'runs;
-                }
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let mut figures: Vec<Figures> = self.targets.iter().map(|_| Figures::default()).collect();
+        let mut failure = None;
+        for (f, target) in figures.iter_mut().zip(&self.targets) {
+            match runtime.block_on(calibrate(self, *target)) {
+                Ok(rate) => f.rate = rate,
+                Err(e) => failure = Some(e),
             }
         }
+        if failure.is_none() {
+            failure = self.drive(&runtime, &mut figures).err();
+        }
+        Gathered::Measured { figures, failure }
     }
-    let mut table = Table::new(
-        "",
-        &[
-            "frames per second wanted",
-            "demo changes/s chosen",
-            "frames the page received per second",
-            "resyncs per minute (the page fell behind)",
-            "page frames per second",
-            "longest frame",
-            "first paint",
-        ],
-    );
-    for (f, target) in figures.iter().zip(&config.targets) {
-        table.row(vec![
-            count(*target as usize),
-            count(f.rate as usize),
-            f.received.show(num),
-            f.resyncs.show(num),
-            f.fps.show(num),
-            f.worst_frame.show(micros),
-            f.first_paint.show(micros),
-        ]);
+
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        let (figures, failure) = match gathered {
+            Gathered::Missing(missing) => {
+                report.not_measured.push(format!(
+                    "**The browser** (first paint, frames per second): {} not installed \
+                     (`make test` installs them).",
+                    missing.join(" and ")
+                ));
+                return;
+            }
+            Gathered::Measured { figures, failure } => (figures, failure),
+        };
+        let mut notes = vec![
+            "Budgets: 60 frames per second while receiving 5,000 events per second, and first \
+             paint under one second on loopback. Headless Chromium draws without a display and \
+             shares the two cores with `watchlife` and its demo, so its frame rate is a lower \
+             bound of what a desktop browser would do. The window is tall enough to show the \
+             whole page, every panel drawing at once."
+                .to_string(),
+        ];
+        if let Some(e) = failure {
+            notes.push(format!("The measurement stopped early: {e}."));
+        }
+        let summary = figures
+            .iter()
+            .map(|f| {
+                format!(
+                    "demo at {} changes/s: {} frames/s received, page at {} fps (longest frame {}), first paint {}",
+                    count(f.rate as usize),
+                    num(f.received.median()),
+                    num(f.fps.median()),
+                    micros(f.worst_frame.median()),
+                    micros(f.first_paint.median())
+                )
+            })
+            .collect();
+        report.sections.push(Section {
+            title: "Browser app: frames per second under load, first paint".into(),
+            method: self.method(),
+            tables: vec![self.table(&figures)],
+            notes,
+            summary,
+            seconds,
+        });
     }
-    let mut notes = vec![
-        "Budgets: 60 frames per second while receiving 5,000 events per second, and first \
-         paint under one second on loopback. Headless Chromium draws without a display and \
-         shares the two cores with `watchlife` and its demo, so its frame rate is a lower \
-         bound of what a desktop browser would do. The window is tall enough to show the \
-         whole page, every panel drawing at once."
-            .to_string(),
-    ];
-    if let Some(e) = failure {
-        notes.push(format!("The measurement stopped early: {e}."));
+}
+
+impl Config {
+    /// Every run at each calibrated rate; stops at the first failure.
+    fn drive(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        figures: &mut [Figures],
+    ) -> Result<(), String> {
+        for run in 0..self.runs {
+            for (f, target) in figures.iter_mut().zip(&self.targets) {
+                progress!(
+                    "browser: run {}/{}, demo at {} changes/s",
+                    run + 1,
+                    self.runs,
+                    f.rate
+                );
+                let m = runtime
+                    .block_on(measure_at(self, &mut f.rate, *target))
+                    .inspect_err(|e| progress!("browser failed: {e}"))?;
+                f.first_paint.push(m.first_paint_ms * 1000.0);
+                f.fps.push(m.fps);
+                f.worst_frame.push(m.worst_frame_ms * 1000.0);
+                f.received.push(m.received_per_second);
+                f.resyncs.push(m.resyncs_per_minute);
+            }
+        }
+        Ok(())
     }
-    let summary = figures
-        .iter()
-        .map(|f| {
-            format!(
-                "demo at {} changes/s: {} frames/s received, page at {} fps (longest frame {}), first paint {}",
+
+    fn table(&self, figures: &[Figures]) -> Table {
+        let mut table = Table::new(
+            "",
+            &[
+                "frames per second wanted",
+                "demo changes/s chosen",
+                "frames the page received per second",
+                "resyncs per minute (the page fell behind)",
+                "page frames per second",
+                "longest frame",
+                "first paint",
+            ],
+        );
+        for (f, target) in figures.iter().zip(&self.targets) {
+            table.row(vec![
+                count(*target as usize),
                 count(f.rate as usize),
-                num(f.received.median()),
-                num(f.fps.median()),
-                micros(f.worst_frame.median()),
-                micros(f.first_paint.median())
-            )
-        })
-        .collect();
-    report.sections.push(Section {
-        title: "Browser app: frames per second under load, first paint".into(),
-        method: format!(
+                f.received.show(num),
+                f.resyncs.show(num),
+                f.fps.show(num),
+                f.worst_frame.show(micros),
+                f.first_paint.show(micros),
+            ]);
+        }
+        table
+    }
+
+    fn method(&self) -> String {
+        format!(
             "For each number of frames per second wanted, the demo's rate is chosen first: \
              `watchlife --demo --demo-rate N` runs alone while its published frames are counted \
              for {} s, and N is scaled until the bridge publishes about that many (a change of \
@@ -177,13 +219,9 @@ pub fn run(report: &mut Report, config: &Config) {
             WINDOW.1,
             COUNT_FOR.as_secs(),
             RAISES,
-            config.runs
-        ),
-        tables: vec![table],
-        notes,
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+            self.runs
+        )
+    }
 }
 
 /// The demo rate at which the bridge publishes about `target` frames a
@@ -294,73 +332,82 @@ async fn measure(config: &Config, rate: u32) -> Result<Measured, String> {
     let driver = Driver::start()?;
     let client = driver.session().await?;
     progress!("browser: Chromium is up");
-    let result = async {
-        client
-            .goto(&format!("http://{}/", bridge.addr))
-            .await
-            .map_err(|e| format!("opening the app: {e}"))?;
-        wait_connected(&client).await?;
-        progress!("browser: the page is connected");
-        let first_paint = client
-            .execute(
-                "const p = performance.getEntriesByName('first-contentful-paint')[0]; \
-                 return p ? p.startTime : null;",
-                vec![],
-            )
-            .await
-            .map_err(|e| e.to_string())?
-            .as_f64()
-            .unwrap_or(f64::NAN);
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let sent = || async {
-            get(bridge.addr, "/metrics")
-                .await
-                .and_then(|m| metric(&m, "watchlife_frames_sent_total"))
-                // Unanswered (a bridge too busy): not a zero.
-                .unwrap_or(f64::NAN)
-        };
-        let resyncs = || async {
-            get(bridge.addr, "/metrics")
-                .await
-                .map(|m| crate::process::metric_sum(&m, "watchlife_resyncs_total"))
-                .unwrap_or(f64::NAN)
-        };
-        let resyncs0 = resyncs().await;
-        let sent0 = sent().await;
-        let t0 = Instant::now();
-        let counted = client
-            .execute_async(
-                &format!(
-                    "const done = arguments[arguments.length - 1]; \
-                     const start = performance.now(); let last = start, frames = 0, worst = 0; \
-                     function tick(t) {{ frames++; worst = Math.max(worst, t - last); last = t; \
-                       if (t - start < {}) requestAnimationFrame(tick); \
-                       else done([frames, t - start, worst]); }} \
-                     requestAnimationFrame(tick);",
-                    COUNT_FOR.as_millis()
-                ),
-                vec![],
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        let seconds = t0.elapsed().as_secs_f64();
-        let received = (sent().await - sent0) / seconds;
-        let resynced = (resyncs().await - resyncs0) / seconds * 60.0;
-        let v = |i: usize| counted.get(i).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
-        Ok(Measured {
-            first_paint_ms: first_paint,
-            fps: v(0) / v(1) * 1000.0,
-            worst_frame_ms: v(2),
-            received_per_second: received,
-            resyncs_per_minute: resynced,
-        })
-    }
-    .await;
+    let result = measure_page(&client, bridge.addr).await;
     progress!("browser: counted");
     let _ = client.close().await;
     drop(driver);
     drop(bridge);
     result
+}
+
+/// Opens the app served at `addr` in `client`, waits until it is connected,
+/// then counts its animation frames and the bridge's frames sent meanwhile.
+async fn measure_page(client: &Client, addr: std::net::SocketAddr) -> Result<Measured, String> {
+    client
+        .goto(&format!("http://{addr}/"))
+        .await
+        .map_err(|e| format!("opening the app: {e}"))?;
+    wait_connected(client).await?;
+    progress!("browser: the page is connected");
+    let first_paint = client
+        .execute(
+            "const p = performance.getEntriesByName('first-contentful-paint')[0]; \
+             return p ? p.startTime : null;",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let sent = || async {
+        get(addr, "/metrics")
+            .await
+            .and_then(|m| metric(&m, "watchlife_frames_sent_total"))
+            // Unanswered (a bridge too busy): not a zero.
+            .unwrap_or(f64::NAN)
+    };
+    let resyncs = || async {
+        get(addr, "/metrics")
+            .await
+            .map(|m| crate::process::metric_sum(&m, "watchlife_resyncs_total"))
+            .unwrap_or(f64::NAN)
+    };
+    let resyncs0 = resyncs().await;
+    let sent0 = sent().await;
+    let t0 = Instant::now();
+    let counted = count_animation_frames(client).await?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let received = (sent().await - sent0) / seconds;
+    let resynced = (resyncs().await - resyncs0) / seconds * 60.0;
+    let v = |i: usize| counted.get(i).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
+    Ok(Measured {
+        first_paint_ms: first_paint,
+        fps: v(0) / v(1) * 1000.0,
+        worst_frame_ms: v(2),
+        received_per_second: received,
+        resyncs_per_minute: resynced,
+    })
+}
+
+/// `requestAnimationFrame` callbacks for [`COUNT_FOR`]: the frames, the
+/// milliseconds they took, and the longest frame's.
+async fn count_animation_frames(client: &Client) -> Result<serde_json::Value, String> {
+    client
+        .execute_async(
+            &format!(
+                "const done = arguments[arguments.length - 1]; \
+                 const start = performance.now(); let last = start, frames = 0, worst = 0; \
+                 function tick(t) {{ frames++; worst = Math.max(worst, t - last); last = t; \
+                   if (t - start < {}) requestAnimationFrame(tick); \
+                   else done([frames, t - start, worst]); }} \
+                 requestAnimationFrame(tick);",
+                COUNT_FOR.as_millis()
+            ),
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Chromium and chromedriver, by name, when they are not installed.

@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use watchlife_controlplane::limits::Limits;
 use watchlife_controlplane::resource::CONFIGMAPS;
 use watchlife_controlplane::{Clock, ControlPlane};
-use watchlife_informer::{Informer, Object};
+use watchlife_informer::Object;
+use watchlife_informer_frames::Informer;
 use watchlife_protocol::{EventType, ObjectRef, Stage, StageMark, StageTimes, WatchEvent};
 
 /// How long one listing may take before the bench gives up on it.

@@ -211,7 +211,7 @@ fn run_browser(args: &Args, report: &mut Report) {
         watchlife: args.watchlife.clone(),
         targets: args.sized(vec![1000], vec![1000, 5000]),
     };
-    browser::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_big_cluster(args: &Args, report: &mut Report) {

@@ -25,7 +25,8 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
-use watchlife_informer::{Finished, Object};
+use watchlife_informer::Object;
+use watchlife_informer_frames::Finished;
 use watchlife_protocol::summary::{Known, columns, needs_text, summarize};
 use watchlife_protocol::{
     EventType, FrameBody, ObjectJson, ObjectRef, ReflectorState, ReflectorUpdate, ServerFrame,

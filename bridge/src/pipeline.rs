@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
 use watchlife_controlplane::Clock;
+use watchlife_informer::Object;
 use watchlife_informer::informer::Options;
-use watchlife_informer::{Finished, Informer, Object};
+use watchlife_informer_frames::{Finished, Informer};
 use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate, WatchEvent};
 
 /// For benchmarks and demos only (no flag sets it): the handler of the

@@ -43,7 +43,7 @@ use watchlife_controlplane::{Clock, ControlPlane};
 use watchlife_informer::informer::Options;
 use watchlife_informer::profile::{Profile, ProfileError};
 use watchlife_informer::shared_informer::QueueModel;
-use watchlife_informer::{Finished, Informer};
+use watchlife_informer_frames::{Finished, Informer};
 use watchlife_protocol::{
     ActionResult, ClientMessage, ErrorFrame, FrameBody, Hello, Micros, PROTOCOL_VERSION,
     ReflectorState, ReflectorUpdate, ServerFrame, Snapshot, Source, Stage,

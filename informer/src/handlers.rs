@@ -7,7 +7,14 @@
 
 use crate::object::Object;
 use crate::shared_informer::{Kind, Notification};
-use watchlife_protocol::Callback;
+
+/// Which callback of a handler ran (client-go's `ResourceEventHandler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Callback {
+    OnAdd,
+    OnUpdate,
+    OnDelete,
+}
 
 /// A registered handler: runs the callback a notification asks for, or
 /// none when it filters the object out; returns the callback it ran.

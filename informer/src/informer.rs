@@ -24,12 +24,10 @@ use crate::object::Object;
 use crate::shared_informer::{
     Distribution, Kind, Notification, Processed as Popped, QueueModel, SharedInformer,
 };
+use crate::trace::{HandlerCall, Mark, ReconcileRun, Traced, mark, saturate};
 use crate::workqueue::Workqueue;
+use crate::{EventType, Micros};
 use std::collections::HashMap;
-use watchlife_protocol::{
-    EventType, FrameBody, HandlerCall, Micros, ObjectRef, ReconcileRun, Stage, StageMark,
-    WatchEvent,
-};
 
 /// The name of the listener whose handler queues every key for the workers.
 pub const CONTROLLER: &str = "controller";
@@ -63,40 +61,25 @@ impl Options {
     }
 }
 
-/// An event out of the informer, every stage stamped, and the object it is
-/// about (for a deletion, its last state): the same shared text as the
-/// event's body, with its parsed [`crate::Meta`], for whoever keeps it next.
-#[derive(Debug, Clone)]
-pub struct Finished {
-    pub event: WatchEvent,
-    pub object: Object,
-}
-
-impl std::ops::Deref for Finished {
-    type Target = WatchEvent;
-    fn deref(&self) -> &WatchEvent {
-        &self.event
-    }
-}
-
 /// What one step of the processing loop produced.
-#[derive(Debug, Default)]
-pub struct Processed {
-    /// Notes (Reflector states, BOOKMARK and ERROR markers) to publish now,
-    /// in stream order.
-    pub notes: Vec<FrameBody>,
+#[derive(Debug)]
+pub struct Processed<N, T> {
+    /// Notes queued with [`Informer::enqueue_note`], reached now, in
+    /// stream order.
+    pub notes: Vec<N>,
     /// Listeners whose buffers got something.
     pub woken: Vec<usize>,
-    /// Events finished at once (no listener took them).
-    pub finished: Vec<Finished>,
+    /// Events finished at once (no listener took them, or their delta was
+    /// dropped).
+    pub finished: Vec<Traced<T>>,
 }
 
 /// What one listener run produced.
-#[derive(Debug, Default)]
-pub struct ListenerRun {
+#[derive(Debug)]
+pub struct ListenerRun<T> {
     /// The controller's handler queued a key: wake a worker.
     pub queued: bool,
-    pub finished: Vec<Finished>,
+    pub finished: Vec<Traced<T>>,
 }
 
 /// A notification taken from a listener's buffer whose handler has not run
@@ -110,34 +93,35 @@ pub struct Taken {
 
 /// An event on its way: stamped as it goes, finished when nothing waits.
 #[derive(Debug)]
-struct Tracked {
-    event: WatchEvent,
-    object: Object,
+struct Tracked<T> {
+    event: Traced<T>,
     /// Listener runs and reconciles still to come.
     pending: u32,
     /// Each listener's buffer depth just after the notification entered it.
     depths: Vec<(usize, usize)>,
-    /// The listener index of each of `event.handled.calls`, which are kept in
+    /// The listener index of each of `event.handling.calls`, which are kept in
     /// registration order whatever order the listeners ran in.
     called: Vec<usize>,
 }
 
-/// The instrumented informer of one resource.
-pub struct Informer {
+/// The instrumented informer of one resource. `N` is what the caller
+/// queues to be told in stream order ([`Informer::enqueue_note`]), `T`
+/// what it hands in with each event and gets back with its trace.
+pub struct Informer<N, T> {
     options: Options,
-    shared: SharedInformer<FrameBody>,
+    shared: SharedInformer<N>,
     handlers: Vec<Box<dyn Handler>>,
     controller: usize,
     workqueue: Workqueue,
     /// Events not yet finished, by delta id.
-    tracked: HashMap<u64, Tracked>,
+    tracked: HashMap<u64, Tracked<T>>,
     /// Events of deltas not yet processed, by delta id.
-    queued: HashMap<u64, WatchEvent>,
+    queued: HashMap<u64, Traced<T>>,
     /// Events whose delta the queue dropped, finished with the next step.
-    coalesced: Vec<Finished>,
+    coalesced: Vec<Traced<T>>,
 }
 
-impl std::fmt::Debug for Informer {
+impl<N, T> std::fmt::Debug for Informer<N, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Informer")
             .field("resource", &self.options.resource)
@@ -146,7 +130,7 @@ impl std::fmt::Debug for Informer {
     }
 }
 
-impl Informer {
+impl<N, T> Informer<N, T> {
     /// The informer of `options.resource` with its listeners: the
     /// scheduler's two filtering ones for pods, and the controller's.
     pub fn new(options: Options) -> Self {
@@ -172,44 +156,50 @@ impl Informer {
         }
     }
 
+    /// What it watches and how.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
     /// Listener names, in registration order (a listener's index is its
     /// place here).
     pub fn listeners(&self) -> Vec<String> {
         self.shared.listener_names().map(String::from).collect()
     }
 
-    /// The Reflector queues one watch event (ADDED, MODIFIED or DELETED).
-    /// BOOKMARK and ERROR events are markers: see [`Informer::enqueue_note`].
-    pub fn enqueue(&mut self, mut event: WatchEvent, object: Object, now: Micros) {
-        let kind = match event.event_type {
+    /// The Reflector queues one watch event's object, with what the caller
+    /// keeps of the event (`carried`, handed back with its trace).
+    /// `event_type` is ADDED, MODIFIED or DELETED: BOOKMARK and ERROR are
+    /// no deltas (queue them as notes) and are dropped here.
+    pub fn enqueue(&mut self, event_type: EventType, object: Object, carried: T, now: Micros) {
+        let kind = match event_type {
             EventType::Added => DeltaType::Added,
             EventType::Modified => DeltaType::Updated,
             EventType::Deleted => DeltaType::Deleted,
-            EventType::Bookmark | EventType::Error => {
-                self.enqueue_note(FrameBody::Event(event));
-                return;
-            }
+            EventType::Bookmark | EventType::Error => return,
         };
-        let queued = self.shared.queue_delta(kind, object);
-        stamp(&mut event, Stage::Fifo, now, Some(queued.depth));
+        let queued = self.shared.queue_delta(kind, object.clone());
+        let fifo = mark(now, Some(queued.depth));
+        let event = Traced::queued(event_type, object, false, fifo, Some(carried));
         self.queued.insert(queued.id, event);
         if let Some(dropped) = queued.dropped {
             // DeltaFIFO kept one of two deletions in a row: the other's
             // event ends here, coalesced into it.
             if let Some(mut event) = self.queued.remove(&dropped) {
                 event.coalesced = true;
-                let object = Object::from_json(event.object.clone());
-                self.coalesced.push(Finished { event, object });
+                self.coalesced.push(event);
             }
         }
     }
 
-    /// The Reflector queues a whole LIST.
-    pub fn enqueue_list(&mut self, items: Vec<(WatchEvent, Object)>, now: Micros) {
-        let (events, objects): (Vec<_>, Vec<_>) = items.into_iter().unzip();
-        let (ids, depth) = self.shared.queue_list(objects, now);
-        for (id, mut event) in ids.into_iter().zip(events) {
-            stamp(&mut event, Stage::Fifo, now, Some(depth));
+    /// The Reflector queues a whole LIST: each object as an ADDED, with
+    /// what the caller keeps of it.
+    pub fn enqueue_list(&mut self, items: Vec<(Object, T)>, now: Micros) {
+        let (objects, carried): (Vec<_>, Vec<_>) = items.into_iter().unzip();
+        let (ids, depth) = self.shared.queue_list(objects.clone(), now);
+        let fifo = mark(now, Some(depth));
+        for ((id, object), carried) in ids.into_iter().zip(objects).zip(carried) {
+            let event = Traced::queued(EventType::Added, object, true, fifo, Some(carried));
             self.queued.insert(id, event);
         }
     }
@@ -219,19 +209,21 @@ impl Informer {
         self.shared.queue_resync(now);
     }
 
-    /// Something to publish in stream order with the events.
-    pub fn enqueue_note(&mut self, note: FrameBody) {
+    /// Something to be told in stream order with the events: it comes out
+    /// of [`Informer::process_one`] when the FIFO reaches it.
+    pub fn enqueue_note(&mut self, note: N) {
         self.shared.queue_note(note);
     }
 
     /// The processing loop's step: HandleDeltas on one FIFO item. `now` is
     /// read as each delta is applied, and again once it is distributed: the
     /// items of a relist are stamped one by one. `None` when the FIFO is empty.
-    pub fn process_one(&mut self, now: &dyn Fn() -> Micros) -> Option<Processed> {
+    pub fn process_one(&mut self, now: &dyn Fn() -> Micros) -> Option<Processed<N, T>> {
         let processed = self.shared.process_one_timed(now)?;
         let mut out = Processed {
+            notes: Vec::new(),
+            woken: Vec::new(),
             finished: std::mem::take(&mut self.coalesced),
-            ..Processed::default()
         };
         match processed {
             Popped::Note(note) => out.notes.push(note),
@@ -248,7 +240,11 @@ impl Informer {
 
     /// Listener `index`'s task: takes one notification from its buffer and
     /// runs its handler. `None` when the buffer is empty.
-    pub fn run_listener(&mut self, index: usize, now: &dyn Fn() -> Micros) -> Option<ListenerRun> {
+    pub fn run_listener(
+        &mut self,
+        index: usize,
+        now: &dyn Fn() -> Micros,
+    ) -> Option<ListenerRun<T>> {
         let taken = self.take(index, now)?;
         Some(self.handle(taken, now))
     }
@@ -274,14 +270,17 @@ impl Informer {
     /// handler on what [`Informer::take`] took, queues the key when it is
     /// the controller's, and stamps the call's return. `taken` comes from
     /// this informer's [`Informer::take`].
-    pub fn handle(&mut self, taken: Taken, now: &dyn Fn() -> Micros) -> ListenerRun {
+    pub fn handle(&mut self, taken: Taken, now: &dyn Fn() -> Micros) -> ListenerRun<T> {
         let Taken {
             index,
             notification: n,
             dequeued,
         } = taken;
         let callback = self.handlers[index].handle(&n);
-        let mut out = ListenerRun::default();
+        let mut out = ListenerRun {
+            queued: false,
+            finished: Vec::new(),
+        };
         let queue = index == self.controller && callback.is_some();
         let name = self
             .shared
@@ -293,7 +292,7 @@ impl Informer {
             let added = self.workqueue.add(&n.key, [n.id]);
             let at = now();
             if let Some(t) = self.tracked.get_mut(&n.id) {
-                stamp(&mut t.event, Stage::Workqueue, at, Some(added.depth));
+                t.event.marks.workqueue = mark(at, Some(added.depth));
                 t.event.coalesced = added.coalesced;
                 t.pending += 1;
             }
@@ -310,12 +309,12 @@ impl Informer {
                 .map_or(0, |(_, d)| *d);
             let at = t.called.partition_point(|i| *i < index);
             t.called.insert(at, index);
-            t.event.handled.calls.insert(
+            t.event.handling.calls.insert(
                 at,
                 HandlerCall {
                     listener: name,
                     callback,
-                    depth: depth.min(u32::MAX as usize) as u32,
+                    depth: saturate(depth),
                     dequeued,
                     returned,
                 },
@@ -328,7 +327,7 @@ impl Informer {
     /// Worker `worker`'s step: takes a key from the workqueue, reads the
     /// object from the Indexer, and finishes every event merged into the
     /// key. `None` when no key waits.
-    pub fn run_worker(&mut self, worker: u32, now: &dyn Fn() -> Micros) -> Option<Vec<Finished>> {
+    pub fn run_worker(&mut self, worker: u32, now: &dyn Fn() -> Micros) -> Option<Vec<Traced<T>>> {
         let started = now();
         let (key, ids) = self.workqueue.get(started)?;
         let seen = self
@@ -342,13 +341,12 @@ impl Informer {
         let mut finished = Vec::new();
         for id in ids {
             if let Some(t) = self.tracked.get_mut(&id) {
-                stamp(&mut t.event, Stage::Reconcile, started, None);
-                t.event.handled.reconcile = Some(ReconcileRun {
+                t.event.marks.reconcile = mark(started, None);
+                t.event.handling.reconcile = Some(ReconcileRun {
                     worker,
                     started,
                     finished: finished_at,
                     seen_resource_version: seen.clone(),
-                    requeued_after_ms: None,
                 });
             }
             finished.extend(self.settle(id));
@@ -359,7 +357,7 @@ impl Informer {
     /// Runs every stage in turn until nothing moves, in one thread (worker
     /// 0): for benches and tests; a live informer runs each stage in a task
     /// of its own. Returns the events finished.
-    pub fn drain(&mut self, now: &dyn Fn() -> Micros) -> Vec<Finished> {
+    pub fn drain(&mut self, now: &dyn Fn() -> Micros) -> Vec<Traced<T>> {
         let mut done = Vec::new();
         loop {
             let mut moved = false;
@@ -404,106 +402,67 @@ impl Informer {
     }
 
     /// Starts tracking a distributed notification's event.
-    fn track(&mut self, d: Distribution, out: &mut Processed) {
-        let (applied_at, distributed_at) = (d.applied_at, d.distributed_at);
+    fn track(&mut self, d: Distribution, out: &mut Processed<N, T>) {
         let n = &d.notification;
         let mut event = match self.queued.remove(&n.id) {
             Some(event) => event,
-            None => {
-                let mut event = self.synthesized(n.kind, &n.object);
-                // Queued with the relist or resync that made it.
-                if let Some(queued_at) = d.synthesized {
-                    stamp(&mut event, Stage::Fifo, queued_at, None);
-                }
-                event
-            }
+            // Queued with the relist or resync that made it.
+            None => synthesized(
+                n.kind,
+                &n.object,
+                d.synthesized.and_then(|at| mark(at, None)),
+            ),
         };
         if n.listed && n.kind == Kind::Update {
             event.event_type = EventType::Modified;
         }
-        event.handled.old_resource_version =
-            n.old.as_ref().map(|o| o.resource_version().to_string());
-        event.handled.final_state_unknown = n.final_state_unknown;
-        event.handled.resync = n.resync;
-        event.handled.in_initial_list = n.in_initial_list;
-        stamp(&mut event, Stage::Indexer, applied_at, None);
-        stamp(&mut event, Stage::Handlers, distributed_at, None);
+        let handling = &mut event.handling;
+        handling.old_resource_version = n.old.as_ref().map(|o| o.resource_version().to_string());
+        handling.final_state_unknown = n.final_state_unknown;
+        handling.resync = n.resync;
+        handling.in_initial_list = n.in_initial_list;
+        event.marks.indexer = mark(d.applied_at, None);
+        event.marks.handlers = mark(d.distributed_at, None);
         let pending = d.listeners.len() as u32;
         out.woken.extend(d.listeners.iter().map(|(i, _)| *i));
         if pending == 0 {
-            out.finished.push(Finished {
-                event,
-                object: n.object.clone(),
-            });
+            out.finished.push(event);
         } else {
-            let depths = d.listeners.clone();
-            self.tracked.insert(
-                n.id,
-                Tracked {
-                    event,
-                    object: n.object.clone(),
-                    pending,
-                    depths,
-                    called: Vec::new(),
-                },
-            );
+            let tracked = Tracked {
+                event,
+                pending,
+                depths: d.listeners,
+                called: Vec::new(),
+            };
+            self.tracked.insert(d.notification.id, tracked);
         }
     }
 
     /// One part of an event's handling is done; returns the event once
     /// nothing else waits for it.
-    fn settle(&mut self, id: u64) -> Option<Finished> {
+    fn settle(&mut self, id: u64) -> Option<Traced<T>> {
         let t = self.tracked.get_mut(&id)?;
         t.pending = t.pending.saturating_sub(1);
         if t.pending > 0 {
             return None;
         }
-        let finished = self.tracked.remove(&id).map(|t| Finished {
-            event: t.event,
-            object: t.object,
-        });
+        let finished = self.tracked.remove(&id).map(|t| t.event);
         self.tracked.shrink_when_drained();
         self.queued.shrink_when_drained();
         finished
     }
-
-    /// The event of a delta the informer made itself: a relist's deletion
-    /// (DeletedFinalStateUnknown) or a resync.
-    fn synthesized(&self, kind: Kind, object: &Object) -> WatchEvent {
-        let meta = object.meta();
-        WatchEvent {
-            event_type: match kind {
-                Kind::Delete => EventType::Deleted,
-                Kind::Add => EventType::Added,
-                Kind::Update => EventType::Modified,
-            },
-            target: ObjectRef {
-                resource: self.options.resource.clone(),
-                kind: self.options.kind.clone(),
-                namespace: meta.namespace().map(String::from),
-                name: meta.name().to_string(),
-            },
-            resource_version: object.resource_version().to_string(),
-            object: object.json().clone(),
-            stages: Default::default(),
-            initial: kind == Kind::Delete,
-            coalesced: false,
-            handled: Default::default(),
-            server: None,
-        }
-        // No Reflector mark: no watch event is behind it. Its FIFO mark is
-        // the relist's or resync's that made it ([`Informer::track`]).
-    }
 }
 
-fn stamp(event: &mut WatchEvent, stage: Stage, at: Micros, depth: Option<usize>) {
-    event.stages.insert(
-        stage,
-        StageMark {
-            at,
-            depth: depth.map(|d| d.min(u32::MAX as usize) as u32),
-        },
-    );
+/// The event of a delta the informer made itself: a relist's deletion
+/// (DeletedFinalStateUnknown, counted as listed) or a resync. No watch
+/// event is behind it, so the caller carried nothing.
+fn synthesized<T>(kind: Kind, object: &Object, fifo: Option<Mark>) -> Traced<T> {
+    let event_type = match kind {
+        Kind::Delete => EventType::Deleted,
+        Kind::Add => EventType::Added,
+        Kind::Update => EventType::Modified,
+    };
+    Traced::queued(event_type, object.clone(), kind == Kind::Delete, fifo, None)
 }
 
 #[cfg(test)]

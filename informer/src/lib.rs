@@ -15,12 +15,13 @@
 //! - [`handlers`]: event handlers, with a filtering one like the scheduler's.
 //! - [`workqueue`] and [`rate_limiter`]: the controller's queue of keys.
 //! - [`informer`]: the instrumented informer viewers see: every stage of
-//!   every event stamped with the time it got there.
+//!   every event stamped with the time it got there, as a [`trace`].
 //!
 //! Nothing here does IO or reads a clock of its own: the caller passes the
 //! time, and decides which task drives which stage.
 
 pub mod drained;
+mod event_type;
 pub mod fifo;
 pub mod handlers;
 pub mod indexer;
@@ -31,11 +32,14 @@ pub mod profile;
 pub mod rate_limiter;
 pub mod reflector;
 pub mod shared_informer;
+pub mod trace;
 pub mod workqueue;
 
-pub use informer::{Finished, Informer};
-pub use object::{Meta, Object};
+pub use event_type::EventType;
+pub use informer::Informer;
+pub use object::{Meta, Object, ObjectJson};
 pub use profile::{Gate, Profile, Release};
 
-/// Microseconds since the Unix epoch (the protocol's unit).
-pub use watchlife_protocol::Micros;
+/// Microseconds since the Unix epoch: every time the informer is given or
+/// stamps. Microseconds, because a stage can take less than a millisecond.
+pub type Micros = u64;

@@ -23,16 +23,16 @@
 //!   apiserver's Cacher blocks on its full `incoming` channel
 //!   (`processEvent`), and the server's events wait in the stream meanwhile.
 
-use crate::Micros;
 use crate::object::Stored;
+use crate::reflector::ReflectorState;
 use crate::reflector::{Config, Effect, Failure, Reflector, Request, Route, Seen, Step, WatchEnd};
+use crate::{EventType, Micros};
 use futures_util::future::{self, Either};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
-use watchlife_protocol::{EventType, ReflectorState};
 
 /// One LIST page asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

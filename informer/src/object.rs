@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use watchlife_protocol::ObjectJson;
+pub use watchlife_object_json::ObjectJson;
 
 /// One object: its JSON text and its [`Meta`].
 #[derive(Clone, PartialEq)]

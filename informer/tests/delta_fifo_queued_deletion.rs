@@ -21,8 +21,11 @@ use serde_json::json;
 use std::cell::Cell;
 use watchlife_informer::informer::Options;
 use watchlife_informer::shared_informer::QueueModel;
-use watchlife_informer::{Finished, Informer, Micros, Object};
-use watchlife_protocol::{EventType, ObjectRef, Stage, WatchEvent};
+use watchlife_informer::trace::{Mark, Traced};
+use watchlife_informer::{EventType, Micros, Object};
+
+/// Notes are not used here, and events carry nothing.
+type Informer = watchlife_informer::Informer<(), ()>;
 
 /// A clock that ticks one µs each time it is read.
 fn ticking() -> impl Fn() -> Micros {
@@ -33,29 +36,12 @@ fn ticking() -> impl Fn() -> Micros {
     }
 }
 
-fn pod(name: &str, rv: u64, initial: bool) -> (WatchEvent, Object) {
-    let object = json!({
+fn pod(name: &str, rv: u64) -> Object {
+    Object::from(json!({
         "kind": "Pod",
         "metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()},
         "spec": {}
-    });
-    let event = WatchEvent {
-        event_type: EventType::Added,
-        target: ObjectRef {
-            resource: "pods".into(),
-            kind: "Pod".into(),
-            namespace: Some("default".into()),
-            name: name.into(),
-        },
-        resource_version: rv.to_string(),
-        object: watchlife_protocol::ObjectJson::from_value(&object),
-        stages: Default::default(),
-        initial,
-        coalesced: false,
-        handled: Default::default(),
-        server: None,
-    };
-    (event, Object::from(object))
+    }))
 }
 
 fn informer(queue: QueueModel) -> Informer {
@@ -71,17 +57,20 @@ fn informer(queue: QueueModel) -> Informer {
 fn added_then_relisted_without_it(
     informer: &mut Informer,
     now: &dyn Fn() -> Micros,
-) -> Vec<Finished> {
-    informer.enqueue_list(vec![pod("a", 1, true)], now());
+) -> Vec<Traced<()>> {
+    informer.enqueue_list(vec![(pod("a", 1), ())], now());
     informer.drain(now);
-    let (added, object) = pod("b", 2, false);
-    informer.enqueue(added, object, now());
-    informer.enqueue_list(vec![pod("a", 1, true)], now());
+    informer.enqueue(EventType::Added, pod("b", 2), (), now());
+    informer.enqueue_list(vec![(pod("a", 1), ())], now());
     informer.drain(now)
 }
 
-fn mark(finished: &Finished, stage: Stage) -> Micros {
-    finished.event.stages[&stage].at
+fn at(mark: Option<Mark>) -> Micros {
+    mark.expect("stamped").at
+}
+
+fn named<'a>(finished: &'a [Traced<()>], name: &str) -> Option<&'a Traced<()>> {
+    finished.iter().find(|f| f.object.meta().name() == name)
 }
 
 #[test]
@@ -94,46 +83,35 @@ fn v1_20s_delta_fifo_keeps_an_object_deleted_while_its_added_was_only_queued() {
         "v1.20.2's Replace found no deletion for b: b is kept"
     );
     assert!(
-        finished
-            .iter()
-            .all(|f| !f.event.handled.final_state_unknown),
+        finished.iter().all(|f| !f.handling.final_state_unknown),
         "no DeletedFinalStateUnknown came for b: {:?}",
         finished
             .iter()
-            .map(|f| &f.event.target.name)
+            .map(|f| f.object.meta().name())
             .collect::<Vec<_>>()
     );
     // What a viewer sees of it: b's ADDED was queued before the relist and
     // applied to the Indexer after it (the relist's items carry the time
     // it was queued as their FIFO mark).
-    let b = finished
-        .iter()
-        .find(|f| f.event.target.name == "b")
-        .expect("b's ADDED finished");
+    let b = named(&finished, "b").expect("b's ADDED finished");
     let relisted = finished
         .iter()
-        .find(|f| f.event.initial)
+        .find(|f| f.listed)
         .expect("the relist's item finished");
-    let relist_queued = mark(relisted, Stage::Fifo);
+    let relist_queued = at(relisted.marks.fifo);
     assert!(
-        mark(b, Stage::Fifo) < relist_queued,
+        at(b.marks.fifo) < relist_queued,
         "b queued before the relist"
     );
-    assert!(
-        relist_queued < mark(b, Stage::Indexer),
-        "b applied after it"
-    );
+    assert!(relist_queued < at(b.marks.indexer), "b applied after it");
 
     // The next relist finds b in the Indexer, and deletes it.
-    i.enqueue_list(vec![pod("a", 1, true)], now());
+    i.enqueue_list(vec![(pod("a", 1), ())], now());
     let finished = i.drain(&now);
     assert!(i.indexer().get("default/b").is_none());
-    let deleted = finished
-        .iter()
-        .find(|f| f.event.target.name == "b")
-        .expect("b's deletion finished");
-    assert_eq!(deleted.event.event_type, EventType::Deleted);
-    assert!(deleted.event.handled.final_state_unknown);
+    let deleted = named(&finished, "b").expect("b's deletion finished");
+    assert_eq!(deleted.event_type, EventType::Deleted);
+    assert!(deleted.handling.final_state_unknown);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use intervals::Distribution;
 use load::Load;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use watchlife_informer::Informer;
+use watchlife_informer_frames::Informer;
 use watchlife_informer::informer::{Options, SCHEDULER_SCHEDULED};
 
 /// How long the slow listener's handler takes: one request to a nearby

@@ -31,11 +31,11 @@ use watchlife_informer::list_watch::{
     WatchRequest, WatchStream,
 };
 use watchlife_informer::object::Stored;
-use watchlife_informer::reflector::{Config, Failure, INITIAL_EVENTS_END};
-use watchlife_informer::{Micros, Object};
+use watchlife_informer::reflector::{Config, Failure, INITIAL_EVENTS_END, ReflectorState};
+use watchlife_informer::{EventType, Micros, Object};
+use watchlife_informer_frames::convert;
 use watchlife_protocol::{
-    EventType, ObjectRef, ReflectorState, ServerAnswer, ServerPath, Stage, StageMark, StageTimes,
-    WatchEvent,
+    self as wire, ObjectRef, ServerAnswer, ServerPath, Stage, StageMark, StageTimes, WatchEvent,
 };
 
 /// What a server without the `WatchList` gate answers a streaming list
@@ -303,14 +303,14 @@ impl WatchStream<Read> for PageWatch<'_> {
         let delivery = self.deliveries.next().await?;
         let event = &delivery.event;
         let event_type = event.event_type;
-        if event_type == EventType::Bookmark {
+        if event_type == wire::EventType::Bookmark {
             return Some(Ok(WatchItem::Bookmark {
                 resource_version: event.revision.to_string(),
                 initial_events_end: event.object["metadata"]["annotations"][INITIAL_EVENTS_END]
                     == "true",
             }));
         }
-        if event_type == EventType::Error {
+        if event_type == wire::EventType::Error {
             return Some(Err(Failure::Other(CACHE_ENDED_WATCH.into())));
         }
         let read = Read {
@@ -318,8 +318,8 @@ impl WatchStream<Read> for PageWatch<'_> {
             carried: Some(delivery),
         };
         Some(Ok(match event_type {
-            EventType::Added => WatchItem::Added(read),
-            EventType::Deleted => WatchItem::Deleted(read),
+            wire::EventType::Added => WatchItem::Added(read),
+            wire::EventType::Deleted => WatchItem::Deleted(read),
             _ => WatchItem::Modified(read),
         }))
     }
@@ -335,7 +335,7 @@ pub(super) struct PageSink<'a> {
 
 impl Sink<Read> for PageSink<'_> {
     fn report(&mut self, state: ReflectorState) {
-        self.page.note(self.stages, state);
+        self.page.note(self.stages, convert::reflector_state(state));
     }
 
     /// The list's objects as ADDED events of the initial list, each stamped
@@ -352,7 +352,7 @@ impl Sink<Read> for PageSink<'_> {
                      object: read,
                      read_at,
                  }| {
-                    let mut event = watch_event(rt, EventType::Added, &read.object, read_at);
+                    let mut event = watch_event(rt, wire::EventType::Added, &read.object, read_at);
                     if let Some(delivery) = &read.carried {
                         stamp_server_path(&mut event, delivery, read_at);
                     }
@@ -368,6 +368,7 @@ impl Sink<Read> for PageSink<'_> {
     /// One watch event: this watch's reader is its stream's writer, so the
     /// event is written at `at`, when it was read.
     fn delta(&mut self, event_type: EventType, read: Read, at: Micros) {
+        let event_type = convert::event_type(event_type);
         let mut event = watch_event(self.stages.rt, event_type, &read.object, at);
         if let Some(delivery) = &read.carried {
             stamp_server_path(&mut event, delivery, at);
@@ -393,7 +394,7 @@ impl Sink<Read> for PageSink<'_> {
     fn answered(&mut self, _list: bool) {
         if let Some(answer) = self.server.take_answer() {
             self.page
-                .note(self.stages, ReflectorState::Answered { answer });
+                .note(self.stages, wire::ReflectorState::Answered { answer });
         }
     }
 }
@@ -448,7 +449,7 @@ fn stamp_server_path(event: &mut WatchEvent, delivery: &Delivery, written: Micro
 /// The event the Reflector makes of an object, stamped at `now`.
 fn watch_event(
     rt: ResourceType,
-    event_type: EventType,
+    event_type: wire::EventType,
     object: &Object,
     now: Micros,
 ) -> WatchEvent {

@@ -2,9 +2,10 @@
 //! events finished only when every part of their handling is done.
 
 use super::*;
+use crate::handlers::Callback;
+use crate::trace::Traced;
 use serde_json::json;
 use std::cell::Cell;
-use watchlife_protocol::{Callback, ReflectorState, ReflectorUpdate};
 
 /// A clock that ticks one µs each time it is read.
 fn ticking() -> impl Fn() -> Micros {
@@ -15,7 +16,7 @@ fn ticking() -> impl Fn() -> Micros {
     }
 }
 
-fn pod(name: &str, rv: u64, node: Option<&str>) -> (WatchEvent, Object) {
+fn pod(name: &str, rv: u64, node: Option<&str>) -> Object {
     let mut object = json!({
         "kind": "Pod",
         "metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()},
@@ -24,50 +25,52 @@ fn pod(name: &str, rv: u64, node: Option<&str>) -> (WatchEvent, Object) {
     if let Some(node) = node {
         object["spec"]["nodeName"] = node.into();
     }
-    let event = WatchEvent {
-        event_type: EventType::Added,
-        target: ObjectRef {
-            resource: "pods".into(),
-            kind: "Pod".into(),
-            namespace: Some("default".into()),
-            name: name.into(),
-        },
-        resource_version: rv.to_string(),
-        object: watchlife_protocol::ObjectJson::from_value(&object),
-        stages: Default::default(),
-        initial: false,
-        coalesced: false,
-        handled: Default::default(),
-        server: None,
-    };
-    let object = Object::from_json(event.object.clone());
-    (event, object)
+    Object::from(object)
 }
 
-fn pods() -> Informer {
+/// Notes are plain text here; each event carries its name.
+type Tested = Informer<&'static str, String>;
+
+fn pods() -> Tested {
     Informer::new(Options::pods())
 }
 
-fn settle(informer: &mut Informer, now: &dyn Fn() -> Micros) -> Vec<WatchEvent> {
-    informer.drain(now).into_iter().map(|f| f.event).collect()
+fn enqueue(i: &mut Tested, object: Object, now: Micros) {
+    let name = object.meta().name().to_string();
+    i.enqueue(EventType::Added, object, name, now);
+}
+
+fn listed(objects: Vec<Object>) -> Vec<(Object, String)> {
+    objects
+        .into_iter()
+        .map(|o| {
+            let name = o.meta().name().to_string();
+            (o, name)
+        })
+        .collect()
+}
+
+fn settle(informer: &mut Tested, now: &dyn Fn() -> Micros) -> Vec<Traced<String>> {
+    informer.drain(now)
 }
 
 #[test]
 fn every_stage_is_stamped_in_order_and_each_listener_says_what_it_called() {
     let now = ticking();
     let mut i = pods();
-    let (event, object) = pod("web-1", 5, None);
-    i.enqueue(event, object, now());
+    enqueue(&mut i, pod("web-1", 5, None), now());
     let done = settle(&mut i, &now);
     assert_eq!(done.len(), 1);
     let e = &done[0];
-    let at = |s: Stage| e.stages[&s].at;
-    assert!(at(Stage::Fifo) < at(Stage::Indexer));
-    assert!(at(Stage::Indexer) < at(Stage::Handlers));
-    assert!(at(Stage::Handlers) < at(Stage::Workqueue));
-    assert!(at(Stage::Workqueue) < at(Stage::Reconcile));
+    assert_eq!(e.carried.as_deref(), Some("web-1"));
+    let m = &e.marks;
+    let at = |mark: Option<crate::trace::Mark>| mark.unwrap().at;
+    assert!(at(m.fifo) < at(m.indexer));
+    assert!(at(m.indexer) < at(m.handlers));
+    assert!(at(m.handlers) < at(m.workqueue));
+    assert!(at(m.workqueue) < at(m.reconcile));
     let calls: Vec<_> = e
-        .handled
+        .handling
         .calls
         .iter()
         .map(|c| (c.listener.as_str(), c.callback))
@@ -79,10 +82,10 @@ fn every_stage_is_stamped_in_order_and_each_listener_says_what_it_called() {
             (CONTROLLER, Callback::OnAdd)
         ]
     );
-    for c in &e.handled.calls {
-        assert!(c.dequeued >= at(Stage::Handlers) && c.returned >= c.dequeued);
+    for c in &e.handling.calls {
+        assert!(c.dequeued >= at(m.handlers) && c.returned >= c.dequeued);
     }
-    let run = e.handled.reconcile.as_ref().unwrap();
+    let run = e.handling.reconcile.as_ref().unwrap();
     assert_eq!(run.seen_resource_version.as_deref(), Some("5"));
     assert!(run.finished > run.started);
 }
@@ -92,8 +95,7 @@ fn a_slow_listener_delays_only_itself() {
     let now = ticking();
     let mut i = pods();
     for n in 0..3 {
-        let (event, object) = pod(&format!("p{n}"), 10 + n, None);
-        i.enqueue(event, object, now());
+        enqueue(&mut i, pod(&format!("p{n}"), 10 + n, None), now());
     }
     while i.process_one(&now).is_some() {}
     let controller = i.listeners().iter().position(|l| l == CONTROLLER).unwrap();
@@ -110,7 +112,7 @@ fn a_slow_listener_delays_only_itself() {
     assert_eq!(reconciled, 3);
     assert_eq!(i.buffered(0), 3);
     let finished = settle(&mut i, &now);
-    let depths: Vec<u32> = finished.iter().map(|e| e.handled.calls[0].depth).collect();
+    let depths: Vec<u32> = finished.iter().map(|e| e.handling.calls[0].depth).collect();
     assert_eq!(depths, [1, 2, 3], "the slow listener's buffer grew");
 }
 
@@ -118,8 +120,7 @@ fn a_slow_listener_delays_only_itself() {
 fn a_handler_taken_and_run_later_is_stamped_from_its_dequeue_to_its_return() {
     let now = ticking();
     let mut i = pods();
-    let (event, object) = pod("web-1", 5, None);
-    i.enqueue(event, object, now());
+    enqueue(&mut i, pod("web-1", 5, None), now());
     while i.process_one(&now).is_some() {}
     let slow = i
         .listeners()
@@ -133,7 +134,7 @@ fn a_handler_taken_and_run_later_is_stamped_from_its_dequeue_to_its_return() {
     let waited = now() + 100;
     let run = i.handle(taken, &|| waited);
     assert_eq!(run.finished.len(), 1);
-    let call = &run.finished[0].handled.calls[0];
+    let call = &run.finished[0].handling.calls[0];
     assert_eq!(call.listener, SCHEDULER_UNSCHEDULED);
     assert!(call.returned - call.dequeued > 100);
 }
@@ -141,48 +142,37 @@ fn a_handler_taken_and_run_later_is_stamped_from_its_dequeue_to_its_return() {
 #[test]
 fn a_relist_reports_old_versions_and_deletions_of_unknown_final_state() {
     let now = ticking();
-    let mut i = Informer::new(Options {
+    let mut i: Tested = Informer::new(Options {
         resource: "configmaps".into(),
         kind: "ConfigMap".into(),
         resyncs: false,
         queue: QueueModel::default(),
     });
     let cm = |name: &str, rv: u64| {
-        let (mut e, _) = pod(name, rv, None);
-        e.target.resource = "configmaps".into();
-        e.target.kind = "ConfigMap".into();
-        let o = Object::from(
+        Object::from(
             json!({"metadata": {"namespace": "default", "name": name, "resourceVersion": rv.to_string()}}),
-        );
-        e.object = o.json().clone();
-        e.initial = true;
-        (e, o)
+        )
     };
-    i.enqueue_list(vec![cm("a", 1), cm("b", 2)], now());
+    i.enqueue_list(listed(vec![cm("a", 1), cm("b", 2)]), now());
     settle(&mut i, &now);
-    i.enqueue_note(FrameBody::Reflector(ReflectorUpdate {
-        resource: "configmaps".into(),
-        state: ReflectorState::Relist {
-            reason: "410".into(),
-        },
-    }));
-    i.enqueue_list(vec![cm("a", 1)], now());
+    i.enqueue_note("relist");
+    i.enqueue_list(listed(vec![cm("a", 1)]), now());
     let p = i.process_one(&now).unwrap();
-    assert_eq!(p.notes.len(), 1, "the note comes out in its place");
+    assert_eq!(p.notes, ["relist"], "the note comes out in its place");
     let done = settle(&mut i, &now);
-    let a = done.iter().find(|e| e.target.name == "a").unwrap();
+    let a = done.iter().find(|e| e.object.meta().name() == "a").unwrap();
     assert_eq!(a.event_type, EventType::Modified);
-    assert_eq!(a.handled.old_resource_version.as_deref(), Some("1"));
-    assert!(a.handled.resync, "unchanged resourceVersion: a resync");
-    assert_eq!(a.handled.calls[0].callback, Callback::OnUpdate);
-    let b = done.iter().find(|e| e.target.name == "b").unwrap();
+    assert_eq!(a.handling.old_resource_version.as_deref(), Some("1"));
+    assert!(a.handling.resync, "unchanged resourceVersion: a resync");
+    assert_eq!(a.handling.calls[0].callback, Callback::OnUpdate);
+    let b = done.iter().find(|e| e.object.meta().name() == "b").unwrap();
     assert_eq!(b.event_type, EventType::Deleted);
-    assert!(b.handled.final_state_unknown);
-    assert_eq!(b.resource_version, "2");
-    assert_eq!(b.target.resource, "configmaps");
-    assert_eq!(b.handled.calls[0].callback, Callback::OnDelete);
+    assert!(b.handling.final_state_unknown);
+    assert_eq!(b.object.resource_version(), "2");
+    assert!(b.listed && b.carried.is_none(), "made by the informer");
+    assert_eq!(b.handling.calls[0].callback, Callback::OnDelete);
     assert!(
-        b.handled
+        b.handling
             .reconcile
             .as_ref()
             .unwrap()
@@ -202,32 +192,32 @@ fn a_relists_deletions_and_a_resyncs_updates_are_stamped_from_when_they_were_que
         QueueModel::RealFifo { atomic: true },
     ] {
         let now = ticking();
-        let mut i = Informer::new(Options {
+        let mut i: Tested = Informer::new(Options {
             queue,
             resyncs: true,
             ..Options::pods()
         });
-        i.enqueue_list(vec![pod("a", 1, None), pod("b", 2, None)], now());
+        i.enqueue_list(listed(vec![pod("a", 1, None), pod("b", 2, None)]), now());
         settle(&mut i, &now);
         let relisted_at = now();
-        i.enqueue_list(vec![pod("a", 1, None)], relisted_at);
+        i.enqueue_list(listed(vec![pod("a", 1, None)]), relisted_at);
         let mut done = settle(&mut i, &now);
         // After the relist is handled: DeltaFIFO's resync skips queued keys.
         let resynced_at = now();
         i.enqueue_resync(resynced_at);
         done.extend(settle(&mut i, &now));
-        let fifo = |e: &WatchEvent| e.stages.get(&Stage::Fifo).map(|m| m.at);
-        let indexer = |e: &WatchEvent| e.stages.get(&Stage::Indexer).map(|m| m.at);
+        let fifo = |e: &Traced<String>| e.marks.fifo.map(|m| m.at);
+        let indexer = |e: &Traced<String>| e.marks.indexer.map(|m| m.at);
         let b = done
             .iter()
-            .find(|e| e.handled.final_state_unknown)
+            .find(|e| e.handling.final_state_unknown)
             .unwrap_or_else(|| panic!("{queue:?}: no deletion in {done:?}"));
         assert_eq!(fifo(b), Some(relisted_at), "{queue:?}");
         assert!(indexer(b) > Some(relisted_at), "{queue:?}");
-        assert!(!b.stages.contains_key(&Stage::Reflector), "{queue:?}");
+        assert!(b.carried.is_none(), "{queue:?}");
         let resync = done
             .iter()
-            .find(|e| e.handled.resync && fifo(e) == Some(resynced_at));
+            .find(|e| e.handling.resync && fifo(e) == Some(resynced_at));
         assert!(
             resync.is_some(),
             "{queue:?}: no resync queued at {resynced_at}: {done:?}"
@@ -241,8 +231,7 @@ fn events_of_one_key_queued_while_it_waits_merge_into_one_reconcile() {
     let mut i = pods();
     let controller = i.listeners().iter().position(|l| l == CONTROLLER).unwrap();
     for rv in [1, 2] {
-        let (event, object) = pod("web", rv, Some("node-a"));
-        i.enqueue(event, object, now());
+        enqueue(&mut i, pod("web", rv, Some("node-a")), now());
     }
     while i.process_one(&now).is_some() {}
     while i.run_listener(controller, &now).is_some() {}
@@ -250,7 +239,7 @@ fn events_of_one_key_queued_while_it_waits_merge_into_one_reconcile() {
     assert_eq!(done.len(), 2);
     assert!(done[1].coalesced);
     assert_eq!(
-        done[0].handled.reconcile.as_ref().unwrap().started,
-        done[1].handled.reconcile.as_ref().unwrap().started
+        done[0].handling.reconcile.as_ref().unwrap().started,
+        done[1].handling.reconcile.as_ref().unwrap().started
     );
 }

@@ -71,14 +71,15 @@
 
 pub mod backoff;
 mod failure;
+mod state;
 
 use crate::Micros;
 use crate::profile::{Profile, Release};
 use backoff::Backoff;
 use std::time::Duration;
-use watchlife_protocol::ReflectorState;
 
 pub use failure::{Failure, WatchEnd};
+pub use state::ReflectorState;
 
 /// Shortest server-side timeout asked for a watch: each watch asks for a
 /// random time between this and twice this (client-go's `minWatchTimeout`,

@@ -1,0 +1,204 @@
+//! Each informer record as the protocol carries it. Pure functions: a
+//! frame's bytes depend on nothing else.
+
+use watchlife_informer::informer::Options;
+use watchlife_informer::reflector::ReflectorState as State;
+use watchlife_informer::trace::{HandlerCall, Handling, Mark, Marks, ReconcileRun, Traced};
+use watchlife_informer::{EventType as Type, Object, handlers::Callback as Call};
+use watchlife_protocol::{
+    Callback, EventType, FrameBody, Handled, ObjectRef, ReflectorState, ReflectorUpdate, Stage,
+    StageMark, StageTimes, WatchEvent,
+};
+
+/// The Reflector state of `resource`'s Reflector, as a frame.
+pub fn reflector_update(resource: &str, state: State) -> FrameBody {
+    FrameBody::Reflector(ReflectorUpdate {
+        resource: resource.to_string(),
+        state: reflector_state(state),
+    })
+}
+
+/// A Reflector state, as the wire names it.
+pub fn reflector_state(state: State) -> ReflectorState {
+    use ReflectorState as Wire;
+    match state {
+        State::ListStarted {
+            resource_version,
+            limit,
+        } => Wire::ListStarted {
+            resource_version,
+            limit,
+        },
+        State::ListProgress { bytes } => Wire::ListProgress { bytes },
+        State::ListFinished {
+            count,
+            resource_version,
+        } => Wire::ListFinished {
+            count,
+            resource_version,
+        },
+        State::WatchStarted {
+            resource_version,
+            timeout_seconds,
+        } => Wire::WatchStarted {
+            resource_version,
+            timeout_seconds,
+        },
+        State::StreamingListStarted {
+            resource_version,
+            timeout_seconds,
+        } => Wire::StreamingListStarted {
+            resource_version,
+            timeout_seconds,
+        },
+        State::InitialEventsEnd {
+            count,
+            resource_version,
+        } => Wire::InitialEventsEnd {
+            count,
+            resource_version,
+        },
+        State::StreamingListFailed { reason } => Wire::StreamingListFailed { reason },
+        State::Bookmark { resource_version } => Wire::Bookmark { resource_version },
+        State::WatchEnded {
+            resource_version,
+            reason,
+        } => Wire::WatchEnded {
+            resource_version,
+            reason,
+        },
+        State::Gone {
+            resource_version,
+            message,
+        } => Wire::Gone {
+            resource_version,
+            message,
+        },
+        State::Relist { reason } => Wire::Relist { reason },
+        State::Backoff { delay_ms, error } => Wire::Backoff { delay_ms, error },
+    }
+}
+
+/// A watch event's type, as the wire spells it.
+pub fn event_type(event_type: Type) -> EventType {
+    match event_type {
+        Type::Added => EventType::Added,
+        Type::Modified => EventType::Modified,
+        Type::Deleted => EventType::Deleted,
+        Type::Bookmark => EventType::Bookmark,
+        Type::Error => EventType::Error,
+    }
+}
+
+/// The informer's twin of a wire event type.
+pub fn informer_event_type(event_type: EventType) -> Type {
+    match event_type {
+        EventType::Added => Type::Added,
+        EventType::Modified => Type::Modified,
+        EventType::Deleted => Type::Deleted,
+        EventType::Bookmark => Type::Bookmark,
+        EventType::Error => Type::Error,
+    }
+}
+
+/// The event a trace finishes: the caller's own event (the Reflector's,
+/// with what it stamped), or for what the informer made itself one about
+/// `options`' resource; either way with the informer's marks and handling.
+pub fn watch_event(options: &Options, traced: Traced<WatchEvent>) -> WatchEvent {
+    let Traced {
+        event_type: informed,
+        object,
+        listed,
+        coalesced,
+        marks,
+        handling,
+        carried,
+    } = traced;
+    let mut event = carried.unwrap_or_else(|| made_by_informer(options, &object));
+    event.event_type = event_type(informed);
+    event.initial = listed;
+    event.coalesced = coalesced;
+    stamp(&mut event.stages, marks);
+    event.handled = handled(handling);
+    event
+}
+
+/// The event of a relist's deletion or a resync: no watch event is behind
+/// it, so no Reflector mark.
+fn made_by_informer(options: &Options, object: &Object) -> WatchEvent {
+    let meta = object.meta();
+    WatchEvent {
+        event_type: EventType::Modified,
+        target: ObjectRef {
+            resource: options.resource.clone(),
+            kind: options.kind.clone(),
+            namespace: meta.namespace().map(String::from),
+            name: meta.name().to_string(),
+        },
+        resource_version: object.resource_version().to_string(),
+        object: object.json().clone(),
+        stages: StageTimes::new(),
+        initial: false,
+        coalesced: false,
+        handled: Handled::default(),
+        server: None,
+    }
+}
+
+/// Adds the informer's marks to the stage times.
+fn stamp(stages: &mut StageTimes, marks: Marks) {
+    let Marks {
+        fifo,
+        indexer,
+        handlers,
+        workqueue,
+        reconcile,
+    } = marks;
+    let marked = [
+        (Stage::Fifo, fifo),
+        (Stage::Indexer, indexer),
+        (Stage::Handlers, handlers),
+        (Stage::Workqueue, workqueue),
+        (Stage::Reconcile, reconcile),
+    ];
+    for (stage, mark) in marked {
+        if let Some(Mark { at, depth }) = mark {
+            stages.insert(stage, StageMark { at, depth });
+        }
+    }
+}
+
+fn handled(handling: Handling) -> Handled {
+    Handled {
+        old_resource_version: handling.old_resource_version,
+        final_state_unknown: handling.final_state_unknown,
+        resync: handling.resync,
+        in_initial_list: handling.in_initial_list,
+        calls: handling.calls.into_iter().map(handler_call).collect(),
+        reconcile: handling.reconcile.map(reconcile_run),
+    }
+}
+
+fn handler_call(call: HandlerCall) -> watchlife_protocol::HandlerCall {
+    watchlife_protocol::HandlerCall {
+        listener: call.listener,
+        callback: match call.callback {
+            Call::OnAdd => Callback::OnAdd,
+            Call::OnUpdate => Callback::OnUpdate,
+            Call::OnDelete => Callback::OnDelete,
+        },
+        depth: call.depth,
+        dequeued: call.dequeued,
+        returned: call.returned,
+    }
+}
+
+fn reconcile_run(run: ReconcileRun) -> watchlife_protocol::ReconcileRun {
+    watchlife_protocol::ReconcileRun {
+        worker: run.worker,
+        started: run.started,
+        finished: run.finished,
+        seen_resource_version: run.seen_resource_version,
+        requeued_after_ms: None,
+    }
+}
