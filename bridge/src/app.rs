@@ -35,7 +35,7 @@ impl App {
             resources: self.resources.clone(),
             observed_stages: self.observed_stages.clone(),
             demo_actions: self.demo.is_some(),
-            heartbeat_ms: crate::viewer::HEARTBEAT.as_millis() as u64,
+            heartbeat_ms: crate::liveness::HEARTBEAT.as_millis() as u64,
             kubernetes: self.kubernetes.clone(),
             cluster_version: self.cluster_version.clone(),
         }

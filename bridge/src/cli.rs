@@ -1,11 +1,11 @@
 //! Command-line flags.
 
-use crate::scenario::Scenario;
+use crate::scenario::{ClientSettings, Scenario};
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use watchlife_informer::profile::{Profile, ProfileError, Release};
+use watchlife_informer::profile::{Gate, Profile, ProfileError, Release};
 
 /// watchlife: watch the life of Kubernetes watch events, live in the browser.
 ///
@@ -295,6 +295,24 @@ impl Args {
         })
     }
 
+    /// Applies a scenario's [`ClientSettings`] over the user's flags: a gate
+    /// is appended to `--feature-gates` (where it wins, as the last setting
+    /// of a gate does), so the profile the Hello names shows it
+    /// (`1.36 (WatchListClient=false)`).
+    pub fn apply(&mut self, settings: ClientSettings) -> Result<(), ProfileError> {
+        if settings.list_then_watch && self.profile()?.streams_lists() {
+            let off = format!("{}=false", Gate::WatchListClient.name());
+            self.feature_gates = match self.feature_gates.trim() {
+                "" => off,
+                gates => format!("{gates},{off}"),
+            };
+        }
+        if settings.watch_list_page_size != 0 {
+            self.watch_list_page_size = settings.watch_list_page_size;
+        }
+        Ok(())
+    }
+
     /// The pause between two steps of the scripted workload.
     pub fn demo_pace(&self) -> Duration {
         Duration::from_secs_f64(1.0 / self.demo_rate)
@@ -363,5 +381,72 @@ mod duration_tests {
             panic!("record is a subcommand");
         };
         assert_eq!(record.stop_after(), Some(Duration::from_secs(31_536_000)));
+    }
+}
+
+#[cfg(test)]
+mod scenario_settings_tests {
+    use super::*;
+    use crate::scenario::CONSISTENT_READ_PAGE_SIZE;
+
+    fn configured(scenario: Scenario, flags: &[&str]) -> Args {
+        let mut args =
+            Args::try_parse_from(std::iter::once("watchlife").chain(flags.iter().copied()))
+                .expect("the flags parse");
+        args.apply(scenario.client_settings())
+            .expect("the settings apply");
+        args
+    }
+
+    #[test]
+    fn consistent_read_lists_then_watches_in_pages_over_the_users_flags() {
+        let args = configured(
+            Scenario::ConsistentRead,
+            &[
+                "--feature-gates",
+                "WatchList=false",
+                "--watch-list-page-size",
+                "40",
+            ],
+        );
+        let profile = args.profile().unwrap();
+        assert!(!profile.streams_lists());
+        assert_eq!(
+            profile.to_string(),
+            "1.36 (WatchListClient=false,WatchList=false)"
+        );
+        assert_eq!(
+            args.reflector().unwrap().watch_list_page_size,
+            CONSISTENT_READ_PAGE_SIZE
+        );
+        // Even where the user turned the gate on.
+        let args = configured(
+            Scenario::ConsistentRead,
+            &["--feature-gates", "WatchListClient=true"],
+        );
+        assert_eq!(
+            args.profile().unwrap().to_string(),
+            "1.36 (WatchListClient=false)"
+        );
+    }
+
+    #[test]
+    fn consistent_read_adds_no_gate_to_a_release_that_lists() {
+        let args = configured(Scenario::ConsistentRead, &["--kubernetes", "1.20"]);
+        assert_eq!(args.profile().unwrap().to_string(), "1.20");
+        assert_eq!(
+            args.reflector().unwrap().watch_list_page_size,
+            CONSISTENT_READ_PAGE_SIZE
+        );
+    }
+
+    #[test]
+    fn other_scenarios_keep_the_users_flags() {
+        let args = configured(
+            Scenario::CompactionRelist,
+            &["--watch-list-page-size", "40"],
+        );
+        assert_eq!(args.profile().unwrap().to_string(), "1.36");
+        assert_eq!(args.reflector().unwrap().watch_list_page_size, 40);
     }
 }

@@ -16,10 +16,13 @@
 //! - [`pipeline`]: the informer stages (FIFO → Indexer → handlers → workqueue → reconcile) as tasks.
 //! - [`hub`]: the fan-out — one ordered stream, encoded once, a window for resuming viewers.
 //! - [`fanout`]: the demo watch cache's own fan-out, reported to viewers.
-//! - [`viewer`]: one WebSocket connection.
+//! - [`viewer`]: one WebSocket connection, a session with one method per event; [`outbox`],
+//!   its writes and their pace; [`viewer_message`], what a viewer may say; [`rate_limit`], how
+//!   often; [`liveness`], the heartbeat both ends go by.
 //! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/version`, the app), the connection
 //!   cap and graceful shutdown; [`assets`], the embedded app, and [`csp`], its security policy.
-//! - [`access`]: who may connect (token, Origin, Host); [`metrics`]: the Prometheus numbers.
+//! - [`access`]: who may connect (token, Origin, Host), the rules; [`guard`], their checks on the
+//!   routes; [`metrics`]: the Prometheus numbers.
 //! - [`app`]: shared state, and the demo actions viewers may ask for (carried out by
 //!   the core's `demo_action`).
 
@@ -30,9 +33,13 @@ pub mod cli;
 pub mod csp;
 pub mod etcd;
 pub mod fanout;
+pub mod guard;
 pub mod hub;
+pub mod liveness;
 pub mod metrics;
+pub mod outbox;
 pub mod pipeline;
+pub mod rate_limit;
 pub mod record;
 pub mod redact;
 pub mod reflector;
@@ -43,6 +50,7 @@ pub mod target;
 pub mod test_break;
 pub mod upstream;
 pub mod viewer;
+pub mod viewer_message;
 pub mod watches;
 
 use app::App;

@@ -45,7 +45,7 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
         args.demo_api = ([127, 0, 0, 1], 0).into();
         // What the story needs of the Reflectors, over the user's flags; the
         // Hello then names the profile with it.
-        scenario.configure(&mut args)?;
+        args.apply(scenario.client_settings())?;
     }
     let clock = Clock::system();
     let hub = Hub::new(crate::hub::stream_id(clock.now()));

@@ -5,14 +5,12 @@
 //! controllers, kubelets and watch caches do the rest, so a recording of a
 //! scenario is a measurement of the demo, not a drawing.
 
-use crate::cli::Args;
 use serde_json::json;
 use std::time::Duration;
 use watchlife_controlplane::actions as act;
 use watchlife_controlplane::resource::{CONFIGMAPS, DEPLOYMENTS, PODS};
 use watchlife_controlplane::story::{self, CONFIGMAP, DEPLOYMENT, NAMESPACE, SECOND_IMAGE};
 use watchlife_controlplane::{ApiError, ControlPlane};
-use watchlife_informer::profile::{Gate, ProfileError};
 use watchlife_informer::reflector::backoff;
 
 /// Pause between two steps: long enough for the controllers, the scheduler
@@ -35,7 +33,7 @@ const CHURN_ROUNDS: usize = 2;
 
 /// The consistent-read scenario's `WatchListPageSize`: below the story's
 /// pod count, so that a LIST of pods takes more than one page.
-const CONSISTENT_READ_PAGE_SIZE: u64 = 2;
+pub const CONSISTENT_READ_PAGE_SIZE: u64 = 2;
 
 /// How long the consistent-read scenario keeps writing after it dropped the
 /// watches: the longest first backoff of a Reflector whose watch got 410
@@ -140,25 +138,6 @@ impl Scenario {
             },
             _ => ClientSettings::default(),
         }
-    }
-
-    /// Applies [`Scenario::client_settings`] over the user's flags: a gate
-    /// is appended to `--feature-gates` (where it wins, as the last setting
-    /// of a gate does), so the profile the Hello names shows it
-    /// (`1.36 (WatchListClient=false)`).
-    pub fn configure(self, args: &mut Args) -> Result<(), ProfileError> {
-        let settings = self.client_settings();
-        if settings.list_then_watch && args.profile()?.streams_lists() {
-            let off = format!("{}=false", Gate::WatchListClient.name());
-            args.feature_gates = match args.feature_gates.trim() {
-                "" => off,
-                gates => format!("{gates},{off}"),
-            };
-        }
-        if settings.watch_list_page_size != 0 {
-            args.watch_list_page_size = settings.watch_list_page_size;
-        }
-        Ok(())
     }
 
     /// Plays the scenario on `cp`, ending a step after its last change.
@@ -268,67 +247,7 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{Parser, ValueEnum};
-
-    fn configured(scenario: Scenario, flags: &[&str]) -> Args {
-        let mut args =
-            Args::try_parse_from(std::iter::once("watchlife").chain(flags.iter().copied()))
-                .expect("the flags parse");
-        scenario.configure(&mut args).expect("the settings apply");
-        args
-    }
-
-    #[test]
-    fn consistent_read_lists_then_watches_in_pages_over_the_users_flags() {
-        let args = configured(
-            Scenario::ConsistentRead,
-            &[
-                "--feature-gates",
-                "WatchList=false",
-                "--watch-list-page-size",
-                "40",
-            ],
-        );
-        let profile = args.profile().unwrap();
-        assert!(!profile.streams_lists());
-        assert_eq!(
-            profile.to_string(),
-            "1.36 (WatchListClient=false,WatchList=false)"
-        );
-        assert_eq!(
-            args.reflector().unwrap().watch_list_page_size,
-            CONSISTENT_READ_PAGE_SIZE
-        );
-        // Even where the user turned the gate on.
-        let args = configured(
-            Scenario::ConsistentRead,
-            &["--feature-gates", "WatchListClient=true"],
-        );
-        assert_eq!(
-            args.profile().unwrap().to_string(),
-            "1.36 (WatchListClient=false)"
-        );
-    }
-
-    #[test]
-    fn consistent_read_adds_no_gate_to_a_release_that_lists() {
-        let args = configured(Scenario::ConsistentRead, &["--kubernetes", "1.20"]);
-        assert_eq!(args.profile().unwrap().to_string(), "1.20");
-        assert_eq!(
-            args.reflector().unwrap().watch_list_page_size,
-            CONSISTENT_READ_PAGE_SIZE
-        );
-    }
-
-    #[test]
-    fn other_scenarios_keep_the_users_flags() {
-        let args = configured(
-            Scenario::CompactionRelist,
-            &["--watch-list-page-size", "40"],
-        );
-        assert_eq!(args.profile().unwrap().to_string(), "1.36");
-        assert_eq!(args.reflector().unwrap().watch_list_page_size, 40);
-    }
+    use clap::ValueEnum;
 
     #[test]
     fn every_scenario_is_named_as_on_the_command_line() {

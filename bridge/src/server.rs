@@ -20,15 +20,15 @@
 use crate::access::{Access, AccessError, Denied};
 use crate::app::App;
 use crate::cli::Args;
+use crate::guard::{Guard, RequireToken, SameOrigin, refuse};
 use crate::metrics::Refusal;
-use crate::{assets, csp, viewer};
+use crate::{assets, csp, guard, viewer};
 use axum::Router;
-use axum::extract::{Path, Query, Request, State, WebSocketUpgrade};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::extract::{Path, Query, State, WebSocketUpgrade};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
-use serde::Deserialize;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,12 +50,6 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// How long a client refused for the cap is told to wait (`Retry-After`).
 const RETRY_AFTER_SECS: u32 = 10;
-
-/// Query of `/metrics` and `/version`: the token only.
-#[derive(Debug, Deserialize)]
-pub struct TokenQuery {
-    pub token: Option<String>,
-}
 
 /// How the server admits clients, from the flags.
 #[derive(Debug, Clone)]
@@ -81,10 +75,16 @@ impl ServerConfig {
 /// What the handlers share.
 struct Shared {
     app: Arc<App>,
-    access: Access,
+    guard: Guard,
     max_viewers: usize,
     permits: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
+}
+
+impl AsRef<Guard> for Shared {
+    fn as_ref(&self) -> &Guard {
+        &self.guard
+    }
 }
 
 /// The bounds of the bridge's connections (see the module doc), with the
@@ -149,8 +149,11 @@ pub fn router(
     permits: Arc<Semaphore>,
 ) -> Router {
     let shared = Arc::new(Shared {
+        guard: Guard {
+            access: config.access,
+            metrics: app.hub.metrics().clone(),
+        },
         app,
-        access: config.access,
         max_viewers: config.max_viewers,
         permits,
         shutdown,
@@ -162,7 +165,10 @@ pub fn router(
         .route("/healthz", get(|| async { "ok" }))
         .route("/version", get(version))
         .fallback(static_files)
-        .layer(middleware::from_fn_with_state(shared.clone(), check_host))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            guard::check_host::<Shared>,
+        ))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
             config.csp,
@@ -196,42 +202,17 @@ async fn static_files(method: Method, uri: axum::http::Uri) -> Response {
     refused
 }
 
-/// Refuses requests to a name a loopback bridge does not answer to.
-async fn check_host(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let host = header_str(request.headers(), header::HOST);
-    match shared.access.check_host(host) {
-        Ok(()) => next.run(request).await,
-        Err(denied) => {
-            if request.uri().path() == "/ws" {
-                shared.app.hub.metrics().viewer_refused(Refusal::Host);
-            }
-            refuse(denied)
-        }
-    }
-}
-
+/// `GET /ws`: the checks in the order of the module doc (the token and
+/// `Origin` by the extractors, after the query and the handshake parse),
+/// then the cap, then the upgrade.
 async fn websocket(
     State(shared): State<Arc<Shared>>,
     Query(query): Query<StreamQuery>,
-    headers: HeaderMap,
     upgrade: WebSocketUpgrade,
+    _: RequireToken,
+    _: SameOrigin,
 ) -> Response {
     let metrics = shared.app.hub.metrics();
-    let access = &shared.access;
-    if let Err(denied) = access.check_token(
-        query.token.as_deref(),
-        header_str(&headers, header::AUTHORIZATION),
-    ) {
-        metrics.viewer_refused(Refusal::Unauthorized);
-        return refuse(denied);
-    }
-    if let Err(denied) = access.check_origin(
-        header_str(&headers, header::ORIGIN),
-        header_str(&headers, header::HOST),
-    ) {
-        metrics.viewer_refused(Refusal::Origin);
-        return refuse(denied);
-    }
     let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
         metrics.viewer_refused(Refusal::Capacity);
         let mut response = refuse(Denied {
@@ -253,7 +234,7 @@ async fn websocket(
         (Some(_), _) => (Some(u64::MAX), true),
         (None, _) => (None, false),
     };
-    let session = viewer::Session {
+    let viewer = viewer::Viewer {
         app: shared.app.clone(),
         since,
         foreign_cursor,
@@ -265,7 +246,7 @@ async fn websocket(
         .read_buffer_size(viewer::READ_BUFFER_BYTES)
         .max_message_size(viewer::MAX_FRAME_BYTES)
         .max_frame_size(viewer::MAX_FRAME_BYTES)
-        .on_upgrade(move |socket| viewer::serve(socket, session))
+        .on_upgrade(move |socket| viewer::serve(socket, viewer))
         .into_response()
 }
 
@@ -277,22 +258,9 @@ async fn websocket(
 async fn object_body(
     State(shared): State<Arc<Shared>>,
     Path(path): Path<String>,
-    Query(query): Query<TokenQuery>,
-    headers: HeaderMap,
+    _: RequireToken,
+    _: SameOrigin,
 ) -> Response {
-    let access = &shared.access;
-    if let Err(denied) = access.check_token(
-        query.token.as_deref(),
-        header_str(&headers, header::AUTHORIZATION),
-    ) {
-        return refuse(denied);
-    }
-    if let Err(denied) = access.check_origin(
-        header_str(&headers, header::ORIGIN),
-        header_str(&headers, header::HOST),
-    ) {
-        return refuse(denied);
-    }
     let Some((resource, key)) = path.split_once('/') else {
         return refuse(Denied {
             status: 404,
@@ -325,17 +293,8 @@ async fn object_body(
     }
 }
 
-async fn metrics(
-    State(shared): State<Arc<Shared>>,
-    Query(query): Query<TokenQuery>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(denied) = shared.access.check_token(
-        query.token.as_deref(),
-        header_str(&headers, header::AUTHORIZATION),
-    ) {
-        return refuse(denied);
-    }
+/// `GET /metrics`, for those who hold the token.
+async fn metrics(State(shared): State<Arc<Shared>>, _: RequireToken) -> Response {
     (
         [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         shared.app.hub.metrics().render(),
@@ -343,18 +302,9 @@ async fn metrics(
         .into_response()
 }
 
-async fn version(
-    State(shared): State<Arc<Shared>>,
-    Query(query): Query<TokenQuery>,
-    headers: HeaderMap,
-) -> Response {
-    // The source names the cluster: only for those who hold the token.
-    if let Err(denied) = shared.access.check_token(
-        query.token.as_deref(),
-        header_str(&headers, header::AUTHORIZATION),
-    ) {
-        return refuse(denied);
-    }
+/// `GET /version`. The source names the cluster: only for those who hold
+/// the token.
+async fn version(State(shared): State<Arc<Shared>>, _: RequireToken) -> Response {
     Json(serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "protocol": watchlife_protocol::PROTOCOL_VERSION,
@@ -362,14 +312,4 @@ async fn version(
         "app_embedded": assets::is_built(),
     }))
     .into_response()
-}
-
-fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// A refusal as plain text, one line.
-fn refuse(denied: Denied) -> Response {
-    let status = StatusCode::from_u16(denied.status).unwrap_or(StatusCode::FORBIDDEN);
-    (status, format!("{}\n", denied.message)).into_response()
 }

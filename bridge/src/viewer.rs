@@ -1,16 +1,12 @@
 //! One viewer's WebSocket connection.
 //!
 //! Sends `hello`, then either the frames the viewer missed or a snapshot, then
-//! the live stream, with a heartbeat on a period. A viewer that asks for
-//! batches (`/ws?batch=true`, what the browser app does) gets several frames
-//! to a message, one per line, and while frames keep coming at most one write
-//! every [`batch_interval`]: [`BATCH_INTERVAL`], longer when so many viewers
-//! are connected that their writes together would pass
-//! [`WRITES_PER_SECOND`]. Reads the viewer's messages
-//! (filters, demo actions) and answers a bad one with an `error` frame; a bad
-//! message never closes the connection, let alone the bridge. What does close
-//! it, always with a close frame and a reason when the socket still takes
-//! one:
+//! the live stream, with a heartbeat every [`HEARTBEAT`]. A viewer that asks
+//! for batches gets them at a pace ([`crate::outbox`]). Reads the viewer's
+//! messages (filters, demo actions; [`crate::viewer_message`]) and answers a
+//! bad one with an `error` frame; a bad message never closes the connection,
+//! let alone the bridge. What does close it, always with a close frame and a
+//! reason when the socket still takes one:
 //!
 //! - the bridge shutting down (1001, going away);
 //! - no answer to pings for [`DEAD_AFTER`] (1001): the viewer is gone;
@@ -22,43 +18,37 @@
 //!
 //! A viewer that merely falls behind is not closed: it gets `resync` and a
 //! snapshot (see [`crate::hub`]).
+//!
+//! A connection is a [`Session`] over any sink and stream of WebSocket
+//! messages, with one method per thing that can happen to it: the bridge
+//! shuts down, the heartbeat ticks, the viewer sends a message, frames
+//! arrive. [`serve`] runs one over a real socket; the tests run one over
+//! channels, with tokio's clock paused.
 
 use crate::app::App;
 use crate::hub::{Bodies, Join, Published, encode};
-use crate::metrics::{Closed, Metrics, ResyncCause};
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
-use futures_util::stream::SplitSink;
-use futures_util::{SinkExt, StreamExt};
+use crate::metrics::{Closed, Metrics, ResyncCause, ViewerGauge};
+use crate::outbox::{MAX_BATCH, Outbox, PACED_BATCH};
+use crate::rate_limit::{Admit, MESSAGE_BURST, MESSAGES_PER_SECOND, RateLimiter};
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket, close_code};
+use futures_util::{Sink, Stream, StreamExt};
+use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use watchlife_protocol::{
     ClientMessage, ErrorCode, ErrorFrame, Filter, FrameBody, Heartbeat, Resync, ServerFrame,
 };
 
-/// How often a heartbeat goes out (with a WebSocket ping). A viewer that hears
-/// nothing for three periods calls the connection stalled: a dead link is
-/// noticed within seconds.
-pub const HEARTBEAT: Duration = Duration::from_secs(5);
-
-/// How long the bridge waits for any sign of life from a viewer (a message,
-/// or the pong a browser sends by itself for every ping), and for one write
-/// to it to complete, before it calls the viewer gone. Three heartbeats: the
-/// same rule the viewer applies to the bridge, so a dead connection is
-/// noticed from both ends within 15 to 20 seconds.
-pub const DEAD_AFTER: Duration = Duration::from_secs(3 * HEARTBEAT.as_secs());
-
-/// Largest message a viewer may send. Viewers send small commands; anything
-/// bigger is a mistake or an attack. Bigger ones are answered with an error
-/// frame, up to [`MAX_FRAME_BYTES`].
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
-
-/// Largest message the WebSocket layer reads at all; beyond it the bridge
-/// closes the connection (1009) instead of buffering an attacker's payload.
-pub const MAX_FRAME_BYTES: usize = 4 * MAX_MESSAGE_BYTES;
+pub use crate::liveness::{DEAD_AFTER, HEARTBEAT};
+pub use crate::outbox::{
+    BATCH_INTERVAL, MAX_BATCH_BYTES, MAX_BATCH_INTERVAL, WRITES_PER_SECOND, batch_interval,
+};
+pub use crate::rate_limit::FLOOD_LIMIT;
+pub use crate::viewer_message::{MAX_FRAME_BYTES, MAX_MESSAGE_BYTES, Refused, parse_message};
 
 /// The WebSocket read buffer of a viewer's connection. A viewer's messages
 /// are a few hundred bytes (a subscription, a demo action): 4 KiB reads any
@@ -67,88 +57,12 @@ pub const MAX_FRAME_BYTES: usize = 4 * MAX_MESSAGE_BYTES;
 /// reads, over several reads.
 pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 
-/// Messages a viewer may send per second, on average. The app sends one
-/// message per filter change or demo action: a person clicking as fast as
-/// they can makes a few a second.
-pub const MESSAGES_PER_SECOND: f64 = 10.0;
-
-/// Messages a viewer may send at once before the rate applies: a page that
-/// restores a view sends a handful together.
-pub const MESSAGE_BURST: f64 = 20.0;
-
-/// Messages over the rate the bridge forgives, minus what it forgave at
-/// [`MESSAGES_PER_SECOND`], before it closes the connection: a client that
-/// goes on sending after being told `rate_limited` is a flood, not a person.
-pub const FLOOD_LIMIT: f64 = 100.0;
-
-/// At most one `rate_limited` error frame this often: answering every message
-/// of a flood would make the bridge flood back.
-pub const RATE_ERROR_EVERY: Duration = Duration::from_secs(1);
-
-/// Most frames written to a socket with one flush. Under load a viewer's
-/// frames are written in batches, one system call for many frames; the batch
-/// is small enough that its memory does not matter.
-pub const MAX_BATCH: usize = 64;
-
-/// Shortest time between two writes to a viewer that takes batches, while
-/// frames keep coming: frames that arrive meanwhile wait and go together. A
-/// frame after a quiet spell goes at once. Half a frame at 60 Hz: the page
-/// draws what arrived in time, and a message costs it the same whether it
-/// holds one frame or fifty.
-pub const BATCH_INTERVAL: Duration = Duration::from_millis(8);
-
-/// WebSocket writes a second the bridge aims to stay under, all viewers
-/// together, by pacing the writes of each viewer that takes batches (see
-/// [`batch_interval`], which counts every connected viewer). A write costs a system call on each side, a wake-up
-/// and the framing, whether it holds one frame or fifty: on the two cores of
-/// the fan-out bench, 100,000 messages a second (10,000 viewers, a frame
-/// each, ten times a second) took 1.3 cores of the bridge, and 1,000,000 left
-/// viewers seconds behind. Half of what was sustained leaves room for the
-/// rest of the bridge.
-pub const WRITES_PER_SECOND: u32 = 50_000;
-
-/// Longest pause between two writes to a viewer that takes batches, however
-/// many viewers share the bridge: a quarter of a second still reads as
-/// live, and the stage times a page shows were stamped where they happened,
-/// not when the page got them.
-pub const MAX_BATCH_INTERVAL: Duration = Duration::from_millis(250);
-
-/// The pause between two writes to a viewer that takes batches while
-/// frames keep coming, with `viewers` connected: [`BATCH_INTERVAL`],
-/// stretched so that their writes together stay under [`WRITES_PER_SECOND`],
-/// at most [`MAX_BATCH_INTERVAL`]. A frame after a quiet spell goes at once
-/// whatever the interval.
-pub fn batch_interval(viewers: usize) -> Duration {
-    let shared = Duration::from_secs(1) * viewers.min(u32::MAX as usize) as u32 / WRITES_PER_SECOND;
-    shared.clamp(BATCH_INTERVAL, MAX_BATCH_INTERVAL)
-}
-
-/// Most frames taken per write for a viewer that takes batches: with one
-/// write per [`BATCH_INTERVAL`], 32,000 frames a second, far more than a page
-/// reads; with one per [`MAX_BATCH_INTERVAL`], 1,024. Each write's frames are
-/// copied into its messages, so this bounds a viewer's memory as well.
-pub const PACED_BATCH: usize = 256;
-
-/// Largest message of several frames for a viewer that takes batches
-/// (`/ws?batch=true`); a single larger frame (a snapshot) goes alone. A page
-/// pays for every message it receives (an event dispatched, a string handed
-/// to its code), so thousands of frames a second cost far less in tens of
-/// messages; 64 KiB holds a full batch of typical events while keeping each
-/// message's handling short.
-pub const MAX_BATCH_BYTES: usize = 64 * 1024;
-
 /// How long the bridge waits for a viewer's own close frame once it has sent
 /// its own: a second, as long as it gives its close frame to go out.
 pub const CLOSE_LINGER: Duration = Duration::from_secs(1);
 
-/// Longest accepted resource name (a DNS subdomain) and namespace (a label).
-const MAX_NAME: usize = 253;
-const MAX_NAMESPACE: usize = 63;
-/// Most resources one filter may name.
-const MAX_FILTER_RESOURCES: usize = 64;
-
 /// Everything one connection needs, handed over by the `/ws` handler.
-pub struct Session {
+pub struct Viewer {
     pub app: Arc<App>,
     /// The cursor the viewer resumes from, when it is one of this stream.
     pub since: Option<u64>,
@@ -163,9 +77,13 @@ pub struct Session {
     pub permit: OwnedSemaphorePermit,
 }
 
-type Sink = SplitSink<WebSocket, Message>;
+/// Serves one viewer until it leaves or the bridge shuts down.
+pub async fn serve(socket: WebSocket, viewer: Viewer) {
+    let (sink, incoming) = socket.split();
+    Session::open(viewer, sink, incoming).run().await;
+}
 
-/// What to do after one turn of the loop.
+/// What to do after one event.
 enum Step {
     Send(Vec<Utf8Bytes>),
     Ping(Utf8Bytes),
@@ -174,239 +92,326 @@ enum Step {
     Leave,
 }
 
-/// Serves one viewer until it leaves or the bridge shuts down.
-pub async fn serve(socket: WebSocket, session: Session) {
-    let Session {
-        app,
-        since,
-        batch,
-        foreign_cursor,
-        mut shutdown,
-        permit: _permit,
-    } = session;
-    let metrics = app.hub.metrics().clone();
-    let _counted = metrics.viewer_connected();
-    let (sink, mut incoming) = socket.split();
-    let mut out = Outbox::new(sink, metrics.clone(), batch);
-    let attached = app.hub.attach(since, Bodies::Light);
-    let mut cursor = attached.cursor;
-    let mut live = attached.live;
-    let mut filter = Filter::default();
-    let mut limiter = RateLimiter::new(Instant::now());
-    // For a viewer that takes batches: no stream write before this.
-    let mut next_write = Instant::now();
-    let per_write = if batch { PACED_BATCH } else { MAX_BATCH };
+impl Step {
+    /// The bridge is going away.
+    fn shutdown() -> Step {
+        Step::Close(
+            Closed::Shutdown,
+            close_code::AWAY,
+            "the bridge is shutting down".into(),
+        )
+    }
 
-    let mut opening = vec![control(cursor, FrameBody::Hello(app.hello()))];
-    match attached.join {
-        Join::Resume(frames) => opening.extend(frames.into_iter().map(|p| p.text)),
-        Join::Snapshot(snapshot) => {
-            if since.is_some() {
-                metrics.resynced(ResyncCause::Cursor);
-                let why = if foreign_cursor {
-                    "your cursor is of another stream (another run or replica of the bridge)"
-                } else {
-                    "your cursor is no longer in the bridge's window"
-                };
-                // Test-only: see crate::test_break.
-                if !crate::test_break::is(crate::test_break::Break::SkipResync) {
-                    opening.push(resync(cursor, why));
+    /// A sustained flood of messages or pings.
+    fn flood() -> Step {
+        Step::Close(
+            Closed::Flood,
+            close_code::POLICY,
+            format!("too many messages for too long (over {MESSAGES_PER_SECOND} a second)"),
+        )
+    }
+}
+
+/// One viewer's connection: writes to `S`, reads from `R`.
+///
+/// Contract: frames go out in `seq` order, none twice, each one the
+/// viewer's filter wants; a viewer that fell out of the live stream gets
+/// `resync` and a snapshot, never a silent gap. Events are taken one at a
+/// time, in this order of precedence: shutdown, the heartbeat, the viewer's
+/// messages, the stream (so a busy stream cannot starve the viewer's
+/// messages; a flood is rate-limited and closed instead).
+pub struct Session<S, R> {
+    app: Arc<App>,
+    metrics: Metrics,
+    out: Outbox<S>,
+    incoming: R,
+    live: broadcast::Receiver<Published>,
+    shutdown: watch::Receiver<bool>,
+    /// The last `seq` this viewer has been given (or skipped).
+    cursor: u64,
+    /// The frames to write first: `hello`, then what the viewer missed.
+    opening: Vec<Utf8Bytes>,
+    filter: Filter,
+    limiter: RateLimiter,
+    last_heard: Instant,
+    batch: bool,
+    /// For a viewer that takes batches: no stream write before this.
+    next_write: Instant,
+    _counted: ViewerGauge,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl<S, R, E> Session<S, R>
+where
+    S: Sink<Message> + Unpin,
+    R: Stream<Item = Result<Message, E>> + Unpin,
+    E: Display,
+{
+    /// Attaches `viewer` to the hub: from here on it misses nothing.
+    pub fn open(viewer: Viewer, sink: S, incoming: R) -> Self {
+        let app = viewer.app;
+        let metrics = app.hub.metrics().clone();
+        let counted = metrics.viewer_connected();
+        let attached = app.hub.attach(viewer.since, Bodies::Light);
+        let mut opening = vec![control(attached.cursor, FrameBody::Hello(app.hello()))];
+        match attached.join {
+            Join::Resume(frames) => opening.extend(frames.into_iter().map(|p| p.text)),
+            Join::Snapshot(snapshot) => {
+                if viewer.since.is_some() {
+                    metrics.resynced(ResyncCause::Cursor);
+                    let why = if viewer.foreign_cursor {
+                        "your cursor is of another stream (another run or replica of the bridge)"
+                    } else {
+                        "your cursor is no longer in the bridge's window"
+                    };
+                    // Test-only: see crate::test_break.
+                    if !crate::test_break::is(crate::test_break::Break::SkipResync) {
+                        opening.push(resync(attached.cursor, why));
+                    }
                 }
+                opening.push(snapshot);
             }
-            opening.push(snapshot);
+        }
+        let now = Instant::now();
+        Session {
+            out: Outbox::new(sink, metrics.clone(), viewer.batch),
+            incoming,
+            live: attached.live,
+            shutdown: viewer.shutdown,
+            cursor: attached.cursor,
+            opening,
+            filter: Filter::default(),
+            limiter: RateLimiter::new(now),
+            last_heard: now,
+            batch: viewer.batch,
+            next_write: now,
+            app,
+            metrics,
+            _counted: counted,
+            _permit: viewer.permit,
         }
     }
-    if !out.send(opening).await {
-        return;
+
+    /// Serves the viewer until it leaves or the bridge shuts down.
+    pub async fn run(mut self) {
+        let opening = std::mem::take(&mut self.opening);
+        if !self.out.send(opening).await {
+            return;
+        }
+        let mut heartbeat = tokio::time::interval(HEARTBEAT);
+        heartbeat.reset();
+        self.last_heard = Instant::now();
+        loop {
+            let step = tokio::select! {
+                // Biased: see the order of precedence on [`Session`].
+                biased;
+                _ = self.shutdown.changed() => Step::shutdown(),
+                _ = heartbeat.tick() => self.on_tick(),
+                message = self.incoming.next() => self.on_message(message).await,
+                frame = self.live.recv() => self.on_frames(frame).await,
+            };
+            if !self.carry_out(step).await {
+                return;
+            }
+        }
     }
 
-    let mut heartbeat = tokio::time::interval(HEARTBEAT);
-    heartbeat.reset();
-    let mut last_heard = Instant::now();
-    loop {
-        let step = tokio::select! {
-            // Biased, in this order: shutdown and liveness first; the
-            // viewer's messages before the stream, so a busy stream cannot
-            // starve them (a flood is rate-limited and closed instead).
-            biased;
-            _ = shutdown.changed() => Step::Close(
-                Closed::Shutdown,
+    /// The heartbeat: a ping the viewer must answer, or the close of a
+    /// viewer that answered nothing for [`DEAD_AFTER`].
+    fn on_tick(&mut self) -> Step {
+        if self.last_heard.elapsed() > DEAD_AFTER {
+            return Step::Close(
+                Closed::Unresponsive,
                 close_code::AWAY,
-                "the bridge is shutting down".into(),
-            ),
-            _ = heartbeat.tick() => {
-                if last_heard.elapsed() > DEAD_AFTER {
-                    Step::Close(
-                        Closed::Unresponsive,
-                        close_code::AWAY,
-                        format!("no answer from you for {} s", DEAD_AFTER.as_secs()),
-                    )
-                } else {
-                    Step::Ping(control(cursor, FrameBody::Heartbeat(Heartbeat { at: app.now() })))
-                }
-            }
-            message = incoming.next() => {
-                last_heard = Instant::now();
-                match message {
-                    Some(Ok(Message::Text(text))) => match limiter.admit(last_heard) {
-                        Admit::Yes => Step::Send(handle(&app, &metrics, &text, &mut filter, cursor).await),
-                        Admit::No { tell } => rate_limited(&metrics, tell, cursor),
-                        Admit::Flood => flood(),
-                    },
-                    Some(Ok(Message::Binary(_))) => match limiter.admit(last_heard) {
-                        Admit::Yes => {
-                            metrics.message_rejected(ErrorCode::Malformed);
-                            Step::Send(vec![error(cursor, ErrorCode::Malformed, "binary messages are not accepted; send JSON text")])
-                        }
-                        Admit::No { tell } => rate_limited(&metrics, tell, cursor),
-                        Admit::Flood => flood(),
-                    },
-                    // Pongs answer our pings; pings are answered by the
-                    // WebSocket layer, and count against the rate.
-                    Some(Ok(Message::Pong(_))) => Step::Nothing,
-                    Some(Ok(Message::Ping(_))) => match limiter.admit(last_heard) {
-                        Admit::Flood => flood(),
-                        _ => Step::Nothing,
-                    },
-                    Some(Ok(Message::Close(_))) | None => Step::Leave,
-                    Some(Err(e)) => read_failed(e),
-                }
-            }
-            frame = live.recv() => match frame {
-                Ok(first) => {
-                    if batch {
-                        tokio::time::sleep_until(next_write).await;
-                    }
-                    // Take what else is already waiting: one write for many frames.
-                    let mut texts = Vec::new();
-                    let mut next = Ok(first);
-                    loop {
-                        match next {
-                            Ok(p) if p.seq <= cursor => {}
-                            Ok(p) => {
-                                cursor = p.seq;
-                                if wanted(&filter, &p) {
-                                    texts.push(p.text);
-                                }
-                            }
-                            Err(missed) => {
-                                texts.extend(catch_up(&app, &metrics, missed, &mut cursor));
-                            }
-                        }
-                        if texts.len() >= per_write {
-                            break;
-                        }
-                        next = match live.try_recv() {
-                            Ok(p) => Ok(p),
-                            Err(TryRecvError::Lagged(missed)) => Err(missed),
-                            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
-                        };
-                    }
-                    Step::Send(texts)
-                }
-                Err(RecvError::Lagged(missed)) => Step::Send(catch_up(&app, &metrics, missed, &mut cursor)),
-                Err(RecvError::Closed) => Step::Close(
-                    Closed::Shutdown,
-                    close_code::AWAY,
-                    "the bridge is shutting down".into(),
-                ),
-            },
+                format!("no answer from you for {} s", DEAD_AFTER.as_secs()),
+            );
+        }
+        let beat = FrameBody::Heartbeat(Heartbeat { at: self.app.now() });
+        Step::Ping(control(self.cursor, beat))
+    }
+
+    /// What the viewer sent (`None`: its stream ended). Any of it is a sign
+    /// of life; text and binary messages and pings count against the rate.
+    async fn on_message(&mut self, message: Option<Result<Message, E>>) -> Step {
+        self.last_heard = Instant::now();
+        let message = match message {
+            Some(Ok(message)) => message,
+            Some(Err(e)) => return read_failed(e),
+            None => return Step::Leave,
         };
-        match step {
-            Step::Send(texts) => {
-                // The pause counts from the write's start: a write slowed by
-                // a full socket is not paced twice.
-                let started = Instant::now();
-                let wrote = !texts.is_empty();
-                if !out.send(texts).await {
-                    return;
-                }
-                if wrote {
-                    let viewers = metrics.viewers().max(0) as usize;
-                    next_write = started + batch_interval(viewers);
-                }
-            }
-            Step::Ping(heartbeat) => {
-                if !out.send_with_ping(heartbeat).await {
-                    return;
-                }
-            }
-            Step::Nothing => {}
-            Step::Close(why, code, reason) => {
-                metrics.viewer_closed(why);
-                out.close(code, &reason).await;
-                linger(&mut incoming).await;
-                return;
-            }
-            Step::Leave => return,
+        match message {
+            // Pongs answer our pings.
+            Message::Pong(_) => Step::Nothing,
+            Message::Close(_) => Step::Leave,
+            // Pings are answered by the WebSocket layer.
+            Message::Ping(_) => match self.limiter.admit(self.last_heard) {
+                Admit::Flood => Step::flood(),
+                _ => Step::Nothing,
+            },
+            Message::Text(_) | Message::Binary(_) => match self.limiter.admit(self.last_heard) {
+                Admit::Yes => Step::Send(self.answer(message).await),
+                Admit::No { tell } => self.rate_limited(tell),
+                Admit::Flood => Step::flood(),
+            },
         }
     }
-}
 
-/// The closing handshake, after the bridge sent its close frame: what the
-/// viewer still sends is read and dropped until its own close frame (or
-/// [`CLOSE_LINGER`]). Dropping a socket with data unread makes the kernel
-/// reset it, and a reset can overtake the close frame on its way: a viewer
-/// flooding the bridge would see the connection cut with no reason.
-async fn linger(incoming: &mut futures_util::stream::SplitStream<WebSocket>) {
-    let closed = async {
-        while let Some(Ok(message)) = incoming.next().await {
-            if matches!(message, Message::Close(_)) {
-                return;
+    /// The answer to one admitted message: nothing for a new filter, the
+    /// outcome of a demo action, or an `error` frame.
+    async fn answer(&mut self, message: Message) -> Vec<Utf8Bytes> {
+        let parsed = match &message {
+            Message::Text(text) => parse_message(text),
+            _ => Err(Refused {
+                code: ErrorCode::Malformed,
+                message: "binary messages are not accepted; send JSON text".into(),
+            }),
+        };
+        match parsed {
+            Err(refused) => {
+                self.metrics.message_rejected(refused.code);
+                vec![error(self.cursor, refused.code, &refused.message)]
             }
+            Ok(ClientMessage::Subscribe { filter }) => {
+                self.filter = filter;
+                vec![]
+            }
+            Ok(ClientMessage::Action { action }) => vec![match self.app.run_action(action).await {
+                Ok(result) => control(self.cursor, FrameBody::ActionResult(result)),
+                Err(e) => error(self.cursor, e.code, &e.message),
+            }],
         }
-    };
-    let _ = tokio::time::timeout(CLOSE_LINGER, closed).await;
-}
-
-/// `resync` and a snapshot for a viewer that fell `missed` frames behind;
-/// moves its cursor to the snapshot's.
-fn catch_up(app: &App, metrics: &Metrics, missed: u64, cursor: &mut u64) -> Vec<Utf8Bytes> {
-    let (seq, snapshot) = app.hub.snapshot(Bodies::Light);
-    *cursor = seq;
-    metrics.resynced(ResyncCause::Lagged);
-    // Test-only: see crate::test_break.
-    if crate::test_break::is(crate::test_break::Break::SkipResync) {
-        return vec![snapshot];
     }
-    vec![
-        resync(
-            seq,
+
+    fn rate_limited(&self, tell: bool) -> Step {
+        self.metrics.message_rejected(ErrorCode::RateLimited);
+        if !tell {
+            return Step::Nothing;
+        }
+        Step::Send(vec![error(
+            self.cursor,
+            ErrorCode::RateLimited,
             &format!(
-                "you fell {missed} frames behind (the limit is {})",
-                crate::hub::VIEWER_LAG
+                "too many messages: at most {MESSAGES_PER_SECOND} a second (bursts of {MESSAGE_BURST}); this one was dropped"
             ),
-        ),
-        snapshot,
-    ]
-}
-
-fn rate_limited(metrics: &Metrics, tell: bool, cursor: u64) -> Step {
-    metrics.message_rejected(ErrorCode::RateLimited);
-    if !tell {
-        return Step::Nothing;
+        )])
     }
-    Step::Send(vec![error(
-        cursor,
-        ErrorCode::RateLimited,
-        &format!(
-            "too many messages: at most {MESSAGES_PER_SECOND} a second (bursts of {MESSAGE_BURST}); this one was dropped"
-        ),
-    )])
-}
 
-fn flood() -> Step {
-    Step::Close(
-        Closed::Flood,
-        close_code::POLICY,
-        format!("too many messages for too long (over {MESSAGES_PER_SECOND} a second)"),
-    )
+    /// Frames from the hub: `first`, and what else is already waiting, for
+    /// one write; for a viewer that takes batches, not before its pace
+    /// allows.
+    async fn on_frames(&mut self, first: Result<Published, RecvError>) -> Step {
+        match first {
+            Ok(first) => {
+                if self.batch {
+                    tokio::time::sleep_until(self.next_write).await;
+                }
+                Step::Send(self.gather(first))
+            }
+            Err(RecvError::Lagged(missed)) => Step::Send(self.catch_up(missed)),
+            Err(RecvError::Closed) => Step::shutdown(),
+        }
+    }
+
+    /// `first` and the frames already waiting, up to a write's worth, those
+    /// the filter wants; a lag met on the way is caught up.
+    fn gather(&mut self, first: Published) -> Vec<Utf8Bytes> {
+        let per_write = if self.batch { PACED_BATCH } else { MAX_BATCH };
+        let mut texts = Vec::new();
+        let mut next = Ok(first);
+        loop {
+            match next {
+                Ok(p) if p.seq <= self.cursor => {}
+                Ok(p) => {
+                    self.cursor = p.seq;
+                    if wanted(&self.filter, &p) {
+                        texts.push(p.text);
+                    }
+                }
+                Err(missed) => texts.extend(self.catch_up(missed)),
+            }
+            if texts.len() >= per_write {
+                return texts;
+            }
+            next = match self.live.try_recv() {
+                Ok(p) => Ok(p),
+                Err(TryRecvError::Lagged(missed)) => Err(missed),
+                Err(TryRecvError::Empty | TryRecvError::Closed) => return texts,
+            };
+        }
+    }
+
+    /// `resync` and a snapshot for a viewer that fell `missed` frames behind;
+    /// moves its cursor to the snapshot's.
+    fn catch_up(&mut self, missed: u64) -> Vec<Utf8Bytes> {
+        let (seq, snapshot) = self.app.hub.snapshot(Bodies::Light);
+        self.cursor = seq;
+        self.metrics.resynced(ResyncCause::Lagged);
+        // Test-only: see crate::test_break.
+        if crate::test_break::is(crate::test_break::Break::SkipResync) {
+            return vec![snapshot];
+        }
+        let why = format!(
+            "you fell {missed} frames behind (the limit is {})",
+            crate::hub::VIEWER_LAG
+        );
+        vec![resync(seq, &why), snapshot]
+    }
+
+    /// Does what one event called for; `false` once the connection is over.
+    async fn carry_out(&mut self, step: Step) -> bool {
+        match step {
+            Step::Send(texts) => self.write(texts).await,
+            Step::Ping(heartbeat) => self.out.send_with_ping(heartbeat).await,
+            Step::Nothing => true,
+            Step::Close(why, code, reason) => {
+                self.metrics.viewer_closed(why);
+                self.out.close(code, &reason).await;
+                self.linger().await;
+                false
+            }
+            Step::Leave => false,
+        }
+    }
+
+    /// Writes stream or answer frames, and sets the pace of the next write.
+    async fn write(&mut self, texts: Vec<Utf8Bytes>) -> bool {
+        // The pause counts from the write's start: a write slowed by a full
+        // socket is not paced twice.
+        let started = Instant::now();
+        let wrote = !texts.is_empty();
+        if !self.out.send(texts).await {
+            return false;
+        }
+        if wrote {
+            let viewers = self.metrics.viewers().max(0) as usize;
+            self.next_write = started + batch_interval(viewers);
+        }
+        true
+    }
+
+    /// The closing handshake, after the bridge sent its close frame: what
+    /// the viewer still sends is read and dropped until its own close frame
+    /// (or [`CLOSE_LINGER`]). Dropping a socket with data unread makes the
+    /// kernel reset it, and a reset can overtake the close frame on its way:
+    /// a viewer flooding the bridge would see the connection cut with no
+    /// reason.
+    async fn linger(&mut self) {
+        let incoming = &mut self.incoming;
+        let closed = async {
+            while let Some(Ok(message)) = incoming.next().await {
+                if matches!(message, Message::Close(_)) {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_LINGER, closed).await;
+    }
 }
 
 /// A read error: a message over [`MAX_FRAME_BYTES`] is closed with 1009 and
 /// a reason; anything else (a broken connection, a protocol violation) ends
 /// the connection, with a reason when the socket still takes one.
-fn read_failed(e: axum::Error) -> Step {
+fn read_failed(e: impl Display) -> Step {
     let text = e.to_string();
     // The WebSocket layer says "Space limit exceeded: Message too long".
     if text.contains("Space limit") || text.contains("too long") {
@@ -421,241 +426,7 @@ fn read_failed(e: axum::Error) -> Step {
     }
 }
 
-/// The sending half, with the write deadline and the frame counts.
-struct Outbox {
-    sink: Sink,
-    metrics: Metrics,
-    /// Frames go out joined into messages (see [`batched`]).
-    batch: bool,
-}
-
-impl Outbox {
-    fn new(sink: Sink, metrics: Metrics, batch: bool) -> Self {
-        Outbox {
-            sink,
-            metrics,
-            batch,
-        }
-    }
-
-    /// Writes `texts` with one flush. `false` when the viewer is gone: the
-    /// write failed, or did not complete within [`DEAD_AFTER`].
-    async fn send(&mut self, texts: Vec<Utf8Bytes>) -> bool {
-        self.write(texts, false).await
-    }
-
-    /// Like [`Outbox::send`], followed by a ping the viewer must answer.
-    async fn send_with_ping(&mut self, text: Utf8Bytes) -> bool {
-        self.write(vec![text], true).await
-    }
-
-    async fn write(&mut self, texts: Vec<Utf8Bytes>, ping: bool) -> bool {
-        if texts.is_empty() && !ping {
-            return true;
-        }
-        let frames = texts.len() as u64;
-        let bytes: usize = texts.iter().map(|t| t.len()).sum();
-        let texts = if self.batch { batched(texts) } else { texts };
-        let messages = texts.len() as u64;
-        let sink = &mut self.sink;
-        let write = async move {
-            for text in texts {
-                sink.feed(Message::Text(text)).await?;
-            }
-            if ping {
-                sink.feed(Message::Ping(Default::default())).await?;
-            }
-            sink.flush().await
-        };
-        match tokio::time::timeout(DEAD_AFTER, write).await {
-            Ok(Ok(())) => {
-                self.metrics.frames_sent(frames, messages, bytes as u64);
-                true
-            }
-            Ok(Err(_)) => false,
-            Err(_) => {
-                // The viewer stopped reading: no close frame could reach it.
-                self.metrics.viewer_closed(Closed::SendStalled);
-                false
-            }
-        }
-    }
-
-    /// Sends a close frame with a reason (best effort: a second at most).
-    async fn close(&mut self, code: u16, reason: &str) {
-        let frame = CloseFrame {
-            code,
-            reason: reason.into(),
-        };
-        let _ = tokio::time::timeout(
-            Duration::from_secs(1),
-            self.sink.send(Message::Close(Some(frame))),
-        )
-        .await;
-    }
-}
-
-/// `texts` joined into as few messages as [`MAX_BATCH_BYTES`] allows, in
-/// order, as the protocol's batches ([`watchlife_protocol::connection`]);
-/// a lone frame (a snapshot, often) goes as it is, not copied.
-fn batched(texts: Vec<Utf8Bytes>) -> Vec<Utf8Bytes> {
-    use watchlife_protocol::connection::{BATCH_SEPARATOR, plan_batches};
-    let lengths: Vec<usize> = texts.iter().map(|t| t.len()).collect();
-    let plan = plan_batches(&lengths, MAX_BATCH_BYTES);
-    let mut texts = texts.into_iter();
-    plan.into_iter()
-        .map(|batch| {
-            let mut frames = texts.by_ref().take(batch.len());
-            if batch.len() == 1 {
-                return frames.next().expect("a batch has its frames");
-            }
-            let mut joined = String::with_capacity(lengths[batch].iter().sum::<usize>() + 64);
-            for (i, frame) in frames.enumerate() {
-                if i > 0 {
-                    joined.push(BATCH_SEPARATOR);
-                }
-                joined.push_str(frame.as_str());
-            }
-            joined.into()
-        })
-        .collect()
-}
-
-/// The per-viewer token bucket, and the count of messages it turned away.
-struct RateLimiter {
-    tokens: f64,
-    /// Messages turned away, forgiven at [`MESSAGES_PER_SECOND`].
-    excess: f64,
-    at: Instant,
-    last_told: Option<Instant>,
-}
-
-enum Admit {
-    Yes,
-    /// Over the rate: drop it; `tell` when an error frame is due.
-    No {
-        tell: bool,
-    },
-    /// A sustained flood: close.
-    Flood,
-}
-
-impl RateLimiter {
-    fn new(now: Instant) -> Self {
-        RateLimiter {
-            tokens: MESSAGE_BURST,
-            excess: 0.0,
-            at: now,
-            last_told: None,
-        }
-    }
-
-    fn admit(&mut self, now: Instant) -> Admit {
-        let refill = now.duration_since(self.at).as_secs_f64() * MESSAGES_PER_SECOND;
-        self.at = now;
-        self.tokens = (self.tokens + refill).min(MESSAGE_BURST);
-        self.excess = (self.excess - refill).max(0.0);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            return Admit::Yes;
-        }
-        self.excess += 1.0;
-        if self.excess > FLOOD_LIMIT {
-            return Admit::Flood;
-        }
-        let tell = self
-            .last_told
-            .is_none_or(|t| now.duration_since(t) >= RATE_ERROR_EVERY);
-        if tell {
-            self.last_told = Some(now);
-        }
-        Admit::No { tell }
-    }
-}
-
-/// Answers one message from the viewer.
-async fn handle(
-    app: &App,
-    metrics: &Metrics,
-    text: &str,
-    filter: &mut Filter,
-    cursor: u64,
-) -> Vec<Utf8Bytes> {
-    match parse_message(text) {
-        Err(refused) => {
-            metrics.message_rejected(refused.code);
-            vec![error(cursor, refused.code, &refused.message)]
-        }
-        Ok(ClientMessage::Subscribe { filter: new }) => {
-            *filter = new;
-            vec![]
-        }
-        Ok(ClientMessage::Action { action }) => vec![match app.run_action(action).await {
-            Ok(result) => control(cursor, FrameBody::ActionResult(result)),
-            Err(e) => error(cursor, e.code, &e.message),
-        }],
-    }
-}
-
-/// Why a viewer's message was refused: what its `error` frame says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-    pub code: ErrorCode,
-    pub message: String,
-}
-
-/// Reads one text message from a viewer, as [`serve`] does: a message over
-/// [`MAX_MESSAGE_BYTES`], one that is not a [`ClientMessage`] (bad JSON, an
-/// unknown type, a missing field) and a filter that names no resource or
-/// namespace Kubernetes could have are refused, each with the code and
-/// words of its `error` frame. Never panics, whatever the text.
-pub fn parse_message(text: &str) -> Result<ClientMessage, Refused> {
-    let refuse = |code, message: String| Err(Refused { code, message });
-    if text.len() > MAX_MESSAGE_BYTES {
-        return refuse(
-            ErrorCode::TooLarge,
-            format!(
-                "message of {} bytes is over the limit of {MAX_MESSAGE_BYTES}",
-                text.len()
-            ),
-        );
-    }
-    match serde_json::from_str::<ClientMessage>(text) {
-        Err(e) => refuse(ErrorCode::Malformed, format!("not a valid message: {e}")),
-        Ok(ClientMessage::Subscribe { filter }) => match check_filter(&filter) {
-            Err(why) => refuse(ErrorCode::Malformed, why),
-            Ok(()) => Ok(ClientMessage::Subscribe { filter }),
-        },
-        Ok(action) => Ok(action),
-    }
-}
-
-/// A filter names resources and a namespace as Kubernetes spells them.
-fn check_filter(filter: &Filter) -> Result<(), String> {
-    let dns = |s: &str, max: usize| {
-        !s.is_empty()
-            && s.len() <= max
-            && s.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-    };
-    if filter.resources.len() > MAX_FILTER_RESOURCES {
-        return Err(format!(
-            "a filter names at most {MAX_FILTER_RESOURCES} resources"
-        ));
-    }
-    if let Some(bad) = filter.resources.iter().find(|r| !dns(r, MAX_NAME)) {
-        return Err(format!(
-            "{bad:?} is not a resource name (like pods or deployments.apps)"
-        ));
-    }
-    match &filter.namespace {
-        Some(ns) if !dns(ns, MAX_NAMESPACE) || ns.contains('.') => {
-            Err(format!("{ns:?} is not a namespace name"))
-        }
-        _ => Ok(()),
-    }
-}
-
+/// Whether a viewer with `filter` wants `frame`.
 fn wanted(filter: &Filter, frame: &Published) -> bool {
     let resource_ok = match &frame.resource {
         // Frames about the whole source go to everyone.
@@ -697,119 +468,153 @@ fn error(seq: u64, code: ErrorCode, message: &str) -> Utf8Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hub::{Hub, VIEWER_LAG};
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll};
+    use tokio::sync::{Semaphore, mpsc};
+    use tokio::task::JoinHandle;
+    use watchlife_controlplane::Clock;
+    use watchlife_protocol::{Source, WatchCacheReport};
 
-    #[test]
-    fn the_bucket_allows_a_burst_then_the_rate_then_calls_a_flood() {
-        let start = Instant::now();
-        let mut limiter = RateLimiter::new(start);
-        for _ in 0..MESSAGE_BURST as usize {
-            assert!(matches!(limiter.admit(start), Admit::Yes));
-        }
-        assert!(matches!(limiter.admit(start), Admit::No { tell: true }));
-        assert!(matches!(limiter.admit(start), Admit::No { tell: false }));
-        // A tenth of a second later, one more message is allowed.
-        let later = start + Duration::from_millis(100);
-        assert!(matches!(limiter.admit(later), Admit::Yes));
-        // Going on at once is a flood.
-        let mut outcome = Admit::Yes;
-        for _ in 0..FLOOD_LIMIT as usize + 1 {
-            outcome = limiter.admit(later);
-            if matches!(outcome, Admit::Flood) {
-                break;
+    /// A sink that hands what the session writes to the test, stamped with
+    /// the (paused) time it was written; while `stuck`, it takes nothing, as
+    /// a viewer that stopped reading.
+    struct ChannelSink {
+        written: mpsc::UnboundedSender<(Instant, Message)>,
+        stuck: Arc<AtomicBool>,
+    }
+
+    impl Sink<Message> for ChannelSink {
+        type Error = std::convert::Infallible;
+
+        fn poll_ready(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            if self.stuck.load(Ordering::SeqCst) {
+                // Never woken: only the session's deadline ends the wait.
+                Poll::Pending
+            } else {
+                Poll::Ready(Ok(()))
             }
         }
-        assert!(matches!(outcome, Admit::Flood));
-    }
 
-    #[test]
-    fn sending_at_the_rate_is_never_a_flood() {
-        let start = Instant::now();
-        let mut limiter = RateLimiter::new(start);
-        let step = Duration::from_secs_f64(1.0 / MESSAGES_PER_SECOND);
-        for i in 0..10_000u32 {
-            assert!(matches!(limiter.admit(start + step * i), Admit::Yes));
+        fn start_send(self: Pin<&mut Self>, message: Message) -> Result<(), Self::Error> {
+            let _ = self.written.send((Instant::now(), message));
+            Ok(())
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
         }
     }
 
-    #[test]
-    fn the_batch_interval_stretches_with_the_crowd_within_its_bounds() {
-        assert_eq!(batch_interval(0), BATCH_INTERVAL);
-        assert_eq!(batch_interval(100), BATCH_INTERVAL);
-        assert_eq!(batch_interval(1_000), Duration::from_millis(20));
-        assert_eq!(batch_interval(10_000), Duration::from_millis(200));
-        assert_eq!(batch_interval(1_000_000), MAX_BATCH_INTERVAL);
-        // Up to the crowd the longest pause can pace, within the budget.
-        for viewers in [1, 10, 400, 401, 2_000, 9_999, 12_500] {
-            let writes = viewers as f64 / batch_interval(viewers).as_secs_f64();
-            assert!(
-                writes <= WRITES_PER_SECOND as f64 + 1.0,
-                "{viewers} viewers: {writes} writes/s"
-            );
+    /// The viewer's end of an in-memory connection, and the bridge's switch.
+    struct Wire {
+        written: mpsc::UnboundedReceiver<(Instant, Message)>,
+        says: mpsc::UnboundedSender<Result<Message, axum::Error>>,
+        stuck: Arc<AtomicBool>,
+        shutdown: watch::Sender<bool>,
+        session: JoinHandle<()>,
+    }
+
+    impl Wire {
+        /// The next message the session wrote, and when.
+        async fn next(&mut self) -> (Instant, Message) {
+            self.written.recv().await.expect("the session wrote on")
+        }
+
+        /// The `type` of each frame of the next message, and when it came.
+        async fn next_types(&mut self) -> (Instant, Vec<String>) {
+            let (at, message) = self.next().await;
+            (at, types(&message))
+        }
+
+        fn say(&self, text: &str) {
+            let _ = self.says.send(Ok(Message::Text(text.into())));
         }
     }
 
-    #[test]
-    fn batches_join_frames_in_order_within_the_size_limit() {
-        let frame = |n: usize| Utf8Bytes::from(format!("{{\"seq\":{n}}}"));
-        assert_eq!(batched(vec![frame(1)]), vec![frame(1)]);
-        let joined = batched((1..=3).map(frame).collect());
-        assert_eq!(
-            joined,
-            vec![Utf8Bytes::from("{\"seq\":1}\n{\"seq\":2}\n{\"seq\":3}")]
-        );
-
-        // A frame bigger than a batch goes alone; the others fill messages up
-        // to the limit and never beyond.
-        let big = Utf8Bytes::from("x".repeat(MAX_BATCH_BYTES + 1));
-        let small = Utf8Bytes::from("y".repeat(MAX_BATCH_BYTES / 3));
-        let texts = vec![
-            small.clone(),
-            big.clone(),
-            small.clone(),
-            small.clone(),
-            small.clone(),
-            small.clone(),
-        ];
-        let messages = batched(texts.clone());
-        assert_eq!(messages.len(), 4);
-        assert_eq!(messages[1], big);
-        assert!(
-            messages
-                .iter()
-                .filter(|m| **m != big)
-                .all(|m| m.len() <= MAX_BATCH_BYTES)
-        );
-        let lines: Vec<&str> = messages
-            .iter()
-            .flat_map(|m| m.as_str().split('\n'))
-            .collect();
-        let originals: Vec<&str> = texts.iter().map(|t| t.as_str()).collect();
-        assert_eq!(lines, originals);
+    fn types(message: &Message) -> Vec<String> {
+        let Message::Text(text) = message else {
+            panic!("a text message, not {message:?}");
+        };
+        text.as_str()
+            .split('\n')
+            .map(|line| {
+                let frame: serde_json::Value = serde_json::from_str(line).expect("a frame");
+                frame["type"].as_str().expect("a type").to_string()
+            })
+            .collect()
     }
 
-    #[test]
-    fn filters_are_checked() {
-        let ok = Filter {
-            resources: vec!["pods".into(), "deployments.apps".into()],
-            namespace: Some("kube-system".into()),
+    fn close_code_of(message: &Message) -> u16 {
+        match message {
+            Message::Close(Some(frame)) => frame.code,
+            other => panic!("a close frame, not {other:?}"),
+        }
+    }
+
+    fn app() -> Arc<App> {
+        Arc::new(App {
+            hub: Hub::new("test-stream"),
+            source: Source::InPage,
+            resources: vec!["pods".into()],
+            observed_stages: vec![],
+            demo: None,
+            clock: Clock::new(|| 0),
+            kubeconfig: None,
+            kubernetes: "1.36".into(),
+            cluster_version: None,
+        })
+    }
+
+    /// A frame about the whole source, which every filter passes.
+    fn publish(app: &App) -> u64 {
+        app.hub
+            .publish(FrameBody::WatchCache(WatchCacheReport::default()))
+    }
+
+    /// A session over channels, attached to `app`'s hub at once.
+    fn connect(app: &Arc<App>, batch: bool) -> Wire {
+        let (written, written_rx) = mpsc::unbounded_channel();
+        let (says, mut heard) = mpsc::unbounded_channel();
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let stuck = Arc::new(AtomicBool::new(false));
+        let viewer = Viewer {
+            app: app.clone(),
+            since: None,
+            foreign_cursor: false,
+            batch,
+            shutdown: shutdown_rx,
+            permit: Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap(),
         };
-        assert!(check_filter(&ok).is_ok());
-        assert!(check_filter(&Filter::default()).is_ok());
-        let bad_resource = Filter {
-            resources: vec!["Pods<script>".into()],
-            namespace: None,
+        let sink = ChannelSink {
+            written,
+            stuck: stuck.clone(),
         };
-        assert!(check_filter(&bad_resource).is_err());
-        let bad_ns = Filter {
-            resources: vec![],
-            namespace: Some("a.b".into()),
-        };
-        assert!(check_filter(&bad_ns).is_err());
-        let many = Filter {
-            resources: vec!["pods".into(); MAX_FILTER_RESOURCES + 1],
-            namespace: None,
-        };
-        assert!(check_filter(&many).is_err());
+        let incoming = futures_util::stream::poll_fn(move |cx| heard.poll_recv(cx));
+        let session = Session::open(viewer, sink, incoming);
+        Wire {
+            written: written_rx,
+            says,
+            stuck,
+            shutdown,
+            session: tokio::spawn(session.run()),
+        }
+    }
+
+    /// Connects, and reads the opening (`hello` and the snapshot).
+    async fn connected(app: &Arc<App>, batch: bool) -> (Wire, Instant) {
+        let mut wire = connect(app, batch);
+        let (at, mut opening) = wire.next_types().await;
+        if opening.len() < 2 {
+            opening.extend(wire.next_types().await.1);
+        }
+        assert_eq!(opening, ["hello", "snapshot"]);
+        (wire, at)
     }
 
     #[test]
@@ -837,5 +642,171 @@ mod tests {
             &pods_in_default,
             &frame(Some("configmaps"), Some("default"))
         ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_heartbeat_and_a_ping_go_out_every_period() {
+        let app = app();
+        let (mut wire, start) = connected(&app, false).await;
+        for beat in 1..=3 {
+            let (at, frames) = wire.next_types().await;
+            assert_eq!(frames, ["heartbeat"]);
+            assert_eq!(at - start, HEARTBEAT * beat);
+            let (_, ping) = wire.next().await;
+            assert!(matches!(ping, Message::Ping(_)), "{ping:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_viewer_that_answers_nothing_is_closed_after_the_first_beat_past_dead_after() {
+        let app = app();
+        let (mut wire, start) = connected(&app, false).await;
+        loop {
+            let (at, message) = wire.next().await;
+            if let Message::Close(_) = message {
+                assert_eq!(close_code_of(&message), close_code::AWAY);
+                // Silent for exactly DEAD_AFTER at the third beat is not yet
+                // gone; at the fourth it is.
+                assert_eq!(at - start, DEAD_AFTER + HEARTBEAT);
+                break;
+            }
+        }
+        // The viewer is given its close linger, then the session ends.
+        let ended = Instant::now();
+        (&mut wire.session).await.unwrap();
+        assert_eq!(Instant::now() - ended, CLOSE_LINGER);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_viewer_that_answers_pongs_stays() {
+        let app = app();
+        let (mut wire, start) = connected(&app, false).await;
+        while Instant::now() - start < DEAD_AFTER * 3 {
+            let (_, message) = wire.next().await;
+            assert!(
+                !matches!(message, Message::Close(_)),
+                "closed at {:?}",
+                Instant::now() - start
+            );
+            if matches!(message, Message::Ping(_)) {
+                let _ = wire.says.send(Ok(Message::Pong(Default::default())));
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_viewer_that_takes_batches_gets_one_write_per_interval() {
+        let app = app();
+        let (mut wire, _) = connected(&app, true).await;
+        // After a quiet spell, a frame goes at once.
+        let published = Instant::now();
+        publish(&app);
+        let (first, frames) = wire.next_types().await;
+        assert_eq!((first, frames.len()), (published, 1));
+        // Frames that come meanwhile wait for the interval, and go together.
+        publish(&app);
+        publish(&app);
+        publish(&app);
+        let (second, frames) = wire.next_types().await;
+        assert_eq!(second - first, BATCH_INTERVAL);
+        assert_eq!(frames, ["watch_cache"; 3]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_viewer_that_takes_no_batches_gets_a_message_per_frame_at_once() {
+        let app = app();
+        let (mut wire, start) = connected(&app, false).await;
+        publish(&app);
+        publish(&app);
+        for _ in 0..2 {
+            let (at, frames) = wire.next_types().await;
+            assert_eq!((at, frames.len()), (start, 1));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn messages_are_answered_in_order() {
+        let app = app();
+        let (mut wire, _) = connected(&app, false).await;
+        // A filter is taken silently; a bad message and a demo action (with
+        // no demo to run it) are answered with errors.
+        wire.say(r#"{"type":"subscribe","filter":{"resources":["pods"]}}"#);
+        wire.say("not json");
+        wire.say(r#"{"type":"action","action":{"kind":"scale","namespace":"default","name":"web","replicas":2}}"#);
+        let _ = wire.says.send(Ok(Message::Binary(Default::default())));
+        for code in ["malformed", "forbidden", "malformed"] {
+            let (_, message) = wire.next().await;
+            let Message::Text(text) = &message else {
+                panic!("{message:?}")
+            };
+            let frame: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(frame["type"], "error", "{frame}");
+            assert_eq!(frame["data"]["code"], code, "{frame}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_is_told_once_then_closed_for_policy() {
+        let app = app();
+        let (mut wire, _) = connected(&app, false).await;
+        let subscribe = r#"{"type":"subscribe","filter":{}}"#;
+        for _ in 0..(MESSAGE_BURST + FLOOD_LIMIT) as usize + 2 {
+            wire.say(subscribe);
+        }
+        let (_, told) = wire.next().await;
+        let Message::Text(text) = &told else {
+            panic!("{told:?}")
+        };
+        assert!(text.contains("rate_limited"), "{text}");
+        let (_, closed) = wire.next().await;
+        assert_eq!(close_code_of(&closed), close_code::POLICY);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_viewer_that_falls_behind_gets_resync_and_a_snapshot_and_goes_on() {
+        let app = app();
+        let (mut wire, _) = connected(&app, false).await;
+        // More than the live stream holds for a viewer, before it reads any.
+        for _ in 0..VIEWER_LAG + 10 {
+            publish(&app);
+        }
+        let (_, message) = wire.next().await;
+        assert_eq!(types(&message), ["resync"]);
+        let Message::Text(text) = &message else {
+            unreachable!()
+        };
+        assert!(text.contains("you fell 10 frames behind"), "{text}");
+        assert_eq!(wire.next_types().await.1, ["snapshot"]);
+        // The frames the snapshot covers are not sent again.
+        let seq = publish(&app);
+        let (_, message) = wire.next().await;
+        let Message::Text(text) = &message else {
+            panic!("{message:?}")
+        };
+        let frame: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(frame["seq"], seq);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_viewer_that_stops_reading_is_dropped_after_dead_after() {
+        let app = app();
+        let (mut wire, _) = connected(&app, false).await;
+        wire.stuck.store(true, Ordering::SeqCst);
+        let published = Instant::now();
+        publish(&app);
+        (&mut wire.session).await.unwrap();
+        assert_eq!(Instant::now() - published, DEAD_AFTER);
+        assert!(wire.written.try_recv().is_err(), "nothing got through");
+        assert!(app.hub.metrics().render().contains("send_stalled"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_closes_with_going_away() {
+        let app = app();
+        let (mut wire, _) = connected(&app, false).await;
+        wire.shutdown.send(true).unwrap();
+        let (_, closed) = wire.next().await;
+        assert_eq!(close_code_of(&closed), close_code::AWAY);
+        (&mut wire.session).await.unwrap();
     }
 }
