@@ -5,10 +5,12 @@
 CARGO ?= cargo
 TARGET_DIR := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo target)
 WATCHLIFE := $(TARGET_DIR)/release/watchlife
+# A debug `watchlife` with the test-only faults (`make test-break`).
+WATCHLIFE_TEST_BIN := $(TARGET_DIR)/debug/watchlife-test-break
 ARGS ?=
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: install run build frontend setup test test-setup lint bench embed scenarios clean image deploy-token fuzz chaos
+.PHONY: install run build frontend setup test test-setup test-break lint bench embed scenarios clean image deploy-token fuzz chaos
 
 ## run: build everything and start watchlife on 127.0.0.1:8080 (the embedded demo)
 run: build
@@ -59,8 +61,15 @@ test-setup: setup
 	@scripts/setup-test.sh
 
 ## test: formatting, lints and every test (unit, integration, browser)
-test: test-setup build embed lint image
-	WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace
+test: test-setup build embed lint image test-break
+	WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_TEST_BIN=$(WATCHLIFE_TEST_BIN) WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace
+
+## test-break: a debug `watchlife` with the test-only faults of bridge/src/test_break.rs, for the
+##             chaos tests that prove their invariants can fail; copied aside, as `cargo test`
+##             builds the debug `watchlife` again without them
+test-break: setup
+	$(CARGO) build -p watchlife --features test-break
+	cp $(TARGET_DIR)/debug/watchlife $(WATCHLIFE_TEST_BIN)
 
 ## fuzz: the property tests of every parser of others' input (frames, recordings, viewer messages,
 ##       selectors, the demo API's bodies, patches and queries, flags, kubeconfigs), CASES cases

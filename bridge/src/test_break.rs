@@ -12,8 +12,12 @@
 //!
 //! Never set it outside tests: the bridge then loses events or hammers the
 //! apiserver by design. It is logged at WARN when set.
-
-use std::sync::OnceLock;
+//!
+//! Only a binary built with the `test-break` feature reads the variable
+//! (`make test-break`, for the chaos tests); the one that ships does not,
+//! and holds neither the variable's name nor the faults' (a test of the
+//! release binary checks). Without the feature [`is`] is always `false`, so
+//! the compiler drops every fault.
 
 /// One test-only fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +31,9 @@ pub enum Break {
 pub const DROPPED_EVENT: u64 = 50;
 
 /// The fault `WATCHLIFE_TEST_BREAK` asks for, if any (read once).
+#[cfg(feature = "test-break")]
 pub fn active() -> Option<Break> {
+    use std::sync::OnceLock;
     static ACTIVE: OnceLock<Option<Break>> = OnceLock::new();
     *ACTIVE.get_or_init(|| {
         let value = std::env::var("WATCHLIFE_TEST_BREAK").ok()?;
@@ -44,12 +50,21 @@ pub fn active() -> Option<Break> {
     })
 }
 
+/// No fault: this binary was built without the `test-break` feature.
+#[cfg(not(feature = "test-break"))]
+#[inline(always)]
+pub fn active() -> Option<Break> {
+    None
+}
+
 /// Whether `fault` is on.
+#[inline(always)]
 pub fn is(fault: Break) -> bool {
     active() == Some(fault)
 }
 
 /// Reads the variable and says so at WARN when a fault is on.
+#[cfg(feature = "test-break")]
 pub fn announce() {
     if let Some(fault) = active() {
         tracing::warn!(
@@ -57,3 +72,8 @@ pub fn announce() {
         );
     }
 }
+
+/// Nothing to announce: this binary was built without the `test-break`
+/// feature.
+#[cfg(not(feature = "test-break"))]
+pub fn announce() {}

@@ -10,13 +10,32 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `watchlife` binary under test: `$WATCHLIFE_BIN`, or the release build.
 pub fn binary() -> PathBuf {
-    let path = std::env::var_os("WATCHLIFE_BIN")
+    built("WATCHLIFE_BIN", "target/release/watchlife", "make build")
+}
+
+/// The variable that turns on a test-only fault of the bridge; a bridge
+/// started with it is [`test_break_binary`].
+pub const TEST_BREAK: &str = "WATCHLIFE_TEST_BREAK";
+
+/// The `watchlife` binary with the test-only faults (the release build has
+/// none): `$WATCHLIFE_TEST_BIN`, or the debug build `make test-break` makes.
+pub fn test_break_binary() -> PathBuf {
+    built(
+        "WATCHLIFE_TEST_BIN",
+        "target/debug/watchlife-test-break",
+        "make test-break",
+    )
+}
+
+/// The binary `$var` names, or `default`, in the workspace; it must exist.
+fn built(var: &str, default: &str, how: &str) -> PathBuf {
+    let path = std::env::var_os(var)
         .map(PathBuf::from)
         .map(|p| crate::workspace().join(p))
-        .unwrap_or_else(|| crate::workspace().join("target/release/watchlife"));
+        .unwrap_or_else(|| crate::workspace().join(default));
     assert!(
         path.is_file(),
-        "{} does not exist: build it with `make build` (or set WATCHLIFE_BIN)",
+        "{} does not exist: build it with `{how}` (or set {var})",
         path.display()
     );
     path
@@ -99,7 +118,12 @@ impl Bridge {
         stderr: Stdio,
     ) -> Bridge {
         let cache = tempfile::tempdir().expect("a temporary folder");
-        let child = Command::new(binary())
+        let program = if env.iter().any(|(name, _)| *name == TEST_BREAK) {
+            test_break_binary()
+        } else {
+            binary()
+        };
+        let child = Command::new(program)
             .current_dir(dir)
             .env("XDG_CACHE_HOME", cache.path())
             .envs(env.iter().copied())

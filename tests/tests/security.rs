@@ -3,7 +3,8 @@
 //! security headers of the app. And what no client can do: exhaust the
 //! bridge's connections ([`connections`]), pass the demo's bounds or its
 //! memory budget ([`demo_limits`]), or reach its API from elsewhere or from a
-//! web page ([`demo_api_door`]).
+//! web page ([`demo_api_door`]). Nor is any test-only fault in the binary
+//! that ships.
 
 #[path = "security/connections.rs"]
 mod connections;
@@ -15,7 +16,7 @@ mod fanout_support;
 
 use fanout_support::{Client, Process, metric};
 use std::process::Command;
-use watchlife_tests::bridge::{Bridge, binary};
+use watchlife_tests::bridge::{Bridge, TEST_BREAK, binary};
 use watchlife_tests::http;
 
 #[tokio::test]
@@ -227,6 +228,21 @@ fn beyond_loopback_without_a_token_startup_refuses_in_one_line() {
     let line = watchlife_tests::one_line_error(&out);
     assert!(line.contains("--token"), "{line}");
     assert!(line.contains("--insecure-no-auth"), "{line}");
+}
+
+/// The test-only faults are compiled out of the binary under test (the
+/// release build): neither the variable that turns them on nor any fault's
+/// name is in it.
+#[test]
+fn the_shipped_binary_holds_no_test_fault() {
+    let path = binary();
+    let bytes = std::fs::read(&path).unwrap();
+    for name in [TEST_BREAK, "drop-event", "skip-backoff", "skip-resync"] {
+        let found = bytes
+            .windows(name.len())
+            .any(|window| window == name.as_bytes());
+        assert!(!found, "{} holds {name:?}", path.display());
+    }
 }
 
 #[tokio::test]
