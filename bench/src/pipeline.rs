@@ -13,6 +13,7 @@
 
 use crate::objects::watch_stream;
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Spread, micros, num, ratio};
 use serde::Deserialize;
 use serde_json::Value;
@@ -21,8 +22,7 @@ use serde_json::value::RawValue;
 use crate::bridge::{Received, redact_text};
 use std::time::Instant;
 use watchlife_controlplane::Clock;
-use watchlife_informer::Object;
-use watchlife_informer_frames::Informer;
+use watchlife_informer::{Informer, Object};
 use watchlife_protocol::{
     EventType, FrameBody, ObjectRef, ServerFrame, Stage, StageMark, StageTimes, WatchEvent,
 };
@@ -59,33 +59,105 @@ enum Path {
     Pipeline,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let stream = watch_stream(config.events, KEYS);
-    let lines: Vec<&[u8]> = stream
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty())
-        .collect();
-    let mean_line = stream.len() as f64 / lines.len() as f64;
-    let mut parse = Spread::default();
-    let mut parse_encode = Spread::default();
-    let mut pipeline = Spread::default();
-    let mut kube_rs = Spread::default();
-    let mut kube_failure = None;
-    let bytes = bytes::Bytes::from(stream.clone());
-    for run in 0..config.runs {
-        progress!("pipeline: run {}/{}", run + 1, config.runs);
-        parse.push(events_per_second(&lines, Path::ParseOnly));
-        parse_encode.push(events_per_second(&lines, Path::ParseAndEncode));
-        pipeline.push(events_per_second(&lines, Path::Pipeline));
-        match crate::kube_watcher::events_per_second(&bytes, lines.len()) {
-            Ok(rate) => kube_rs.push(rate),
-            Err(e) => kube_failure = Some(e),
+/// What the runs found: events/s of each path, run by run.
+pub struct Gathered {
+    /// Watch events driven per run.
+    events: usize,
+    /// Mean bytes per watch line.
+    mean_line: f64,
+    parse: Spread,
+    parse_encode: Spread,
+    pipeline: Spread,
+    kube_rs: Spread,
+    /// Why kube-rs's watcher did not finish a run, if it did not.
+    kube_failure: Option<String>,
+}
+
+impl Scenario for Config {
+    type Figures = Gathered;
+
+    fn measure(&self) -> Gathered {
+        let stream = watch_stream(self.events, KEYS);
+        let lines: Vec<&[u8]> = stream
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        let mut gathered = Gathered {
+            events: lines.len(),
+            mean_line: stream.len() as f64 / lines.len() as f64,
+            parse: Spread::default(),
+            parse_encode: Spread::default(),
+            pipeline: Spread::default(),
+            kube_rs: Spread::default(),
+            kube_failure: None,
+        };
+        let bytes = bytes::Bytes::from(stream.clone());
+        for run in 0..self.runs {
+            progress!("pipeline: run {}/{}", run + 1, self.runs);
+            let g = &mut gathered;
+            g.parse.push(events_per_second(&lines, Path::ParseOnly));
+            g.parse_encode
+                .push(events_per_second(&lines, Path::ParseAndEncode));
+            g.pipeline.push(events_per_second(&lines, Path::Pipeline));
+            match crate::kube_watcher::events_per_second(&bytes, lines.len()) {
+                Ok(rate) => g.kube_rs.push(rate),
+                Err(e) => g.kube_failure = Some(e),
+            }
         }
+        gathered
     }
-    let per_event = |s: &Spread| Spread {
+
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        let g = &gathered;
+        report.headline(
+            "pipeline: events/s through the whole pipeline ÷ events/s of parsing alone",
+            ratio(&g.pipeline, &g.parse).show(|v| format!("{:.2}", v)),
+        );
+        report.headline(
+            "pipeline: events/s, watchlife's whole pipeline ÷ kube-rs's watcher + reflector",
+            ratio(&g.pipeline, &g.kube_rs).show(|v| format!("{:.2}", v)),
+        );
+        report.sections.push(Section {
+            title: "Informer pipeline: raw watch bytes to reconcile, one core".into(),
+            method: self.method(g),
+            tables: vec![table(g)],
+            notes: notes(g),
+            summary: vec![format!(
+                "{} events/s through the whole pipeline (parsing alone: {} events/s)",
+                num(g.pipeline.median()),
+                num(g.parse.median())
+            )],
+            seconds,
+        });
+    }
+}
+
+impl Config {
+    fn method(&self, g: &Gathered) -> String {
+        format!(
+            "{} watch events (pods of about {:.0} bytes per line, over {KEYS} keys: ADDED, then \
+             MODIFIED, with a DELETED now and then) are generated in memory, then driven through \
+             the `watchlife-informer` crate on one thread: `serde_json` reads each line (the \
+             object kept as text), the bridge's redaction drops what must not leave it, the \
+             Reflector's `WatchEvent` is made, then `enqueue` and `drain` (every stage), \
+             and the event's viewer frame is encoded with `serde_json`, as the hub does once \
+             for all viewers. Every stage stamps its time from the system clock. {} runs.",
+            num(g.events as f64),
+            g.mean_line,
+            self.runs
+        )
+    }
+}
+
+/// Microseconds per event, run by run, from events/s.
+fn per_event(s: &Spread) -> Spread {
+    Spread {
         runs: s.runs.iter().map(|r| 1e6 / r).collect(),
-    };
+    }
+}
+
+/// One row per path, the references first.
+fn table(g: &Gathered) -> Table {
     let mut table = Table::new(
         "",
         &[
@@ -96,43 +168,43 @@ pub fn run(report: &mut Report, config: &Config) {
         ],
     );
     for (name, s) in [
-        ("parse the watch line into a tree only (reference)", &parse),
+        (
+            "parse the watch line into a tree only (reference)",
+            &g.parse,
+        ),
         (
             "parse into a tree + encode the viewer frame (reference)",
-            &parse_encode,
+            &g.parse_encode,
         ),
         (
             "kube-rs: `kube_runtime::watcher` (typed `Pod`) → `reflector` store (reference)",
-            &kube_rs,
+            &g.kube_rs,
         ),
         (
             "**watchlife: read (object as text) → redact → Reflector event → FIFO → Indexer → handlers → workqueue → reconcile → frame**",
-            &pipeline,
+            &g.pipeline,
         ),
     ] {
         table.row(vec![
             name.into(),
             s.show(num),
             per_event(s).show(micros),
-            s.show(|v| num(v * mean_line / 1e6)),
+            s.show(|v| num(v * g.mean_line / 1e6)),
         ]);
     }
+    table
+}
+
+fn notes(g: &Gathered) -> Vec<String> {
     let informer_share = Spread {
-        runs: pipeline
+        runs: g
+            .pipeline
             .runs
             .iter()
-            .zip(&parse_encode.runs)
+            .zip(&g.parse_encode.runs)
             .map(|(p, r)| 1e6 / p - 1e6 / r)
             .collect(),
     };
-    report.headline(
-        "pipeline: events/s through the whole pipeline ÷ events/s of parsing alone",
-        ratio(&pipeline, &parse).show(|v| format!("{:.2}", v)),
-    );
-    report.headline(
-        "pipeline: events/s, watchlife's whole pipeline ÷ kube-rs's watcher + reflector",
-        ratio(&pipeline, &kube_rs).show(|v| format!("{:.2}", v)),
-    );
     let mut notes = vec![format!(
         "watchlife keeps each object as the text of its JSON and parses only the few \
          fields its stages read, so its whole pipeline can cost less than parsing the line \
@@ -149,32 +221,10 @@ pub fn run(report: &mut Report, config: &Config) {
          per event on this machine."
             .to_string(),
     );
-    if let Some(e) = kube_failure {
+    if let Some(e) = &g.kube_failure {
         notes.push(format!("kube-rs's watcher did not finish every run: {e}."));
     }
-    report.sections.push(Section {
-        title: "Informer pipeline: raw watch bytes to reconcile, one core".into(),
-        method: format!(
-            "{} watch events (pods of about {:.0} bytes per line, over {KEYS} keys: ADDED, then \
-             MODIFIED, with a DELETED now and then) are generated in memory, then driven through \
-             the `watchlife-informer` crate on one thread: `serde_json` reads each line (the \
-             object kept as text), the bridge's redaction drops what must not leave it, the \
-             Reflector's `WatchEvent` is made, then `enqueue` and `drain` (every stage), \
-             and the event's viewer frame is encoded with `serde_json`, as the hub does once \
-             for all viewers. Every stage stamps its time from the system clock. {} runs.",
-            num(lines.len() as f64),
-            mean_line,
-            config.runs
-        ),
-        tables: vec![table],
-        notes,
-        summary: vec![format!(
-            "{} events/s through the whole pipeline (parsing alone: {} events/s)",
-            num(pipeline.median()),
-            num(parse.median())
-        )],
-        seconds: started.elapsed().as_secs_f64(),
-    });
+    notes
 }
 
 fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {

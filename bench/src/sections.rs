@@ -125,7 +125,7 @@ fn run_server_stages(args: &Args, report: &mut Report) {
         watchers: vec![1, 1000],
         seconds: args.sized(1.0, 3.0),
     };
-    server_stages::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_apiserver(args: &Args, report: &mut Report) {
@@ -178,7 +178,7 @@ fn run_pipeline(args: &Args, report: &mut Report) {
         runs: args.runs(),
         events: args.sized(20_000, 50_000),
     };
-    pipeline::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_informer(args: &Args, report: &mut Report) {

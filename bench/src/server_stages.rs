@@ -11,6 +11,7 @@
 //! buffers of readers that fall behind, watchers closed after the budget.
 
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Histogram, count, micros, num};
 use serde_json::json;
 use std::sync::Arc;
@@ -41,7 +42,7 @@ const DRAIN: Duration = Duration::from_secs(20);
 
 /// Each hop's wait, one histogram per hop.
 #[derive(Default)]
-struct Hops {
+pub struct Hops {
     /// Commit → read by the Cacher's Reflector.
     reflect: Histogram,
     /// In the watch cache → taken by the dispatcher (time in `incoming`).
@@ -72,73 +73,68 @@ impl Hops {
     }
 }
 
-struct Measured {
+pub struct Measured {
     hops: Arc<Hops>,
     writes: u64,
     seconds: f64,
     closed: u64,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let mut table = Table::new(
-        "Each hop's wait, p50 / p99 (µs unless marked)",
-        &[
-            "writes/s asked → done",
-            "watchers",
-            "delivered",
-            "closed slow",
-            "commit → Reflector",
-            "in incoming",
-            "dispatcher → buffer",
-            "in the buffer",
-            "commit → written",
-        ],
-    );
-    let mut summary = Vec::new();
-    for &rate in &config.rates {
-        for &n in &config.watchers {
-            progress!("server stages: {rate} writes/s, {n} watchers");
-            let m = runtime.block_on(measure(rate, n, config.seconds));
+/// One step: its asked rate, its watchers, and what it measured.
+pub struct Step {
+    rate: u64,
+    watchers: usize,
+    measured: Measured,
+}
+
+impl Scenario for Config {
+    /// Every rate with every watcher count, in that order.
+    type Figures = Vec<Step>;
+
+    fn measure(&self) -> Vec<Step> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let mut steps = Vec::new();
+        for &rate in &self.rates {
+            for &n in &self.watchers {
+                progress!("server stages: {rate} writes/s, {n} watchers");
+                steps.push(Step {
+                    rate,
+                    watchers: n,
+                    measured: runtime.block_on(measure(rate, n, self.seconds)),
+                });
+            }
+        }
+        steps
+    }
+
+    fn report(&self, steps: Vec<Step>, report: &mut Report, seconds: f64) {
+        let mut table = Table::new(
+            "Each hop's wait, p50 / p99 (µs unless marked)",
+            &[
+                "writes/s asked → done",
+                "watchers",
+                "delivered",
+                "closed slow",
+                "commit → Reflector",
+                "in incoming",
+                "dispatcher → buffer",
+                "in the buffer",
+                "commit → written",
+            ],
+        );
+        let mut summary = Vec::new();
+        for step in &steps {
+            let (rate, n, m) = (step.rate, step.watchers, &step.measured);
             let h = &m.hops;
-            let pair = |h: &Histogram| {
-                format!(
-                    "{} / {}",
-                    micros(h.quantile(0.5).unwrap_or(f64::NAN)),
-                    micros(h.quantile(0.99).unwrap_or(f64::NAN))
-                )
-            };
-            let delivered = h.delivered.load(Ordering::Relaxed);
-            let owed = m.writes * n as u64;
-            table.row(vec![
-                format!(
-                    "{} → {}",
-                    count(rate as usize),
-                    num(m.writes as f64 / m.seconds)
-                ),
-                count(n),
-                format!(
-                    "{} of {} ({:.1}%)",
-                    count(delivered as usize),
-                    count(owed as usize),
-                    100.0 * delivered as f64 / owed.max(1) as f64
-                ),
-                count(m.closed as usize),
-                pair(&h.reflect),
-                pair(&h.incoming),
-                pair(&h.dispatch),
-                pair(&h.buffer),
-                pair(&h.total),
-            ]);
+            table.row(row(step));
             summary.push(format!(
                 "{rate} writes/s to {n} watchers: in incoming {}, in the buffer {}, {} closed",
-                pair(&h.incoming),
-                pair(&h.buffer),
+                p50_p99(&h.incoming),
+                p50_p99(&h.buffer),
                 m.closed
             ));
             report.series(
@@ -147,10 +143,32 @@ pub fn run(report: &mut Report, config: &Config) {
                 h.total.shape(),
             );
         }
+        report.sections.push(Section {
+            title: "The demo's server side, stage by stage".into(),
+            method: self.method(),
+            tables: vec![table],
+            notes: vec![
+                "kube-apiserver v1.20 exposes no per-stage latency of its Cacher, only counts: \
+                 `apiserver_watch_events_total` (events sent to watchers, by kind) and \
+                 `apiserver_terminated_watchers_total` (watchers closed for being slow). The \
+                 \"demo API against kube-apiserver\" section reads both beside the demo's own \
+                 counts over the same HTTP load."
+                    .into(),
+                "The demo's watchers share the control plane's two cores with the writer and the \
+                 stages: at 1,000 watchers the dispatcher's fan-out is the work, so `incoming` fills \
+                 first; at 10,000 writes/s the writer alone is more than the cores carry, and the \
+                 achieved rate is shown beside the asked one."
+                    .into(),
+            ],
+            summary,
+            seconds,
+        });
     }
-    report.sections.push(Section {
-        title: "The demo's server side, stage by stage".into(),
-        method: format!(
+}
+
+impl Config {
+    fn method(&self) -> String {
+        format!(
             "A staged control plane (`watchlife_demo_apiserver::stages::start`, as `watchlife \
              --demo` runs it, without the demo's quotas) on a 2-thread tokio runtime. A writer \
              updates {OBJECTS} configmaps in turn, a batch every {} ms, for {} s at each rate; \
@@ -159,25 +177,46 @@ pub fn run(report: &mut Report, config: &Config) {
              put on the event themselves. A watcher closed for being slow is not re-opened, so \
              it stops counting: \"delivered\" is what reached the watchers that stayed.",
             TICK.as_millis(),
-            config.seconds
+            self.seconds
+        )
+    }
+}
+
+/// "p50 / p99" of a hop.
+fn p50_p99(h: &Histogram) -> String {
+    format!(
+        "{} / {}",
+        micros(h.quantile(0.5).unwrap_or(f64::NAN)),
+        micros(h.quantile(0.99).unwrap_or(f64::NAN))
+    )
+}
+
+/// The step's row: rates, delivery, and each hop's wait.
+fn row(step: &Step) -> Vec<String> {
+    let (m, n) = (&step.measured, step.watchers);
+    let h = &m.hops;
+    let delivered = h.delivered.load(Ordering::Relaxed);
+    let owed = m.writes * n as u64;
+    vec![
+        format!(
+            "{} → {}",
+            count(step.rate as usize),
+            num(m.writes as f64 / m.seconds)
         ),
-        tables: vec![table],
-        notes: vec![
-            "kube-apiserver v1.20 exposes no per-stage latency of its Cacher, only counts: \
-             `apiserver_watch_events_total` (events sent to watchers, by kind) and \
-             `apiserver_terminated_watchers_total` (watchers closed for being slow). The \
-             \"demo API against kube-apiserver\" section reads both beside the demo's own \
-             counts over the same HTTP load."
-                .into(),
-            "The demo's watchers share the control plane's two cores with the writer and the \
-             stages: at 1,000 watchers the dispatcher's fan-out is the work, so `incoming` fills \
-             first; at 10,000 writes/s the writer alone is more than the cores carry, and the \
-             achieved rate is shown beside the asked one."
-                .into(),
-        ],
-        summary,
-        seconds: started.elapsed().as_secs_f64(),
-    });
+        count(n),
+        format!(
+            "{} of {} ({:.1}%)",
+            count(delivered as usize),
+            count(owed as usize),
+            100.0 * delivered as f64 / owed.max(1) as f64
+        ),
+        count(m.closed as usize),
+        p50_p99(&h.reflect),
+        p50_p99(&h.incoming),
+        p50_p99(&h.dispatch),
+        p50_p99(&h.buffer),
+        p50_p99(&h.total),
+    ]
 }
 
 async fn measure(rate: u64, watchers: usize, seconds: f64) -> Measured {
