@@ -22,7 +22,8 @@ use serde_json::value::RawValue;
 use crate::bridge::{Received, redact_text};
 use std::time::Instant;
 use watchlife_controlplane::Clock;
-use watchlife_informer::{Informer, Object};
+use watchlife_informer::Object;
+use watchlife_informer_frames::Informer;
 use watchlife_protocol::{
     EventType, FrameBody, ObjectRef, ServerFrame, Stage, StageMark, StageTimes, WatchEvent,
 };
