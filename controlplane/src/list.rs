@@ -263,10 +263,15 @@ fn invalid(detail: String) -> ApiError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn opts(rv: Option<&str>, rv_match: Option<&str>, limit: Option<u64>) -> ListOptions {
+    /// List options with a resourceVersion, its match rule and a limit.
+    pub(crate) fn opts(
+        rv: Option<&str>,
+        rv_match: Option<&str>,
+        limit: Option<u64>,
+    ) -> ListOptions {
         ListOptions {
             resource_version: rv.map(Into::into),
             resource_version_match: rv_match.map(Into::into),

@@ -66,15 +66,7 @@ pub fn plan_for(opts: &ListOptions, profile: &Profile) -> Result<ListPlan, ApiEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn opts(rv: Option<&str>, rv_match: Option<&str>, limit: Option<u64>) -> ListOptions {
-        ListOptions {
-            resource_version: rv.map(Into::into),
-            resource_version_match: rv_match.map(Into::into),
-            limit,
-            ..ListOptions::default()
-        }
-    }
+    use crate::list::tests::opts;
 
     #[test]
     fn v1_36_sends_consistent_exact_and_paged_lists_to_the_cache() {

@@ -11,6 +11,8 @@ use crate::object;
 use crate::resource::ResourceType;
 use crate::store::{Revision, StoreError};
 use crate::watch_cache::{Delivery, WatchFilter};
+use serde_json::Value;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 use watchlife_protocol::Micros;
 
@@ -110,116 +112,17 @@ impl ControlPlane {
             Some(ns) => format!("{}{ns}/", rt.key_prefix()),
             None => rt.key_prefix(),
         };
-        let mut state = self.lock();
-        let current = state.store.revision();
-        let too_large = |requested| ApiError::TooLargeResourceVersion { requested, current };
-        let from_cache = |list: ObjectList| {
-            let served = ServedFrom::WatchCache {
-                revision: list.resource_version,
-                waited: 0,
-            };
-            Ok((list, served))
-        };
-        let store_plan = |revision, after, limit, continued, min_revision| ListPlan::Store {
-            revision,
+        // Read under the lock; page once it is released.
+        let read = read(&mut self.lock(), rt, namespace, &prefix, plan)?;
+        let after = read.after.as_deref();
+        let page = list::page(
+            read.entries.into_iter(),
+            opts,
+            read.revision,
             after,
-            limit,
-            continued,
-            min_revision,
-        };
-        let fallback = match plan {
-            ListPlan::Cache { min_revision } => {
-                let cache = state.cacher_mut(rt).cache();
-                if min_revision > cache.revision() {
-                    return Err(too_large(min_revision));
-                }
-                let (items, revision) = cache.list();
-                drop(state);
-                let entries = items
-                    .into_iter()
-                    .filter(|o| namespace.is_none_or(|ns| object::namespace(o) == Some(ns)))
-                    .map(|o| (String::new(), o));
-                return from_cache(list::page(entries, opts, revision, None, None));
-            }
-            ListPlan::CachePage {
-                min_revision,
-                limit,
-            } => {
-                let cache = state.cacher_mut(rt).cache();
-                if min_revision > cache.revision() {
-                    return Err(too_large(min_revision));
-                }
-                let (entries, revision) = (cache.entries(&prefix), cache.revision());
-                drop(state);
-                let page = list::page(entries.into_iter(), opts, revision, None, Some(limit));
-                return from_cache(page);
-            }
-            ListPlan::Consistent { limit } => {
-                let cache = state.cacher_mut(rt).cache();
-                if cache.revision() >= current {
-                    let (entries, revision) = (cache.entries(&prefix), cache.revision());
-                    drop(state);
-                    let page = list::page(entries.into_iter(), opts, revision, None, limit);
-                    return from_cache(page);
-                }
-                store_plan(None, None, limit, false, 0)
-            }
-            ListPlan::Snapshot {
-                revision,
-                after,
-                limit,
-                continued,
-            } => {
-                let cache = state.cacher_mut(rt).cache();
-                if let Some(entries) = cache.snapshot_at(&prefix, revision) {
-                    drop(state);
-                    let page =
-                        list::page(entries.into_iter(), opts, revision, after.as_deref(), limit);
-                    return from_cache(page);
-                }
-                store_plan(Some(revision), after, limit, continued, 0)
-            }
-            store @ ListPlan::Store { .. } => store,
-        };
-        let ListPlan::Store {
-            revision,
-            after,
-            limit,
-            continued,
-            min_revision,
-        } = fallback
-        else {
-            unreachable!("every other plan returned above");
-        };
-        if min_revision > current {
-            return Err(too_large(min_revision));
-        }
-        let (entries, revision): (Vec<_>, Revision) = match revision {
-            None => (
-                state
-                    .store
-                    .entries(&prefix)
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
-                current,
-            ),
-            Some(at) => match state.store.entries_at(&prefix, at) {
-                Ok(entries) => (entries.into_iter().collect(), at),
-                Err(StoreError::FutureRevision { .. }) => return Err(too_large(at)),
-                Err(_) => {
-                    let message = if continued {
-                        list::CONTINUE_EXPIRED
-                    } else {
-                        list::LIST_EXPIRED
-                    };
-                    return Err(ApiError::Gone(message.into()));
-                }
-            },
-        };
-        drop(state);
-        let page = list::page(entries.into_iter(), opts, revision, after.as_deref(), limit);
-        let served = ServedFrom::Store { revision };
-        Ok((page, served))
+            read.limit,
+        );
+        Ok((page, read.served))
     }
 
     /// Whether the Cacher of `rt` may serve: `Err` with how long it has not
@@ -256,10 +159,171 @@ impl ControlPlane {
     }
 }
 
+/// What a LIST read, to be paged: entries after `after`, at most `limit`.
+struct Read {
+    entries: Vec<(String, Arc<Value>)>,
+    revision: Revision,
+    after: Option<String>,
+    limit: Option<u64>,
+    served: ServedFrom,
+}
+
+impl Read {
+    /// A read of the watch cache at `revision`.
+    fn cached(
+        entries: Vec<(String, Arc<Value>)>,
+        revision: Revision,
+        after: Option<String>,
+        limit: Option<u64>,
+    ) -> Self {
+        let served = ServedFrom::WatchCache {
+            revision,
+            waited: 0,
+        };
+        Read {
+            entries,
+            revision,
+            after,
+            limit,
+            served,
+        }
+    }
+}
+
+/// A read the store serves: the fields of [`ListPlan::Store`].
+struct StoreRead {
+    revision: Option<Revision>,
+    after: Option<String>,
+    limit: Option<u64>,
+    continued: bool,
+    min_revision: Revision,
+}
+
+/// Reads what `plan` asks of `rt` under `prefix` (and `namespace`): from the
+/// watch cache when the plan and the cache allow it, else from the store
+/// (see [`ControlPlane::list_planned`]).
+fn read(
+    state: &mut State,
+    rt: ResourceType,
+    namespace: Option<&str>,
+    prefix: &str,
+    plan: ListPlan,
+) -> Result<Read, ApiError> {
+    let current = state.store.revision();
+    let cache = state.cacher_mut(rt).cache();
+    let reached = |min_revision| match min_revision > cache.revision() {
+        true => Err(too_large(min_revision, current)),
+        false => Ok(()),
+    };
+    let store_read = match plan {
+        ListPlan::Cache { min_revision } => {
+            reached(min_revision)?;
+            let (items, revision) = cache.list();
+            let entries = items
+                .into_iter()
+                .filter(|o| namespace.is_none_or(|ns| object::namespace(o) == Some(ns)))
+                .map(|o| (String::new(), o))
+                .collect();
+            return Ok(Read::cached(entries, revision, None, None));
+        }
+        ListPlan::CachePage {
+            min_revision,
+            limit,
+        } => {
+            reached(min_revision)?;
+            let (entries, revision) = (cache.entries(prefix), cache.revision());
+            return Ok(Read::cached(entries, revision, None, Some(limit)));
+        }
+        ListPlan::Consistent { limit } if cache.revision() >= current => {
+            let (entries, revision) = (cache.entries(prefix), cache.revision());
+            return Ok(Read::cached(entries, revision, None, limit));
+        }
+        ListPlan::Consistent { limit } => StoreRead {
+            revision: None,
+            after: None,
+            limit,
+            continued: false,
+            min_revision: 0,
+        },
+        ListPlan::Snapshot {
+            revision,
+            after,
+            limit,
+            continued,
+        } => match cache.snapshot_at(prefix, revision) {
+            Some(entries) => return Ok(Read::cached(entries, revision, after, limit)),
+            None => StoreRead {
+                revision: Some(revision),
+                after,
+                limit,
+                continued,
+                min_revision: 0,
+            },
+        },
+        ListPlan::Store {
+            revision,
+            after,
+            limit,
+            continued,
+            min_revision,
+        } => StoreRead {
+            revision,
+            after,
+            limit,
+            continued,
+            min_revision,
+        },
+    };
+    read_store(state, prefix, store_read)
+}
+
+/// Reads the store under `prefix`, at its current revision or the one asked.
+fn read_store(state: &State, prefix: &str, read: StoreRead) -> Result<Read, ApiError> {
+    let current = state.store.revision();
+    if read.min_revision > current {
+        return Err(too_large(read.min_revision, current));
+    }
+    let (entries, revision): (Vec<_>, Revision) = match read.revision {
+        None => (
+            state
+                .store
+                .entries(prefix)
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            current,
+        ),
+        Some(at) => match state.store.entries_at(prefix, at) {
+            Ok(entries) => (entries.into_iter().collect(), at),
+            Err(StoreError::FutureRevision { .. }) => return Err(too_large(at, current)),
+            Err(_) => {
+                let message = if read.continued {
+                    list::CONTINUE_EXPIRED
+                } else {
+                    list::LIST_EXPIRED
+                };
+                return Err(ApiError::Gone(message.into()));
+            }
+        },
+    };
+    Ok(Read {
+        entries,
+        revision,
+        after: read.after,
+        limit: read.limit,
+        served: ServedFrom::Store { revision },
+    })
+}
+
+/// 504: `requested` is a revision the store (at `current`) has not reached.
+fn too_large(requested: Revision, current: Revision) -> ApiError {
+    ApiError::TooLargeResourceVersion { requested, current }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::clock::Clock;
+    use crate::list::tests::opts;
     use crate::resource::{CONFIGMAPS, PODS};
     use crate::selector::LabelSelector;
     use serde_json::json;
@@ -271,15 +335,6 @@ mod tests {
             .iter()
             .map(|o| object::name(o).to_string())
             .collect()
-    }
-
-    fn opts(rv: Option<&str>, rv_match: Option<&str>, limit: Option<u64>) -> ListOptions {
-        ListOptions {
-            resource_version: rv.map(Into::into),
-            resource_version_match: rv_match.map(Into::into),
-            limit,
-            ..ListOptions::default()
-        }
     }
 
     #[test]

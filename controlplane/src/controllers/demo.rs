@@ -19,30 +19,6 @@ use watchlife_protocol::Micros;
 /// them notice at once.
 pub const MAX_IDLE_MICROS: Micros = 250_000;
 
-/// What one step of a controller did, and when it wants the next.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Activity {
-    /// Notifications its informers delivered.
-    pub noticed: usize,
-    /// Keys it synced.
-    pub synced: usize,
-    /// When a delayed key of its queue is due, if any.
-    pub next: Option<Micros>,
-}
-
-impl Activity {
-    /// When the controller wants to run again: at once after it did anything
-    /// (its writes may be news to the others, or to itself), else when its
-    /// next delayed key is due, else only when something changes.
-    pub fn wake_at(&self, now: Micros) -> Option<Micros> {
-        if self.noticed + self.synced > 0 {
-            Some(now)
-        } else {
-            self.next
-        }
-    }
-}
-
 /// The demo's cluster: every controller and the story, behind one `step`.
 pub struct Demo {
     cp: ControlPlane,

@@ -14,6 +14,7 @@ use crate::api_error::ApiError;
 use crate::control_plane::ControlPlane;
 use crate::object;
 use crate::resource::{EVENTS, ResourceType};
+use crate::update::update_if_changed;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use watchlife_protocol::Micros;
@@ -38,6 +39,9 @@ impl EventType {
     }
 }
 
+/// What events with the same cause share: (involved uid, reason, message).
+type Cause = (String, String, String);
+
 /// One component's recorder (`default-scheduler`, `kubelet` on a host, ...).
 #[derive(Debug)]
 pub struct Recorder {
@@ -45,8 +49,8 @@ pub struct Recorder {
     host: Option<String>,
     /// The events written, oldest first: (namespace, name).
     written: VecDeque<(String, String)>,
-    /// (involved uid, reason, message) → (namespace, name), for aggregation.
-    by_cause: HashMap<(String, String, String), (String, String)>,
+    /// Each cause's event, (namespace, name), for aggregation.
+    by_cause: HashMap<Cause, (String, String)>,
     /// Names drawn, so that two events of one instant still differ.
     drawn: u64,
 }
@@ -82,20 +86,8 @@ impl Recorder {
             .unwrap_or("")
             .to_string();
         let cause = (uid.clone(), reason.to_string(), message.clone());
-        if let Some((ns, name)) = self.by_cause.get(&cause).cloned() {
-            let bumped = crate::update::update_if_changed(cp, EVENTS, Some(&ns), &name, |e| {
-                let count = e["count"].as_u64().unwrap_or(1);
-                e["count"] = json!(count + 1);
-                e["lastTimestamp"] = json!(at);
-            });
-            match bumped {
-                Ok(_) => return Ok(()),
-                // Deleted by someone else: write a new one.
-                Err(ApiError::NotFound { .. }) => {
-                    self.by_cause.remove(&cause);
-                }
-                Err(e) => return Err(e),
-            }
+        if self.bump(cp, &cause, &at)? {
+            return Ok(());
         }
         let namespace = object::namespace(involved)
             .filter(|ns| !ns.is_empty())
@@ -107,28 +99,14 @@ impl Recorder {
             object::name(involved),
             now.wrapping_mul(1000).wrapping_add(self.drawn % 1000)
         );
-        let mut source = json!({"component": self.component});
-        if let Some(host) = &self.host {
-            source["host"] = json!(host);
-        }
-        let mut reference = json!({
-            "kind": rt.kind,
-            "name": object::name(involved),
-            "apiVersion": rt.api_version(),
-            "uid": uid,
-            "resourceVersion": object::resource_version(involved).unwrap_or(""),
-        });
-        if rt.namespaced {
-            reference["namespace"] = json!(namespace);
-        }
         let event = json!({
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": reference,
+            "involvedObject": reference((rt, involved), &uid, &namespace),
             "reason": reason,
             "message": message,
-            "source": source,
+            "source": self.source(),
             "firstTimestamp": at,
             "lastTimestamp": at,
             "count": 1,
@@ -140,6 +118,42 @@ impl Recorder {
         cp.create(EVENTS, event)?;
         self.written.push_back((namespace.clone(), name.clone()));
         self.by_cause.insert(cause, (namespace, name));
+        self.prune(cp)
+    }
+
+    /// Counts one more occurrence of `cause` on the event written for it,
+    /// at `at`; false when there is no such event (any more).
+    fn bump(&mut self, cp: &ControlPlane, cause: &Cause, at: &str) -> Result<bool, ApiError> {
+        let Some((ns, name)) = self.by_cause.get(cause).cloned() else {
+            return Ok(false);
+        };
+        let bumped = update_if_changed(cp, EVENTS, Some(&ns), &name, |e| {
+            let count = e["count"].as_u64().unwrap_or(1);
+            e["count"] = json!(count + 1);
+            e["lastTimestamp"] = json!(at);
+        });
+        match bumped {
+            Ok(_) => Ok(true),
+            // Deleted by someone else: write a new one.
+            Err(ApiError::NotFound { .. }) => {
+                self.by_cause.remove(cause);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The event's `source`: this recorder's component, and its host.
+    fn source(&self) -> Value {
+        let mut source = json!({"component": self.component});
+        if let Some(host) = &self.host {
+            source["host"] = json!(host);
+        }
+        source
+    }
+
+    /// Deletes the oldest events written beyond [`MAX_EVENTS_PER_RECORDER`].
+    fn prune(&mut self, cp: &ControlPlane) -> Result<(), ApiError> {
         while self.written.len() > MAX_EVENTS_PER_RECORDER {
             let Some((ns, old)) = self.written.pop_front() else {
                 break;
@@ -152,4 +166,19 @@ impl Recorder {
         }
         Ok(())
     }
+}
+
+/// The event's `involvedObject`: a reference to `involved`, of type `rt`.
+fn reference((rt, involved): (ResourceType, &Value), uid: &str, namespace: &str) -> Value {
+    let mut reference = json!({
+        "kind": rt.kind,
+        "name": object::name(involved),
+        "apiVersion": rt.api_version(),
+        "uid": uid,
+        "resourceVersion": object::resource_version(involved).unwrap_or(""),
+    });
+    if rt.namespaced {
+        reference["namespace"] = json!(namespace);
+    }
+    reference
 }
