@@ -209,7 +209,8 @@ impl Cluster {
     }
 
     /// "kube-apiserver v1.20.2 over etcd 3.4.23", from the servers' own
-    /// answers (`/version`, etcd's endpoint status).
+    /// answers (`/version`, etcd's endpoint status), with the package the
+    /// v1.36 apiserver was built from.
     pub async fn versions(&self) -> String {
         let apiserver = self.client().get("/version").await.body["gitVersion"]
             .as_str()
@@ -221,8 +222,13 @@ impl Cluster {
             .and_then(|s| s[0]["Status"]["version"].as_str().map(String::from))
             .unwrap_or_else(|| "of unknown version".into());
         let name = match self {
-            Cluster::V1_20(_) => "kube-apiserver",
-            Cluster::V1_36(_) => "apiextensions-apiserver",
+            Cluster::V1_20(_) => "kube-apiserver".to_string(),
+            Cluster::V1_36(_) => format!(
+                "apiextensions-apiserver (Debian's golang-k8s-apiextensions-apiserver-dev {})",
+                modern_cluster::package_versions()
+                    .get("golang-k8s-apiextensions-apiserver-dev")
+                    .map_or("of unknown version", String::as_str)
+            ),
         };
         format!("{name} {apiserver} over etcd {etcd}")
     }

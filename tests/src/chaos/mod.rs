@@ -220,7 +220,7 @@ async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
             }
         };
         eprintln!(
-            "chaos[{} {}] round {}/{} {}: {:.1} s, LISTs {}/{}, {} objects × {} viewers agree, {} kept after a deletion while only queued, {} resyncs, {} writes ({} failed), RSS {:.1} MiB",
+            "chaos[{} {}] round {}/{} {}: {:.1} s, LISTs {}/{}, {} objects × {} viewers agree, {} kept after a deletion while only queued, FIFO wait up to {:.1} ms, {} resyncs, {} writes ({} failed), RSS {:.1} MiB",
             config.label,
             config.kubernetes.flag(),
             round.number,
@@ -232,6 +232,7 @@ async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
             round.objects_compared / rig.followers.len() as u64,
             rig.followers.len(),
             round.kept_queued,
+            round.longest_fifo_wait as f64 / 1000.0,
             round.resyncs,
             round.writes,
             round.failed_writes,

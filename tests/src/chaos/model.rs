@@ -50,6 +50,11 @@ pub struct Model {
     pub violations: Vec<String>,
     /// Stream frames seen (events, reflector and watch-cache updates).
     pub stream_frames: u64,
+    /// The longest a watch event waited in the bridge's FIFO (its Indexer
+    /// mark less its FIFO mark), µs: v1.20's phantom of
+    /// [`super::queued_deletion`] needs a wait past the Reflector's 0.8 s
+    /// backoff before a relist.
+    pub longest_fifo_wait: Micros,
     /// Streaming lists the bridge's Reflectors reported starting (a LIST's
     /// part in v1.36's cycles, which no LIST metric counts).
     pub streaming_lists: u64,
@@ -210,6 +215,13 @@ impl Model {
                         }
                     }
                 }
+                let applied = event.stages.get(&Stage::Indexer).map(|m| m.at);
+                if !event.initial
+                    && let (Some(queued), Some(applied)) = (fifo, applied)
+                {
+                    let wait = applied.saturating_sub(queued);
+                    self.longest_fifo_wait = self.longest_fifo_wait.max(wait);
+                }
                 match event.event_type {
                     EventType::Deleted => {
                         self.objects.remove(&key);
@@ -221,7 +233,7 @@ impl Model {
                                 && !event.initial
                                 && !event.handled.resync,
                             fifo,
-                            indexer: event.stages.get(&Stage::Indexer).map(|m| m.at),
+                            indexer: applied,
                         };
                         self.last_events.insert(key.clone(), last);
                         self.objects.insert(key, event.resource_version);

@@ -294,6 +294,12 @@ pub(super) async fn one_round(
         lost: 0,
         phantom: 0,
         kept_queued: kept.len() as u64,
+        longest_fifo_wait: rig
+            .followers
+            .iter()
+            .map(|f| f.state(|m| m.longest_fifo_wait))
+            .max()
+            .unwrap_or(0),
         duplicated,
         resyncs,
         writes,
