@@ -700,6 +700,51 @@ async fn wait_watch_cache(api: &Api) -> Result<usize, String> {
     }
 }
 
+/// The time from `start` until `bridge` has published every frame of a
+/// LIST of `listed` objects; `None` when it has no such metric.
+async fn all_out(
+    bridge: &Watchlife,
+    start: Instant,
+    listed: usize,
+) -> Result<Option<Duration>, String> {
+    // list_started, list_finished, watch_started and one event per object.
+    let want = listed as f64 + 3.0;
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let published = get(bridge.addr, "/metrics")
+            .await
+            .map(|m| metric(&m, "watchlife_frames_published_total"));
+        match published {
+            Some(Some(p)) if p >= want => return Ok(Some(start.elapsed())),
+            // No such metric: the time is left out.
+            Some(None) => return Ok(None),
+            _ if Instant::now() > deadline => {
+                return Err(format!("watchlife published fewer than {want} frames"));
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// A new viewer's opening (hello and snapshot): its bytes, messages and time.
+async fn measure_opening(bridge: &Watchlife, f: &mut Figures) -> Result<(), String> {
+    let t0 = Instant::now();
+    let mut ws = connect(&bridge.ws_url()).await?;
+    let (opening, messages) = read_opening(&mut ws).await?;
+    f.opening_time = Some(t0.elapsed());
+    f.opening_bytes = Some(opening as f64);
+    f.opening_messages = messages;
+    drop(ws);
+    progress!(
+        "big cluster: hello + snapshot {} in {} messages",
+        bytes(opening as f64),
+        messages
+    );
+    Ok(())
+}
+
+/// One size: a fresh bridge's LIST and memory, a new viewer's opening,
+/// the page, then writes through the API while a viewer and the page count.
 async fn measure_size(
     config: &Config,
     api: &Api,
@@ -718,26 +763,7 @@ async fn measure_size(
         &["--kubeconfig", kubeconfig, "--resources", "configmaps"],
     )?;
     f.list_finished = Some(bridge.list_finished(start, TIMEOUT).await?);
-    // list_started, list_finished, watch_started and one event per object.
-    let want = listed as f64 + 3.0;
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let published = get(bridge.addr, "/metrics")
-            .await
-            .map(|m| metric(&m, "watchlife_frames_published_total"));
-        match published {
-            Some(Some(p)) if p >= want => {
-                f.all_out = Some(start.elapsed());
-                break;
-            }
-            // No such metric: the time is left out.
-            Some(None) => break,
-            _ if Instant::now() > deadline => {
-                return Err(format!("watchlife published fewer than {want} frames"));
-            }
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
+    f.all_out = all_out(&bridge, start, listed).await?;
     f.rss = Some(steady_rss(bridge.pid()).await?);
     progress!(
         "big cluster: listed in {}, {} resident",
@@ -745,18 +771,7 @@ async fn measure_size(
         bytes(f.rss.unwrap_or(f64::NAN))
     );
 
-    let t0 = Instant::now();
-    let mut ws = connect(&bridge.ws_url()).await?;
-    let (opening, messages) = read_opening(&mut ws).await?;
-    f.opening_time = Some(t0.elapsed());
-    f.opening_bytes = Some(opening as f64);
-    f.opening_messages = messages;
-    drop(ws);
-    progress!(
-        "big cluster: hello + snapshot {} in {} messages",
-        bytes(opening as f64),
-        messages
-    );
+    measure_opening(&bridge, f).await?;
 
     let page = if browser {
         match Page::open(&bridge, listed, f).await {

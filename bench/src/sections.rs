@@ -236,5 +236,5 @@ fn run_first_sync(args: &Args, report: &mut Report) {
         objects: args.first_sync_objects.unwrap_or(args.sized(2000, 150_000)),
         runs: args.process_runs(),
     };
-    first_sync::run(report, &config);
+    scenario::run(&config, report);
 }

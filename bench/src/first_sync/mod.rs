@@ -34,10 +34,11 @@ mod clients;
 mod cluster;
 
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Spread, bytes, count, micros, num, ratio};
 use clients::{CLIENTS, Client, FirstSync, Setup};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use watchlife_tests::modern_cluster::{ModernCluster, Options};
 
 #[derive(Debug, Clone)]
@@ -49,7 +50,7 @@ pub struct Config {
 
 /// Every run's figures of one client.
 #[derive(Debug, Default, Clone)]
-struct Figures {
+pub struct Figures {
     synced: Spread,
     handled: Spread,
     client_peak: Spread,
@@ -76,7 +77,7 @@ impl Figures {
 
 /// What the whole measurement found.
 #[derive(Debug, Default)]
-struct Found {
+pub struct Found {
     figures: Vec<(Client, Figures)>,
     stored_json: f64,
     fill_seconds: f64,
@@ -84,38 +85,45 @@ struct Found {
     failures: Vec<String>,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let installed = |script: &str| {
-        std::process::Command::new(watchlife_tests::workspace().join(script))
-            .arg("--check")
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !installed("scripts/ensure-modern-cluster.sh") {
-        report.not_measured.push(
-            "**The first sync on a v1.36 apiserver**: etcd 3.5 and apiextensions-apiserver \
-             v0.36.4 are not in place here (`make test` makes them)."
-                .into(),
-        );
-        return;
-    }
-    let client_go = match client_go::Toolchain::find().and_then(|t| t.build()) {
-        Ok(binary) => binary,
-        Err(e) => {
-            report.not_measured.push(format!(
-                "**The first sync on a v1.36 apiserver**: client-go's informer could not be built: {e}."
-            ));
-            return;
+impl Scenario for Config {
+    /// What the runs found, or why nothing was measured (for "Not measured yet").
+    type Figures = Result<Found, String>;
+
+    fn measure(&self) -> Result<Found, String> {
+        let installed = |script: &str| {
+            std::process::Command::new(watchlife_tests::workspace().join(script))
+                .arg("--check")
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !installed("scripts/ensure-modern-cluster.sh") {
+            return Err(
+                "**The first sync on a v1.36 apiserver**: etcd 3.5 and apiextensions-apiserver \
+                 v0.36.4 are not in place here (`make test` makes them)."
+                    .into(),
+            );
         }
-    };
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let found = runtime.block_on(measure_all(config, &client_go));
-    report
-        .sections
-        .push(section(config, &found, started.elapsed()));
-    headlines(report, &found, config.objects);
+        let client_go = client_go::Toolchain::find()
+            .and_then(|t| t.build())
+            .map_err(|e| {
+                format!(
+                    "**The first sync on a v1.36 apiserver**: client-go's informer could not be built: {e}."
+                )
+            })?;
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        Ok(runtime.block_on(measure_all(self, &client_go)))
+    }
+
+    fn report(&self, found: Result<Found, String>, report: &mut Report, seconds: f64) {
+        match found {
+            Ok(found) => {
+                report.sections.push(section(self, &found, seconds));
+                headlines(report, &found, self.objects);
+            }
+            Err(not_measured) => report.not_measured.push(not_measured),
+        }
+    }
 }
 
 async fn measure_all(config: &Config, client_go: &std::path::Path) -> Found {
@@ -271,7 +279,35 @@ fn short_count(n: usize) -> String {
     }
 }
 
-fn section(config: &Config, found: &Found, took: Duration) -> Section {
+fn section(config: &Config, found: &Found, seconds: f64) -> Section {
+    let summary = found
+        .figures
+        .iter()
+        .map(|(client, f)| {
+            format!(
+                "{}: synced {}, handled {}, peak {}",
+                client.label(),
+                micros(f.synced.median()),
+                micros(f.handled.median()),
+                bytes(f.client_peak.median())
+            )
+        })
+        .collect();
+    Section {
+        title: format!(
+            "First sync of {} objects: streaming list beside LIST+WATCH",
+            count(config.objects)
+        ),
+        method: method(config),
+        tables: vec![table(config, found)],
+        notes: notes(config, found),
+        summary,
+        seconds,
+    }
+}
+
+/// One row per client.
+fn table(config: &Config, found: &Found) -> Table {
     let mut table = Table::new(
         &format!(
             "{} widgets (about {} of JSON each) in etcd; each client a fresh process over \
@@ -309,6 +345,10 @@ fn section(config: &Config, found: &Found, took: Duration) -> Section {
             f.apiserver_peak.show(bytes),
         ]);
     }
+    table
+}
+
+fn notes(config: &Config, found: &Found) -> Vec<String> {
     let mut notes = vec![
         "\"Synced\" is client-go's `HasSynced` (its queue has handed the first list to the \
          Indexer; the program looks every 5 ms) and, for watchlife, its Reflector's report \
@@ -338,43 +378,24 @@ fn section(config: &Config, found: &Found, took: Duration) -> Section {
         notes.push(note);
     }
     notes.extend(found.failures.iter().map(|f| format!("Failed: {f}.")));
-    let summary = found
-        .figures
-        .iter()
-        .map(|(client, f)| {
-            format!(
-                "{}: synced {}, handled {}, peak {}",
-                client.label(),
-                micros(f.synced.median()),
-                micros(f.handled.median()),
-                bytes(f.client_peak.median())
-            )
-        })
-        .collect();
-    Section {
-        title: format!(
-            "First sync of {} objects: streaming list beside LIST+WATCH",
-            count(config.objects)
-        ),
-        method: format!(
-            "apiextensions-apiserver v0.36.4 over etcd 3.5 on loopback, serving the custom \
-             resource `widgets.watchlife.example`. {} widgets with about {} of `spec` each, in \
-             {} namespaces, written straight into etcd as JSON ({} puts to a transaction, {} \
-             transactions at once). Four clients, each measured once per run in an order \
-             that rotates from run to run, {} run(s): `watchlife --kubernetes 1.36` (streaming list: \
-             one WATCH with `sendInitialEvents=true`), the same with `--feature-gates \
-             WatchListClient=false` (LIST from resourceVersion 0, then WATCH), and client-go \
-             v0.36.4's dynamic informer with and without `KUBE_FEATURE_WatchListClient=false`.",
-            count(config.objects),
-            bytes(cluster::SPEC_BYTES as f64),
-            cluster::NAMESPACES,
-            cluster::PER_TXN,
-            cluster::TXNS_AT_ONCE,
-            config.runs,
-        ),
-        tables: vec![table],
-        notes,
-        summary,
-        seconds: took.as_secs_f64(),
-    }
+    notes
+}
+
+fn method(config: &Config) -> String {
+    format!(
+        "apiextensions-apiserver v0.36.4 over etcd 3.5 on loopback, serving the custom \
+         resource `widgets.watchlife.example`. {} widgets with about {} of `spec` each, in \
+         {} namespaces, written straight into etcd as JSON ({} puts to a transaction, {} \
+         transactions at once). Four clients, each measured once per run in an order \
+         that rotates from run to run, {} run(s): `watchlife --kubernetes 1.36` (streaming list: \
+         one WATCH with `sendInitialEvents=true`), the same with `--feature-gates \
+         WatchListClient=false` (LIST from resourceVersion 0, then WATCH), and client-go \
+         v0.36.4's dynamic informer with and without `KUBE_FEATURE_WatchListClient=false`.",
+        count(config.objects),
+        bytes(cluster::SPEC_BYTES as f64),
+        cluster::NAMESPACES,
+        cluster::PER_TXN,
+        cluster::TXNS_AT_ONCE,
+        config.runs,
+    )
 }
