@@ -201,6 +201,12 @@ impl std::fmt::Debug for Metrics {
 
 struct Inner {
     registry: Registry,
+    down: Downstream,
+    up: Upstream,
+}
+
+/// The viewers' side: connections, refusals, what was sent to them.
+struct Downstream {
     viewers: Gauge,
     viewers_connected: Counter,
     refused: [Counter; Refusal::ALL.len()],
@@ -211,6 +217,10 @@ struct Inner {
     bytes_sent: Counter,
     resyncs: [Counter; ResyncCause::ALL.len()],
     rejected: [Counter; REJECTED.len()],
+}
+
+/// The source's side: its watches and lists, the informer stages.
+struct Upstream {
     upstream_watches: Gauge,
     upstream_watches_opened: Counter,
     relists: Counter,
@@ -261,76 +271,103 @@ fn latency_histogram() -> Histogram {
 
 impl Inner {
     fn new() -> Inner {
-        let mut r = Registry::default();
-        let viewers = gauge(&mut r, "watchlife_viewers", "Viewers connected to /ws now");
+        let mut registry = Registry::default();
+        Inner {
+            down: Downstream::register(&mut registry),
+            up: Upstream::register(&mut registry),
+            registry,
+        }
+    }
+}
+
+impl Downstream {
+    fn register(r: &mut Registry) -> Downstream {
+        let viewers = gauge(r, "watchlife_viewers", "Viewers connected to /ws now");
         let viewers_connected = counter(
-            &mut r,
+            r,
             "watchlife_viewers_connected",
             "Viewers that connected to /ws",
         );
         let refused = family(
-            &mut r,
+            r,
             "watchlife_viewers_refused",
             "WebSocket handshakes refused, by reason",
             Refusal::ALL.map(|w| ByReason { reason: w.label() }),
         );
         let closed = family(
-            &mut r,
+            r,
             "watchlife_viewers_closed",
             "Viewer connections the bridge closed, by reason",
             Closed::ALL.map(|w| ByReason { reason: w.label() }),
         );
         let frames_published = counter(
-            &mut r,
+            r,
             "watchlife_frames_published",
             "Stream frames published by the hub (each encoded once)",
         );
         let frames_sent = counter(
-            &mut r,
+            r,
             "watchlife_frames_sent",
             "Frames written to viewers' sockets, all viewers together",
         );
         let messages_sent = counter(
-            &mut r,
+            r,
             "watchlife_messages_sent",
             "WebSocket messages those frames went out in (several frames to a message for viewers that asked for batches)",
         );
         let bytes_sent = counter(
-            &mut r,
+            r,
             "watchlife_sent_bytes",
             "Bytes of frames written to viewers' sockets",
         );
         let resyncs = family(
-            &mut r,
+            r,
             "watchlife_resyncs",
             "resync frames sent to viewers, by cause",
             ResyncCause::ALL.map(|c| ByCause { cause: c.label() }),
         );
         let rejected = family(
-            &mut r,
+            r,
             "watchlife_viewer_messages_rejected",
             "Viewer messages answered with an error frame, by code",
             REJECTED.map(|c| ByCode {
                 code: rejected_label(c),
             }),
         );
+        Downstream {
+            viewers,
+            viewers_connected,
+            refused,
+            closed,
+            frames_published,
+            frames_sent,
+            messages_sent,
+            bytes_sent,
+            resyncs,
+            rejected,
+        }
+    }
+}
+
+impl Upstream {
+    fn register(r: &mut Registry) -> Upstream {
         let upstream_watches = gauge(
-            &mut r,
+            r,
             "watchlife_upstream_watches",
             "Watches open on the source now (one per resource, whatever the number of viewers)",
         );
         let upstream_watches_opened = counter(
-            &mut r,
+            r,
             "watchlife_upstream_watches_opened",
             "Watches opened on the source",
         );
         let relists = counter(
-            &mut r,
+            r,
             "watchlife_relists",
             "List-watch cycles the Reflectors began again after one ended (410 Gone, a failed watch or LIST)",
         );
         let lists = counter(
-            &mut r,
+            r,
             "watchlife_lists",
             "LIST requests the Reflectors made (first pages), the first ones included",
         );
@@ -341,12 +378,12 @@ impl Inner {
             handler_calls.clone(),
         );
         let resync_deliveries = counter(
-            &mut r,
+            r,
             "watchlife_resync_deliveries",
             "Events delivered as resyncs (a Sync delta, or a relisted object whose resourceVersion did not change)",
         );
         let final_state_unknown = counter(
-            &mut r,
+            r,
             "watchlife_deleted_final_state_unknown",
             "Deletions found by a relist rather than seen on the watch",
         );
@@ -375,18 +412,7 @@ impl Inner {
             "Events whose stage was timed before the previous observed stage",
             skew,
         );
-        Inner {
-            registry: r,
-            viewers,
-            viewers_connected,
-            refused,
-            closed,
-            frames_published,
-            frames_sent,
-            messages_sent,
-            bytes_sent,
-            resyncs,
-            rejected,
+        Upstream {
             upstream_watches,
             upstream_watches_opened,
             relists,
@@ -406,43 +432,44 @@ pub struct ViewerGauge(Metrics);
 
 impl Drop for ViewerGauge {
     fn drop(&mut self) {
-        self.0.0.viewers.dec();
+        self.0.0.down.viewers.dec();
     }
 }
 
 impl Metrics {
     /// The Reflector opened a watch on the source (an upstream watch).
     pub fn upstream_watch_opened(&self) {
-        self.0.upstream_watches.inc();
-        self.0.upstream_watches_opened.inc();
+        self.0.up.upstream_watches.inc();
+        self.0.up.upstream_watches_opened.inc();
     }
 
     /// An upstream watch ended (closed by the server, failed, or dropped).
     pub fn upstream_watch_closed(&self) {
-        self.0.upstream_watches.dec();
+        self.0.up.upstream_watches.dec();
     }
 
     /// A Reflector began a list-watch cycle again, after the last one ended
     /// (410 Gone, a failed watch or LIST).
     pub fn relisted(&self) {
-        self.0.relists.inc();
+        self.0.up.relists.inc();
     }
 
     /// A Reflector sent a LIST request (its first page).
     pub fn listed(&self) {
-        self.0.lists.inc();
+        self.0.up.lists.inc();
     }
 
     /// What the informer did with a published event: its handler calls.
     pub fn observe_handled(&self, handled: &Handled) {
         if handled.resync {
-            self.0.resync_deliveries.inc();
+            self.0.up.resync_deliveries.inc();
         }
         if handled.final_state_unknown {
-            self.0.final_state_unknown.inc();
+            self.0.up.final_state_unknown.inc();
         }
         for call in &handled.calls {
             self.0
+                .up
                 .handler_calls
                 .get_or_create(&ByHandler {
                     listener: call.listener.clone(),
@@ -454,24 +481,24 @@ impl Metrics {
 
     /// A viewer connected; it is counted until the returned gauge is dropped.
     pub fn viewer_connected(&self) -> ViewerGauge {
-        self.0.viewers.inc();
-        self.0.viewers_connected.inc();
+        self.0.down.viewers.inc();
+        self.0.down.viewers_connected.inc();
         ViewerGauge(self.clone())
     }
 
     /// A viewer was refused at the handshake.
     pub fn viewer_refused(&self, why: Refusal) {
-        self.0.refused[why as usize].inc();
+        self.0.down.refused[why as usize].inc();
     }
 
     /// The bridge closed a viewer's connection.
     pub fn viewer_closed(&self, why: Closed) {
-        self.0.closed[why as usize].inc();
+        self.0.down.closed[why as usize].inc();
     }
 
     /// The hub published a stream frame.
     pub fn frame_published(&self) {
-        self.0.frames_published.inc();
+        self.0.down.frames_published.inc();
     }
 
     /// `frames` frames of `bytes` bytes in all were written to one viewer,
@@ -479,20 +506,20 @@ impl Metrics {
     /// batches). Viewers count in batches, so that thousands of them do not
     /// contend on one counter for every frame.
     pub fn frames_sent(&self, frames: u64, messages: u64, bytes: u64) {
-        self.0.frames_sent.inc_by(frames);
-        self.0.messages_sent.inc_by(messages);
-        self.0.bytes_sent.inc_by(bytes);
+        self.0.down.frames_sent.inc_by(frames);
+        self.0.down.messages_sent.inc_by(messages);
+        self.0.down.bytes_sent.inc_by(bytes);
     }
 
     /// A viewer was sent `resync`.
     pub fn resynced(&self, cause: ResyncCause) {
-        self.0.resyncs[cause as usize].inc();
+        self.0.down.resyncs[cause as usize].inc();
     }
 
     /// A viewer's message was answered with an error frame of this code.
     pub fn message_rejected(&self, code: ErrorCode) {
         if let Some(i) = REJECTED.iter().position(|&c| c == code) {
-            self.0.rejected[i].inc();
+            self.0.down.rejected[i].inc();
         }
     }
 
@@ -507,9 +534,9 @@ impl Metrics {
             let i = stage_index(*stage).checked_sub(1);
             if let (Some(before), Some(i)) = (previous, i) {
                 match mark.at.checked_sub(before) {
-                    Some(micros) => self.0.stages[i].observe(micros as f64 / 1e6),
+                    Some(micros) => self.0.up.stages[i].observe(micros as f64 / 1e6),
                     None => {
-                        self.0.stage_clock_skew[i].inc();
+                        self.0.up.stage_clock_skew[i].inc();
                     }
                 }
             }
@@ -519,12 +546,12 @@ impl Metrics {
 
     /// Viewers connected now.
     pub fn viewers(&self) -> i64 {
-        self.0.viewers.get()
+        self.0.down.viewers.get()
     }
 
     /// Upstream watches open now.
     pub fn upstream_watches(&self) -> i64 {
-        self.0.upstream_watches.get()
+        self.0.up.upstream_watches.get()
     }
 
     /// Everything, in the OpenMetrics text format ([`CONTENT_TYPE`]).

@@ -9,8 +9,9 @@
 //! is recorded with the client settings it needs over the user's flags
 //! ([`crate::scenario::Scenario::configure`]).
 
+use crate::app::App;
 use crate::cli::{Args, RecordArgs};
-use crate::hub::{Bodies, Hub, encode};
+use crate::hub::{Attached, Bodies, Hub, encode};
 use crate::{RunError, shutdown_signal};
 use flate2::write::GzEncoder;
 use std::fs::File;
@@ -21,7 +22,7 @@ use tokio::sync::broadcast::error::RecvError;
 use watchlife_controlplane::Clock;
 use watchlife_protocol::recording::{frame_line, header_line};
 use watchlife_protocol::{
-    FrameBody, PROTOCOL_VERSION, RECORDING_FORMAT, RecordingHeader, Resync, ServerFrame,
+    FrameBody, Micros, PROTOCOL_VERSION, RECORDING_FORMAT, RecordingHeader, Resync, ServerFrame,
 };
 
 /// Why a recording failed.
@@ -34,6 +35,55 @@ pub enum RecordError {
     },
     #[error("the scenario failed: {0}")]
     Scenario(String),
+}
+
+/// The recording's header, then `hello` and the (empty) snapshot, at 0 ms.
+fn write_opening(
+    file: &mut Recorder,
+    record: &RecordArgs,
+    app: &App,
+    attached: &Attached,
+    started_at: Micros,
+) -> Result<(), RecordError> {
+    let title = record
+        .title
+        .clone()
+        .or_else(|| record.scenario.map(|s| s.name().to_string()))
+        .unwrap_or_default();
+    file.line(&header_line(&RecordingHeader {
+        watchlife_recording: RECORDING_FORMAT,
+        protocol: PROTOCOL_VERSION,
+        source: app.source.clone(),
+        resources: app.resources.clone(),
+        started_at,
+        title,
+    }))?;
+    file.frame(
+        0,
+        &encode(&ServerFrame {
+            seq: attached.cursor,
+            body: FrameBody::Hello(app.hello()),
+        }),
+    )?;
+    if let crate::hub::Join::Snapshot(text) = &attached.join {
+        file.frame(0, text)?;
+    }
+    Ok(())
+}
+
+/// As for a viewer that fell `missed` frames behind: `resync`, then the
+/// objects, at `t` ms.
+fn write_resync(file: &mut Recorder, hub: &Hub, missed: u64, t: u64) -> Result<(), RecordError> {
+    let (seq, snapshot) = hub.snapshot(Bodies::Full);
+    let resync = encode(&ServerFrame {
+        seq,
+        body: FrameBody::Resync(Resync {
+            reason: format!("the recorder fell {missed} frames behind"),
+        }),
+    });
+    file.frame(t, &resync)?;
+    file.frame(t, &snapshot)?;
+    Ok(())
 }
 
 /// Records until Ctrl-C, `--duration`, or the end of `--scenario`.
@@ -55,29 +105,7 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
     let mut file = Recorder::create(&record.out, record.gzipped())?;
     let app = crate::start_on(&args, hub.clone(), clock.clone()).await?;
     let started = Instant::now();
-    let title = record
-        .title
-        .clone()
-        .or_else(|| record.scenario.map(|s| s.name().to_string()))
-        .unwrap_or_default();
-    file.line(&header_line(&RecordingHeader {
-        watchlife_recording: RECORDING_FORMAT,
-        protocol: PROTOCOL_VERSION,
-        source: app.source.clone(),
-        resources: app.resources.clone(),
-        started_at: clock.now(),
-        title,
-    }))?;
-    file.frame(
-        0,
-        &encode(&ServerFrame {
-            seq: attached.cursor,
-            body: FrameBody::Hello(app.hello()),
-        }),
-    )?;
-    if let crate::hub::Join::Snapshot(text) = &attached.join {
-        file.frame(0, text)?;
-    }
+    write_opening(&mut file, record, &app, &attached, clock.now())?;
 
     let scenario = async {
         match (record.scenario, &app.demo) {
@@ -103,17 +131,7 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
                     frames += 1;
                 }
                 Err(RecvError::Lagged(missed)) => {
-                    // As a viewer that fell behind: say so, then the objects.
-                    let (seq, snapshot) = hub.snapshot(Bodies::Full);
-                    let resync = encode(&ServerFrame {
-                        seq,
-                        body: FrameBody::Resync(Resync {
-                            reason: format!("the recorder fell {missed} frames behind"),
-                        }),
-                    });
-                    let t = elapsed_ms(started);
-                    file.frame(t, &resync)?;
-                    file.frame(t, &snapshot)?;
+                    write_resync(&mut file, &hub, missed, elapsed_ms(started))?;
                     attached.live = attached.live.resubscribe();
                 }
                 Err(RecvError::Closed) => break Ok(()),

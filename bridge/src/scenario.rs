@@ -178,9 +178,7 @@ impl Scenario {
                 act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 3)?;
                 pause().await;
                 act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 2)?;
-                tokio::time::sleep(BEFORE_BOOKMARK).await;
-                cp.compact();
-                cp.drop_watchers();
+                compact_before_bookmark(cp).await;
                 // The backoff before the relist (0.8–1.6 s), then the relist.
                 pause().await;
                 pause().await;
@@ -191,32 +189,11 @@ impl Scenario {
                 // each Reflector back to WATCH from its last resourceVersion:
                 // the ones older than the compaction get 410 and relist.
                 act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 3)?;
-                // Before the watches' first BOOKMARK (which would move every
-                // Reflector to the newest revision and spare it the 410).
-                tokio::time::sleep(BEFORE_BOOKMARK).await;
-                cp.compact();
-                cp.drop_watchers();
+                compact_before_bookmark(cp).await;
                 pause().await;
             }
             Scenario::ConsistentRead => {
-                // As compaction-relist: the ConfigMap's Reflector last saw an
-                // old revision when the store is compacted and every watch
-                // dropped, before the watches' first BOOKMARK.
-                act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 3)?;
-                tokio::time::sleep(BEFORE_BOOKMARK).await;
-                cp.compact();
-                cp.drop_watchers();
-                // The ConfigMap keeps changing through the backoff and the
-                // relists, so the LIST from "" finds a store that moves.
-                let until = tokio::time::Instant::now() + WRITES_THROUGH_RELIST;
-                let mut edits = 0u64;
-                while tokio::time::Instant::now() < until {
-                    edits += 1;
-                    cp.modify(CONFIGMAPS, Some(NAMESPACE), CONFIGMAP, |c| {
-                        c["data"]["edits"] = json!(edits.to_string());
-                    })?;
-                    tokio::time::sleep(WRITE_EVERY).await;
-                }
+                consistent_read(cp).await?;
                 pause().await;
             }
             Scenario::SlowWatcher => {
@@ -242,6 +219,35 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// Compacts the store and drops every watch before the watches' first
+/// BOOKMARK (which would move every Reflector to the newest revision and
+/// spare it the 410): each Reflector goes back to WATCH from its last
+/// resourceVersion, and the ones older than the compaction get 410.
+async fn compact_before_bookmark(cp: &ControlPlane) {
+    tokio::time::sleep(BEFORE_BOOKMARK).await;
+    cp.compact();
+    cp.drop_watchers();
+}
+
+/// As compaction-relist: the ConfigMap's Reflector last saw an old revision
+/// when the store is compacted and every watch dropped. The ConfigMap then
+/// keeps changing through the backoff and the relists, so the LIST from ""
+/// finds a store that moves.
+async fn consistent_read(cp: &ControlPlane) -> Result<(), ApiError> {
+    act::scale(cp, DEPLOYMENTS, NAMESPACE, DEPLOYMENT, 3)?;
+    compact_before_bookmark(cp).await;
+    let until = tokio::time::Instant::now() + WRITES_THROUGH_RELIST;
+    let mut edits = 0u64;
+    while tokio::time::Instant::now() < until {
+        edits += 1;
+        cp.modify(CONFIGMAPS, Some(NAMESPACE), CONFIGMAP, |c| {
+            c["data"]["edits"] = json!(edits.to_string());
+        })?;
+        tokio::time::sleep(WRITE_EVERY).await;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
