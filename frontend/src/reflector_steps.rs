@@ -326,14 +326,27 @@ mod tests {
         }
     }
 
+    /// Whether an object is in a Reflector's first list depends on when the
+    /// scenario's first writes land beside the Reflectors' start: the
+    /// recordings that show it are checked, whichever they are.
     #[test]
     fn handler_calls_of_one_release_are_steps_once_per_cycle() {
-        let steps = shipped("pod-lifecycle");
-        let initial: Vec<&Step> = steps
-            .iter()
-            .filter(|s| s.kind == StepKind::InInitialList)
-            .collect();
-        assert_eq!(initial.len(), 1, "{steps:?}");
+        let mut shown = 0;
+        for name in [
+            "pod-lifecycle",
+            "scale",
+            "label-and-image",
+            "streaming-list",
+        ] {
+            let steps = shipped(name);
+            let count =
+                |kind: fn(&StepKind) -> bool| steps.iter().filter(|s| kind(&s.kind)).count();
+            let initial = count(|k| *k == StepKind::InInitialList);
+            let cycles = count(|k| matches!(k, StepKind::StreamingList { .. }));
+            assert!(initial <= cycles, "{name}: {steps:?}");
+            shown += initial;
+        }
+        assert!(shown > 0, "no shipped 1.36 recording shows isInInitialList");
         assert!(
             !shipped("pod-lifecycle-1.20")
                 .iter()
