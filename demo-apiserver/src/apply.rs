@@ -389,6 +389,13 @@ struct Entry {
     fields: FieldSet,
 }
 
+impl Entry {
+    /// Whether this is what `manager` applied (not what it updated).
+    fn is_apply_of(&self, manager: &str) -> bool {
+        self.manager == manager && self.operation == "Apply"
+    }
+}
+
 fn entries(obj: &Value) -> Vec<Entry> {
     obj.pointer("/metadata/managedFields")
         .and_then(Value::as_array)
@@ -530,59 +537,28 @@ pub fn apply(
         return Ok(created);
     };
     let mut list = entries(current);
-    // Conflicts: fields another manager owns with another value.
-    let mut conflicts: BTreeMap<String, Vec<Path>> = BTreeMap::new();
-    for e in &list {
-        if e.manager == manager && e.operation == "Apply" {
-            continue;
-        }
-        for p in e.fields.intersection(&applied_fields) {
-            if p.last().is_some_and(|w| w == ".") {
-                continue;
-            }
-            if value_at(current, p) != value_at(applied, p) {
-                conflicts
-                    .entry(e.manager.clone())
-                    .or_default()
-                    .push(p.clone());
-            }
-        }
-    }
+    let conflicts = conflicts(&list, manager, current, applied, &applied_fields);
     if !conflicts.is_empty() && !force {
         return Err(conflict(&conflicts, &api_version));
     }
     let previous: FieldSet = list
         .iter()
-        .filter(|e| e.manager == manager && e.operation == "Apply")
+        .filter(|e| e.is_apply_of(manager))
         .flat_map(|e| e.fields.iter().cloned())
         .collect();
     // Conflicting fields change hands (force); equal ones are shared.
     let forced: FieldSet = conflicts.values().flatten().cloned().collect();
     for e in &mut list {
-        if !(e.manager == manager && e.operation == "Apply") {
+        if !e.is_apply_of(manager) {
             e.fields.retain(|p| !forced.contains(p));
         }
     }
     let mut merged = current.clone();
     merge(&mut merged, applied, Schema::of_kind(&api_version, rt.kind));
-    // What this manager stopped applying, and nobody else owns, goes.
-    let others: FieldSet = list
-        .iter()
-        .filter(|e| !(e.manager == manager && e.operation == "Apply"))
-        .flat_map(|e| e.fields.iter().cloned())
-        .collect();
-    let mut dropped: Vec<&Path> = previous
-        .iter()
-        .filter(|p| !applied_fields.contains(*p) && !others.contains(*p))
-        .collect();
-    // Deepest first, so that an element goes after its fields.
-    dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    for p in dropped {
-        remove_at(&mut merged, p);
-    }
+    remove_unapplied(&mut merged, &list, manager, &previous, &applied_fields);
     // Shared fields stay with their other owners too.
     for e in &mut list {
-        if e.manager == manager && e.operation == "Apply" {
+        if e.is_apply_of(manager) {
             e.fields.clear();
         }
     }
@@ -596,6 +572,57 @@ pub fn apply(
     });
     set_entries(&mut merged, &list);
     Ok(merged)
+}
+
+/// The fields `applied` sets that another manager owns with another value
+/// in `current`, by manager.
+fn conflicts(
+    list: &[Entry],
+    manager: &str,
+    current: &Value,
+    applied: &Value,
+    applied_fields: &FieldSet,
+) -> BTreeMap<String, Vec<Path>> {
+    let mut conflicts: BTreeMap<String, Vec<Path>> = BTreeMap::new();
+    for e in list.iter().filter(|e| !e.is_apply_of(manager)) {
+        for p in e.fields.intersection(applied_fields) {
+            if p.last().is_some_and(|w| w == ".") {
+                continue;
+            }
+            if value_at(current, p) != value_at(applied, p) {
+                conflicts
+                    .entry(e.manager.clone())
+                    .or_default()
+                    .push(p.clone());
+            }
+        }
+    }
+    conflicts
+}
+
+/// Removes from `merged` what `manager` applied before (`previous`) and no
+/// longer applies, unless another entry of `list` owns it.
+fn remove_unapplied(
+    merged: &mut Value,
+    list: &[Entry],
+    manager: &str,
+    previous: &FieldSet,
+    applied_fields: &FieldSet,
+) {
+    let others: FieldSet = list
+        .iter()
+        .filter(|e| !e.is_apply_of(manager))
+        .flat_map(|e| e.fields.iter().cloned())
+        .collect();
+    let mut dropped: Vec<&Path> = previous
+        .iter()
+        .filter(|p| !applied_fields.contains(*p) && !others.contains(*p))
+        .collect();
+    // Deepest first, so that an element goes after its fields.
+    dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in dropped {
+        remove_at(merged, p);
+    }
 }
 
 /// Merges `applied` into `target`: objects field by field, keyed lists

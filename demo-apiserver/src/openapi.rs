@@ -406,106 +406,121 @@ fn gnostic(v2: &Value) -> Option<Vec<u8>> {
 
 /// One JSON schema as a gnostic `Schema`.
 fn schema(desc: &MessageDescriptor, s: &Value) -> DynamicMessage {
-    let pool = desc.parent_pool();
-    let msg = |name: &str| {
-        DynamicMessage::new(
-            pool.get_message_by_name(&format!("openapi.v2.{name}"))
-                .expect("gnostic's messages are among the descriptors"),
-        )
-    };
     let mut out = DynamicMessage::new(desc.clone());
     let Some(fields) = s.as_object() else {
         return out;
     };
-    let text = |v: &Value| PValue::String(v.as_str().unwrap_or_default().to_string());
     let mut extensions = Vec::new();
     for (key, value) in fields {
-        match key.as_str() {
-            "$ref" => out.set_field_by_name("_ref", text(value)),
-            "format" | "title" | "description" | "pattern" | "discriminator" => {
-                out.set_field_by_name(key, text(value))
-            }
-            "required" => out.set_field_by_name(
-                "required",
-                PValue::List(value.as_array().into_iter().flatten().map(text).collect()),
-            ),
-            "type" => {
-                let mut t = msg("TypeItem");
-                let types = match value {
-                    Value::Array(a) => a.iter().map(text).collect(),
-                    v => vec![text(v)],
-                };
-                t.set_field_by_name("value", PValue::List(types));
-                out.set_field_by_name("type", PValue::Message(t));
-            }
-            "items" => {
-                let mut items = msg("ItemsItem");
-                let list = match value {
-                    Value::Array(a) => a.iter().map(|v| PValue::Message(schema(desc, v))).collect(),
-                    v => vec![PValue::Message(schema(desc, v))],
-                };
-                items.set_field_by_name("schema", PValue::List(list));
-                out.set_field_by_name("items", PValue::Message(items));
-            }
-            "additionalProperties" => {
-                let mut ap = msg("AdditionalPropertiesItem");
-                match value {
-                    Value::Bool(b) => ap.set_field_by_name("boolean", PValue::Bool(*b)),
-                    v => ap.set_field_by_name("schema", PValue::Message(schema(desc, v))),
-                }
-                out.set_field_by_name("additional_properties", PValue::Message(ap));
-            }
-            "allOf" => out.set_field_by_name(
-                "all_of",
-                PValue::List(
-                    value
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|v| PValue::Message(schema(desc, v)))
-                        .collect(),
-                ),
-            ),
-            "properties" => {
-                let mut props = msg("Properties");
-                let named: Vec<PValue> = value
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(name, v)| {
-                        let mut n = msg("NamedSchema");
-                        n.set_field_by_name("name", PValue::String(name.clone()));
-                        n.set_field_by_name("value", PValue::Message(schema(desc, v)));
-                        PValue::Message(n)
-                    })
-                    .collect();
-                props.set_field_by_name("additional_properties", PValue::List(named));
-                out.set_field_by_name("properties", PValue::Message(props));
-            }
-            "readOnly" | "uniqueItems" => {
-                let name = if key == "readOnly" {
-                    "read_only"
-                } else {
-                    "unique_items"
-                };
-                out.set_field_by_name(name, PValue::Bool(value.as_bool().unwrap_or(false)));
-            }
-            k if k.starts_with("x-") => {
-                // gnostic keeps an extension's value as YAML text; JSON is YAML.
-                let mut any = msg("Any");
-                any.set_field_by_name("yaml", PValue::String(value.to_string()));
-                let mut named = msg("NamedAny");
-                named.set_field_by_name("name", PValue::String(k.into()));
-                named.set_field_by_name("value", PValue::Message(any));
-                extensions.push(PValue::Message(named));
-            }
-            _ => {}
+        if key.starts_with("x-") {
+            extensions.push(extension(desc, key, value));
+        } else if let Some((name, v)) = schema_field(desc, key, value) {
+            out.set_field_by_name(name, v);
         }
     }
     if !extensions.is_empty() {
         out.set_field_by_name("vendor_extension", PValue::List(extensions));
     }
     out
+}
+
+/// An empty gnostic message `openapi.v2.<name>`, from `desc`'s pool.
+fn message(desc: &MessageDescriptor, name: &str) -> DynamicMessage {
+    DynamicMessage::new(
+        desc.parent_pool()
+            .get_message_by_name(&format!("openapi.v2.{name}"))
+            .expect("gnostic's messages are among the descriptors"),
+    )
+}
+
+/// A JSON string as a gnostic string ("" for anything else).
+fn text(v: &Value) -> PValue {
+    PValue::String(v.as_str().unwrap_or_default().to_string())
+}
+
+/// The gnostic field and value of the schema keyword `key`; `None` for a
+/// keyword gnostic does not keep.
+fn schema_field<'a>(
+    desc: &MessageDescriptor,
+    key: &'a str,
+    value: &Value,
+) -> Option<(&'a str, PValue)> {
+    let sub = |v: &Value| PValue::Message(schema(desc, v));
+    let field = match key {
+        "$ref" => ("_ref", text(value)),
+        "format" | "title" | "description" | "pattern" | "discriminator" => (key, text(value)),
+        "required" => (
+            "required",
+            PValue::List(value.as_array().into_iter().flatten().map(text).collect()),
+        ),
+        "type" => {
+            let mut t = message(desc, "TypeItem");
+            let types = match value {
+                Value::Array(a) => a.iter().map(text).collect(),
+                v => vec![text(v)],
+            };
+            t.set_field_by_name("value", PValue::List(types));
+            ("type", PValue::Message(t))
+        }
+        "items" => {
+            let mut items = message(desc, "ItemsItem");
+            let list = match value {
+                Value::Array(a) => a.iter().map(sub).collect(),
+                v => vec![sub(v)],
+            };
+            items.set_field_by_name("schema", PValue::List(list));
+            ("items", PValue::Message(items))
+        }
+        "additionalProperties" => {
+            let mut ap = message(desc, "AdditionalPropertiesItem");
+            match value {
+                Value::Bool(b) => ap.set_field_by_name("boolean", PValue::Bool(*b)),
+                v => ap.set_field_by_name("schema", sub(v)),
+            }
+            ("additional_properties", PValue::Message(ap))
+        }
+        "allOf" => (
+            "all_of",
+            PValue::List(value.as_array().into_iter().flatten().map(sub).collect()),
+        ),
+        "properties" => ("properties", PValue::Message(properties(desc, value))),
+        "readOnly" => ("read_only", PValue::Bool(value.as_bool().unwrap_or(false))),
+        "uniqueItems" => (
+            "unique_items",
+            PValue::Bool(value.as_bool().unwrap_or(false)),
+        ),
+        _ => return None,
+    };
+    Some(field)
+}
+
+/// A schema's `properties`: each named schema.
+fn properties(desc: &MessageDescriptor, value: &Value) -> DynamicMessage {
+    let mut props = message(desc, "Properties");
+    let named: Vec<PValue> = value
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, v)| {
+            let mut n = message(desc, "NamedSchema");
+            n.set_field_by_name("name", PValue::String(name.clone()));
+            n.set_field_by_name("value", PValue::Message(schema(desc, v)));
+            PValue::Message(n)
+        })
+        .collect();
+    props.set_field_by_name("additional_properties", PValue::List(named));
+    props
+}
+
+/// A vendor extension (`x-...`): gnostic keeps its value as YAML text, and
+/// JSON is YAML.
+fn extension(desc: &MessageDescriptor, key: &str, value: &Value) -> PValue {
+    let mut any = message(desc, "Any");
+    any.set_field_by_name("yaml", PValue::String(value.to_string()));
+    let mut named = message(desc, "NamedAny");
+    named.set_field_by_name("name", PValue::String(key.into()));
+    named.set_field_by_name("value", PValue::Message(any));
+    PValue::Message(named)
 }
 
 #[cfg(test)]

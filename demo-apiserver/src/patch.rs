@@ -220,28 +220,34 @@ fn json_patch(target: &Value, patch: &Value) -> Result<Value, Status> {
             ),
         ));
     }
-    let mut copied = 0usize;
-    // An upper bound of the document's depth, kept within `limit` by
-    // checking each value where it lands, so that no operation ever makes
-    // a document too deep to walk.
-    let mut deepest = depth(target);
-    let limit = MAX_PATCHED_DEPTH.max(deepest);
-    let lands = |deepest: &mut usize, path: &str, value_depth: usize| {
-        let reached = path.matches('/').count() + value_depth;
-        if reached > limit {
-            return Err(Status::new(
-                422,
-                "Invalid",
-                format!(
-                    "the patched object would be nested {reached} levels deep; at most {limit} are allowed"
-                ),
-            ));
-        }
-        *deepest = (*deepest).max(reached);
-        Ok(())
+    let deepest = depth(target);
+    let mut patching = Patching {
+        doc: target.clone(),
+        deepest,
+        limit: MAX_PATCHED_DEPTH.max(deepest),
+        copied: 0,
     };
-    let mut doc = target.clone();
     for op in ops {
+        patching.apply(op)?;
+    }
+    Ok(patching.doc)
+}
+
+/// A JSON patch under way: the document, and what the limits count.
+struct Patching {
+    doc: Value,
+    /// An upper bound of the document's depth, kept within `limit` by
+    /// checking each value where it lands, so that no operation ever makes
+    /// a document too deep to walk.
+    deepest: usize,
+    limit: usize,
+    /// Bytes the `copy` operations copied so far.
+    copied: usize,
+}
+
+impl Patching {
+    /// Applies one operation.
+    fn apply(&mut self, op: &Value) -> Result<(), Status> {
         let field = |name: &str| {
             op.get(name).and_then(Value::as_str).ok_or_else(|| {
                 Status::bad_request(format!("JSON patch operation lacks {name:?}: {op}"))
@@ -251,46 +257,30 @@ fn json_patch(target: &Value, patch: &Value) -> Result<Value, Status> {
         match field("op")? {
             "add" => {
                 let v = value_of(op)?;
-                lands(&mut deepest, path, depth(&v))?;
-                add(&mut doc, path, v)?;
+                self.lands(path, depth(&v))?;
+                add(&mut self.doc, path, v)?;
             }
             "remove" => {
-                remove(&mut doc, path)?;
+                remove(&mut self.doc, path)?;
             }
             "replace" => {
                 let v = value_of(op)?;
-                lands(&mut deepest, path, depth(&v))?;
-                remove(&mut doc, path)?;
-                add(&mut doc, path, v)?;
+                self.lands(path, depth(&v))?;
+                remove(&mut self.doc, path)?;
+                add(&mut self.doc, path, v)?;
             }
             "move" => {
                 let from = field("from")?;
                 // The value's depth is bounded by where it sits, without
                 // walking it: moves may repeat, the walk would too.
-                let bound = deepest.saturating_sub(from.matches('/').count());
-                lands(&mut deepest, path, bound)?;
-                let v = remove(&mut doc, from)?;
-                add(&mut doc, path, v)?;
+                let bound = self.deepest.saturating_sub(from.matches('/').count());
+                self.lands(path, bound)?;
+                let v = remove(&mut self.doc, from)?;
+                add(&mut self.doc, path, v)?;
             }
-            "copy" => {
-                let from = field("from")?;
-                let original = doc.pointer(from).ok_or_else(|| missing(from))?;
-                copied = copied.saturating_add(json_size(original, MAX_JSON_PATCH_COPY_BYTES));
-                if copied > MAX_JSON_PATCH_COPY_BYTES {
-                    return Err(Status::new(
-                        422,
-                        "Invalid",
-                        format!(
-                            "Unable to complete the copy, the accumulated size increase of copy exceeds the limit {MAX_JSON_PATCH_COPY_BYTES}"
-                        ),
-                    ));
-                }
-                lands(&mut deepest, path, depth(original))?;
-                let v = original.clone();
-                add(&mut doc, path, v)?;
-            }
+            "copy" => self.copy(field("from")?, path)?,
             "test" => {
-                if doc.pointer(path) != Some(&value_of(op)?) {
+                if self.doc.pointer(path) != Some(&value_of(op)?) {
                     return Err(Status::new(
                         422,
                         "Invalid",
@@ -306,8 +296,45 @@ fn json_patch(target: &Value, patch: &Value) -> Result<Value, Status> {
                 )));
             }
         }
+        Ok(())
     }
-    Ok(doc)
+
+    /// The `copy` operation, within [`MAX_JSON_PATCH_COPY_BYTES`] in all.
+    fn copy(&mut self, from: &str, path: &str) -> Result<(), Status> {
+        let original = self.doc.pointer(from).ok_or_else(|| missing(from))?;
+        self.copied = self
+            .copied
+            .saturating_add(json_size(original, MAX_JSON_PATCH_COPY_BYTES));
+        if self.copied > MAX_JSON_PATCH_COPY_BYTES {
+            return Err(Status::new(
+                422,
+                "Invalid",
+                format!(
+                    "Unable to complete the copy, the accumulated size increase of copy exceeds the limit {MAX_JSON_PATCH_COPY_BYTES}"
+                ),
+            ));
+        }
+        let (value_depth, v) = (depth(original), original.clone());
+        self.lands(path, value_depth)?;
+        add(&mut self.doc, path, v)
+    }
+
+    /// Checks that a value `value_depth` deep may land at `path`.
+    fn lands(&mut self, path: &str, value_depth: usize) -> Result<(), Status> {
+        let reached = path.matches('/').count() + value_depth;
+        if reached > self.limit {
+            let limit = self.limit;
+            return Err(Status::new(
+                422,
+                "Invalid",
+                format!(
+                    "the patched object would be nested {reached} levels deep; at most {limit} are allowed"
+                ),
+            ));
+        }
+        self.deepest = self.deepest.max(reached);
+        Ok(())
+    }
 }
 
 /// The length of `v` as JSON, counted up to just past `limit` (a larger

@@ -228,128 +228,11 @@ fn cells(rt: ResourceType, obj: &Value, now: i64) -> Vec<Value> {
     let name = text(obj, "/metadata/name");
     let age = age(text(obj, "/metadata/creationTimestamp"), now);
     match rt.plural {
-        "pods" => {
-            let statuses = obj
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array);
-            let total = obj
-                .pointer("/spec/containers")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let ready = statuses
-                .into_iter()
-                .flatten()
-                .filter(|c| c["ready"] == true)
-                .count();
-            let restarts: i64 = statuses
-                .into_iter()
-                .flatten()
-                .map(|c| c["restartCount"].as_i64().unwrap_or(0))
-                .sum();
-            let status = if obj.pointer("/metadata/deletionTimestamp").is_some() {
-                "Terminating".to_string()
-            } else {
-                match text(obj, "/status/phase") {
-                    "Pending" if !text(obj, "/spec/nodeName").is_empty() => {
-                        "ContainerCreating".to_string()
-                    }
-                    "" => "Pending".to_string(),
-                    phase => phase.to_string(),
-                }
-            };
-            vec![
-                json!(name),
-                json!(format!("{ready}/{total}")),
-                json!(status),
-                json!(restarts.to_string()),
-                json!(age),
-                json!(or_none(text(obj, "/status/podIP"))),
-                json!(or_none(text(obj, "/spec/nodeName"))),
-                json!("<none>"),
-                json!("<none>"),
-            ]
-        }
-        "deployments" => vec![
-            json!(name),
-            json!(format!(
-                "{}/{}",
-                number(obj, "/status/readyReplicas"),
-                obj.pointer("/spec/replicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1)
-            )),
-            json!(number(obj, "/status/updatedReplicas")),
-            json!(number(obj, "/status/availableReplicas")),
-            json!(age),
-            json!(containers(obj, "/spec/template/spec/containers", "name")),
-            json!(containers(obj, "/spec/template/spec/containers", "image")),
-            json!(selector(obj)),
-        ],
-        "replicasets" => vec![
-            json!(name),
-            json!(
-                obj.pointer("/spec/replicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1)
-            ),
-            json!(number(obj, "/status/replicas")),
-            json!(number(obj, "/status/readyReplicas")),
-            json!(age),
-            json!(containers(obj, "/spec/template/spec/containers", "name")),
-            json!(containers(obj, "/spec/template/spec/containers", "image")),
-            json!(selector(obj)),
-        ],
-        "events" => {
-            let last = [
-                "/lastTimestamp",
-                "/eventTime",
-                "/firstTimestamp",
-                "/metadata/creationTimestamp",
-            ]
-            .iter()
-            .map(|p| text(obj, p))
-            .find(|t| !t.is_empty())
-            .unwrap_or("");
-            vec![
-                json!(self::age(last, now)),
-                json!(text(obj, "/type")),
-                json!(text(obj, "/reason")),
-                json!(format!(
-                    "{}/{}",
-                    text(obj, "/involvedObject/kind").to_ascii_lowercase(),
-                    text(obj, "/involvedObject/name")
-                )),
-                json!(text(obj, "/message")),
-            ]
-        }
-        "nodes" => {
-            let ready = obj
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True");
-            let ip = obj
-                .pointer("/status/addresses")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .find(|a| a["type"] == "InternalIP")
-                .and_then(|a| a["address"].as_str())
-                .unwrap_or("");
-            let mut status = if ready { "Ready" } else { "NotReady" }.to_string();
-            if obj.pointer("/spec/unschedulable") == Some(&json!(true)) {
-                status.push_str(",SchedulingDisabled");
-            }
-            vec![
-                json!(name),
-                json!(status),
-                json!("<none>"),
-                json!(age),
-                json!(text(obj, "/status/nodeInfo/kubeletVersion")),
-                json!(or_none(ip)),
-            ]
-        }
+        "pods" => pod_cells(obj, name, age),
+        "deployments" => deployment_cells(obj, name, age),
+        "replicasets" => replicaset_cells(obj, name, age),
+        "events" => event_cells(obj, now),
+        "nodes" => node_cells(obj, name, age),
         "namespaces" => vec![
             json!(name),
             json!(if obj.pointer("/metadata/deletionTimestamp").is_some() {
@@ -359,34 +242,7 @@ fn cells(rt: ResourceType, obj: &Value, now: i64) -> Vec<Value> {
             }),
             json!(age),
         ],
-        "services" => {
-            let ports = obj
-                .pointer("/spec/ports")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|p| {
-                    format!(
-                        "{}/{}",
-                        p["port"].as_i64().unwrap_or(0),
-                        p["protocol"].as_str().unwrap_or("TCP")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(",");
-            vec![
-                json!(name),
-                json!(match text(obj, "/spec/type") {
-                    "" => "ClusterIP",
-                    t => t,
-                }),
-                json!(or_none(text(obj, "/spec/clusterIP"))),
-                json!("<none>"),
-                json!(or_none(&ports)),
-                json!(age),
-                json!(selector(obj)),
-            ]
-        }
+        "services" => service_cells(obj, name, age),
         "configmaps" => {
             let count = ["data", "binaryData"]
                 .iter()
@@ -410,6 +266,171 @@ fn cells(rt: ResourceType, obj: &Value, now: i64) -> Vec<Value> {
         ],
         _ => vec![json!(name), json!(age)],
     }
+}
+
+/// A pod's row: its containers ready and restarted, and its status as
+/// kubectl words it.
+fn pod_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
+    let statuses = obj
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array);
+    let total = obj
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let ready = statuses
+        .into_iter()
+        .flatten()
+        .filter(|c| c["ready"] == true)
+        .count();
+    let restarts: i64 = statuses
+        .into_iter()
+        .flatten()
+        .map(|c| c["restartCount"].as_i64().unwrap_or(0))
+        .sum();
+    let status = if obj.pointer("/metadata/deletionTimestamp").is_some() {
+        "Terminating".to_string()
+    } else {
+        match text(obj, "/status/phase") {
+            "Pending" if !text(obj, "/spec/nodeName").is_empty() => "ContainerCreating".to_string(),
+            "" => "Pending".to_string(),
+            phase => phase.to_string(),
+        }
+    };
+    vec![
+        json!(name),
+        json!(format!("{ready}/{total}")),
+        json!(status),
+        json!(restarts.to_string()),
+        json!(age),
+        json!(or_none(text(obj, "/status/podIP"))),
+        json!(or_none(text(obj, "/spec/nodeName"))),
+        json!("<none>"),
+        json!("<none>"),
+    ]
+}
+
+/// A Deployment's row: its replicas ready, up to date and available.
+fn deployment_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
+    vec![
+        json!(name),
+        json!(format!(
+            "{}/{}",
+            number(obj, "/status/readyReplicas"),
+            obj.pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1)
+        )),
+        json!(number(obj, "/status/updatedReplicas")),
+        json!(number(obj, "/status/availableReplicas")),
+        json!(age),
+        json!(containers(obj, "/spec/template/spec/containers", "name")),
+        json!(containers(obj, "/spec/template/spec/containers", "image")),
+        json!(selector(obj)),
+    ]
+}
+
+/// A ReplicaSet's row: its replicas desired, current and ready.
+fn replicaset_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
+    vec![
+        json!(name),
+        json!(
+            obj.pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1)
+        ),
+        json!(number(obj, "/status/replicas")),
+        json!(number(obj, "/status/readyReplicas")),
+        json!(age),
+        json!(containers(obj, "/spec/template/spec/containers", "name")),
+        json!(containers(obj, "/spec/template/spec/containers", "image")),
+        json!(selector(obj)),
+    ]
+}
+
+/// An event's row: when it was last seen, and about what.
+fn event_cells(obj: &Value, now: i64) -> Vec<Value> {
+    let last = [
+        "/lastTimestamp",
+        "/eventTime",
+        "/firstTimestamp",
+        "/metadata/creationTimestamp",
+    ]
+    .iter()
+    .map(|p| text(obj, p))
+    .find(|t| !t.is_empty())
+    .unwrap_or("");
+    vec![
+        json!(self::age(last, now)),
+        json!(text(obj, "/type")),
+        json!(text(obj, "/reason")),
+        json!(format!(
+            "{}/{}",
+            text(obj, "/involvedObject/kind").to_ascii_lowercase(),
+            text(obj, "/involvedObject/name")
+        )),
+        json!(text(obj, "/message")),
+    ]
+}
+
+/// A node's row: its readiness and its internal IP.
+fn node_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
+    let ready = obj
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+    let ip = obj
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|a| a["type"] == "InternalIP")
+        .and_then(|a| a["address"].as_str())
+        .unwrap_or("");
+    let mut status = if ready { "Ready" } else { "NotReady" }.to_string();
+    if obj.pointer("/spec/unschedulable") == Some(&json!(true)) {
+        status.push_str(",SchedulingDisabled");
+    }
+    vec![
+        json!(name),
+        json!(status),
+        json!("<none>"),
+        json!(age),
+        json!(text(obj, "/status/nodeInfo/kubeletVersion")),
+        json!(or_none(ip)),
+    ]
+}
+
+/// A Service's row: its type, cluster IP and ports.
+fn service_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
+    let ports = obj
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "{}/{}",
+                p["port"].as_i64().unwrap_or(0),
+                p["protocol"].as_str().unwrap_or("TCP")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    vec![
+        json!(name),
+        json!(match text(obj, "/spec/type") {
+            "" => "ClusterIP",
+            t => t,
+        }),
+        json!(or_none(text(obj, "/spec/clusterIP"))),
+        json!("<none>"),
+        json!(or_none(&ports)),
+        json!(age),
+        json!(selector(obj)),
+    ]
 }
 
 /// An RFC 3339 time's age as kubectl prints it (`42s`, `3m20s`, `5h`,

@@ -47,10 +47,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use watchlife_controlplane::Gate;
+use watchlife_controlplane::cacher::watcher::WatcherId;
 use watchlife_controlplane::control_plane::WatchAnswer;
 use watchlife_controlplane::status::Status;
 use watchlife_controlplane::{
-    ApiError, ControlPlane, Delivery, ResourceType, WatchFilter, WatchOptions,
+    ApiError, ControlPlane, Delivery, ResourceType, Revision, WatchFilter, WatchOptions,
 };
 use watchlife_protocol::Micros;
 
@@ -91,34 +92,14 @@ pub async fn respond(
     client: Option<&str>,
 ) -> Response {
     let asked = params.list.resource_version.clone().unwrap_or_default();
-    let mut from = match asked.as_str() {
-        "" => None,
-        rv => match watchlife_controlplane::list::parse_revision(rv) {
-            Ok(rv) => Some(rv),
-            Err(e) => return response::status(&Status::from(e)),
-        },
+    let from = match start_revision(cp, &asked, send_initial_events) {
+        Ok(from) => from,
+        Err(status) => return response::status(&status),
     };
-    if send_initial_events.is_some() && from.is_none() {
-        // `getWatchCacheResourceVersion`: no resourceVersion with
-        // `sendInitialEvents` is the store's current revision.
-        from = Some(cp.revision());
-    }
-    if send_initial_events == Some(true) {
-        // `waitUntilWatchCacheFreshAndForceAllEvents`: the initial events
-        // are the cache's state once it has reached the revision asked.
-        let min = from.unwrap_or(0);
-        let (fresh, _) =
-            crate::lists::wait_until_fresh(cp, rt, min, crate::lists::BLOCK_TIMEOUT).await;
-        if !fresh {
-            if let Some(client) = client {
-                cp.note_watch_refused(client);
-            }
-            let too_large = ApiError::TooLargeResourceVersion {
-                requested: min,
-                current: cp.watch_cache_revision(rt),
-            };
-            return response::stream(Body::from(error_line(&Status::from(too_large))));
-        }
+    if send_initial_events == Some(true)
+        && let Some(refused) = refuse_unless_fresh(cp, rt, from.unwrap_or(0), client).await
+    {
+        return refused;
     }
     let now = Instant::now();
     // The timeout is bounded (see `params`); a clock near its end must not
@@ -139,19 +120,8 @@ pub async fn respond(
         initial_events: send_initial_events,
         initial_events_end: send_initial_events == Some(true) && params.allow_bookmarks,
     };
-    let waits_for_ready = !cp
-        .profile()
-        .enabled(Gate::ResilientWatchCacheInitialization);
-    let started = loop {
-        match cp.watch_opts(rt, options.clone()) {
-            Err(ApiError::NotReady { .. }) if waits_for_ready => {
-                if Instant::now() >= deadline {
-                    return response::stream(Body::empty());
-                }
-                tokio::time::sleep(READY_POLL).await;
-            }
-            other => break other,
-        }
+    let Some(started) = start(cp, rt, options, deadline).await else {
+        return response::stream(Body::empty());
     };
     match started {
         Ok((_, rx)) => {
@@ -181,16 +151,89 @@ pub async fn respond(
                 Writer::next,
             )))
         }
-        Err(e) => {
-            if let Some(client) = client {
-                cp.note_watch_refused(client);
-            }
-            match e {
-                ApiError::Gone(message) => {
-                    response::stream(Body::from(error_line(&Status::expired(message))))
+        Err(e) => refused(cp, client, e),
+    }
+}
+
+/// The answer to a watch that could not start: a 410 as an ERROR event, as
+/// the apiserver streams it, anything else as its status.
+fn refused(cp: &ControlPlane, client: Option<&str>, e: ApiError) -> Response {
+    if let Some(client) = client {
+        cp.note_watch_refused(client);
+    }
+    match e {
+        ApiError::Gone(message) => {
+            response::stream(Body::from(error_line(&Status::expired(message))))
+        }
+        e => response::status(&Status::from(e)),
+    }
+}
+
+/// The revision the watch starts after: the one asked for; with
+/// `sendInitialEvents` and none asked, the store's current revision
+/// (`getWatchCacheResourceVersion`); `None` for "now, with the current
+/// objects as ADDED events".
+fn start_revision(
+    cp: &ControlPlane,
+    asked: &str,
+    send_initial_events: Option<bool>,
+) -> Result<Option<Revision>, Status> {
+    let from = match asked {
+        "" => None,
+        rv => Some(watchlife_controlplane::list::parse_revision(rv).map_err(Status::from)?),
+    };
+    if send_initial_events.is_some() && from.is_none() {
+        return Ok(Some(cp.revision()));
+    }
+    Ok(from)
+}
+
+/// The ERROR answer of a streaming list whose watch cache did not reach
+/// `min` in time (`waitUntilWatchCacheFreshAndForceAllEvents`: the initial
+/// events are the cache's state once it has reached the revision asked);
+/// `None` once it has.
+async fn refuse_unless_fresh(
+    cp: &ControlPlane,
+    rt: ResourceType,
+    min: Revision,
+    client: Option<&str>,
+) -> Option<Response> {
+    let (fresh, _) = crate::lists::wait_until_fresh(cp, rt, min, crate::lists::BLOCK_TIMEOUT).await;
+    if fresh {
+        return None;
+    }
+    if let Some(client) = client {
+        cp.note_watch_refused(client);
+    }
+    let too_large = ApiError::TooLargeResourceVersion {
+        requested: min,
+        current: cp.watch_cache_revision(rt),
+    };
+    Some(response::stream(Body::from(error_line(&Status::from(
+        too_large,
+    )))))
+}
+
+/// Starts the watch. A v1.20 Cacher that is not ready makes it wait
+/// (`ready.wait()`), until `deadline` at the latest: `None` then.
+async fn start(
+    cp: &ControlPlane,
+    rt: ResourceType,
+    options: WatchOptions,
+    deadline: Instant,
+) -> Option<Result<(WatcherId, mpsc::Receiver<Delivery>), ApiError>> {
+    let waits_for_ready = !cp
+        .profile()
+        .enabled(Gate::ResilientWatchCacheInitialization);
+    loop {
+        match cp.watch_opts(rt, options.clone()) {
+            Err(ApiError::NotReady { .. }) if waits_for_ready => {
+                if Instant::now() >= deadline {
+                    return None;
                 }
-                e => response::status(&Status::from(e)),
+                tokio::time::sleep(READY_POLL).await;
             }
+            other => return Some(other),
         }
     }
 }
