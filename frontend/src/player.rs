@@ -45,6 +45,12 @@ impl Player {
         self.tick.update(|t| *t += 1);
     }
 
+    /// Events waiting for a lane, followed frame by frame.
+    pub fn waiting(&self) -> usize {
+        self.tick.track();
+        self.state.with_value(|s| s.waiting.len())
+    }
+
     /// While paused, lets the next event travel.
     pub fn step(&self) {
         self.state.update_value(AnimState::step);

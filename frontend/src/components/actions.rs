@@ -32,33 +32,55 @@ pub fn Actions() -> impl IntoView {
     view! { <Show when=enabled><ActionPanel/></Show> }
 }
 
+/// Objects named by `(namespace, name)`, the way a select offers them.
+type Names = Memo<Vec<(String, String)>>;
+/// Objects named by `(resource, namespace, name)`.
+type Objects = Memo<Vec<(String, String, String)>>;
+type Select = NodeRef<leptos::html::Select>;
+
 #[component]
 fn ActionPanel() -> impl IntoView {
     let model = expect_context::<Model>();
     // The lists follow which objects exist, not their every change.
     let redraw = throttled(LISTS_REDRAW_MS, move || model.roster.track());
-    // (namespace, name) of the first objects of one kind, sorted.
-    let names_of = move |kind: &'static str| {
-        Memo::new(move |_| {
-            redraw.track();
-            model.objects.with_untracked(|o| {
-                o.values()
-                    .filter(|h| h.target.kind == kind && !h.deleted)
-                    .take(MAX_OFFERED)
-                    .map(|h| {
-                        (
-                            h.target.namespace.clone().unwrap_or_default(),
-                            h.target.name.clone(),
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            })
+    let labellable = labellable(model, redraw);
+    let pods = names_of(model, redraw, "Pod");
+    let deployments = names_of(model, redraw, "Deployment");
+    view! {
+        <section class="actions panel" aria-label="Demo actions">
+            <h2>"Demo actions " <small>"change the demo cluster and watch the events travel"</small></h2>
+            <LabelRow labellable/>
+            <PodRow pods/>
+            <DeploymentRow deployments/>
+            <ClusterRow/>
+        </section>
+    }
+}
+
+/// (namespace, name) of the first objects of one kind, sorted, redrawn
+/// when `redraw` says.
+fn names_of(model: Model, redraw: ReadSignal<u64>, kind: &'static str) -> Names {
+    Memo::new(move |_| {
+        redraw.track();
+        model.objects.with_untracked(|o| {
+            o.values()
+                .filter(|h| h.target.kind == kind && !h.deleted)
+                .take(MAX_OFFERED)
+                .map(|h| {
+                    (
+                        h.target.namespace.clone().unwrap_or_default(),
+                        h.target.name.clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
         })
-    };
-    let pods = names_of("Pod");
-    // Objects as (resource, namespace, name), pods first: any can be
-    // labelled. Every object of another kind, and the first pods.
-    let labellable = Memo::new(move |_| {
+    })
+}
+
+/// Objects as (resource, namespace, name), pods first: any can be
+/// labelled. Every object of another kind, and the first pods.
+fn labellable(model: Model, redraw: ReadSignal<u64>) -> Objects {
+    Memo::new(move |_| {
         redraw.track();
         let mut pods = 0;
         let mut all: Vec<(String, String, String)> = model.objects.with_untracked(|o| {
@@ -80,51 +102,95 @@ fn ActionPanel() -> impl IntoView {
         });
         all.sort_by_key(|(r, _, _)| r != "pods");
         all
-    });
+    })
+}
+
+/// The value a select shows. The selects are read when a button is
+/// pressed: the action acts on what the select shows, even when the list
+/// changed since it was chosen.
+fn shown(select: Select) -> String {
+    select
+        .get_untracked()
+        .map(|s| s.value())
+        .unwrap_or_default()
+}
+
+/// The `namespace/name` the select shows, or the first one offered.
+fn pick(select: Select, offered: Vec<(String, String)>) -> Option<(String, String)> {
+    let c = shown(select);
+    offered
+        .into_iter()
+        .find(|(ns, n)| c.is_empty() || format!("{ns}/{n}") == c)
+}
+
+/// Sends a demo action to the bridge, or says why it could not.
+fn send(model: Model, action: DemoAction) {
+    if !model.send(&ClientMessage::Action { action }) {
+        model.tell(
+            "Not connected to the bridge: the action was not sent.".into(),
+            true,
+        );
+    }
+}
+
+/// What a select of `names` offers, as its options' values.
+fn keys(names: Names) -> Memo<Vec<String>> {
+    Memo::new(move |_| {
+        names.with(|n| {
+            n.iter()
+                .map(|(ns, n)| format!("{ns}/{n}"))
+                .collect::<Vec<_>>()
+        })
+    })
+}
+
+/// A select of objects of one kind, remembering the viewer's choice.
+#[component]
+fn NameSelect(id: &'static str, select: Select, names: Names) -> impl IntoView {
+    let chosen = RwSignal::new(String::new());
+    view! {
+        <select node_ref=select id=id on:change=move |ev| chosen.set(event_target_value(&ev))>
+            <Options values=keys(names) chosen/>
+        </select>
+    }
+}
+
+/// A button that acts on the object its select shows; disabled while
+/// there is none to act on.
+#[component]
+fn PickedButton(
+    id: &'static str,
+    select: Select,
+    offered: Names,
+    act: impl Fn(String, String) -> DemoAction + 'static,
+    children: Children,
+) -> impl IntoView {
+    let model = expect_context::<Model>();
+    view! {
+        <button id=id disabled=move || offered.with(Vec::is_empty) on:click=move |_| {
+            if let Some((namespace, name)) = pick(select, offered.get_untracked()) {
+                send(model, act(namespace, name));
+            }
+        }>{children()}</button>
+    }
+}
+
+/// A text input bound to `value`.
+#[component]
+fn TextInput(id: &'static str, size: &'static str, value: RwSignal<String>) -> impl IntoView {
+    view! {
+        <input id=id size=size prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))/>
+    }
+}
+
+/// Adds a label to any object.
+#[component]
+fn LabelRow(labellable: Objects) -> impl IntoView {
+    let model = expect_context::<Model>();
     let target = RwSignal::new(String::new());
-    let deployments = names_of("Deployment");
-    let pod = RwSignal::new(String::new());
-    let deployment = RwSignal::new(String::new());
     let key = RwSignal::new(DEFAULT_LABEL.0.to_string());
     let value = RwSignal::new(DEFAULT_LABEL.1.to_string());
-    let image = RwSignal::new(DEFAULT_IMAGE.to_string());
-    let replicas = RwSignal::new(3_u32);
-    // The selects, read when a button is pressed: the action acts on what
-    // the select shows, even when the list changed since it was chosen.
-    let object_select = NodeRef::<leptos::html::Select>::new();
-    let pod_select = NodeRef::<leptos::html::Select>::new();
-    let deployment_select = NodeRef::<leptos::html::Select>::new();
-    let shown = |select: NodeRef<leptos::html::Select>| {
-        select
-            .get_untracked()
-            .map(|s| s.value())
-            .unwrap_or_default()
-    };
-    // The shown `namespace/name`, or the first one offered.
-    let pick = move |select: NodeRef<leptos::html::Select>, offered: Vec<(String, String)>| {
-        let c = shown(select);
-        offered
-            .into_iter()
-            .find(|(ns, n)| c.is_empty() || format!("{ns}/{n}") == c)
-    };
-    let send = move |action: DemoAction| {
-        if !model.send(&ClientMessage::Action { action }) {
-            model.tell(
-                "Not connected to the bridge: the action was not sent.".into(),
-                true,
-            );
-        }
-    };
-    // What each select offers, as its options' values.
-    let keys = |names: Memo<Vec<(String, String)>>| {
-        Memo::new(move |_| {
-            names.with(|n| {
-                n.iter()
-                    .map(|(ns, n)| format!("{ns}/{n}"))
-                    .collect::<Vec<_>>()
-            })
-        })
-    };
+    let object_select = Select::new();
     let objects = Memo::new(move |_| {
         labellable.with(|l| {
             l.iter()
@@ -132,82 +198,96 @@ fn ActionPanel() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     });
+    let label = move |_| {
+        let chosen = shown(object_select);
+        let found = labellable
+            .get_untracked()
+            .into_iter()
+            .find(|(r, ns, n)| chosen.is_empty() || format!("{r} {ns}/{n}") == chosen);
+        if let Some((resource, namespace, name)) = found {
+            send(
+                model,
+                DemoAction::Label {
+                    resource,
+                    namespace,
+                    name,
+                    key: key.get_untracked(),
+                    value: value.get_untracked(),
+                },
+            );
+        }
+    };
     view! {
-        <section class="actions panel" aria-label="Demo actions">
-            <h2>"Demo actions " <small>"change the demo cluster and watch the events travel"</small></h2>
-            <div class="action-row">
-                <label>"object "
-                    <select node_ref=object_select id="action-object" on:change=move |ev| target.set(event_target_value(&ev))>
-                        <Options values=objects chosen=target/>
-                    </select>
-                </label>
-                <label>"label "
-                    <input id="label-key" size="8" prop:value=move || key.get() on:input=move |ev| key.set(event_target_value(&ev))/>
-                </label>
-                "="
-                <input id="label-value" size="10" aria-label="label value" prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))/>
-                <button id="action-label" on:click=move |_| {
-                    let chosen = shown(object_select);
-                    let found = labellable
-                        .get_untracked()
-                        .into_iter()
-                        .find(|(r, ns, n)| chosen.is_empty() || format!("{r} {ns}/{n}") == chosen);
-                    if let Some((resource, namespace, name)) = found {
-                        send(DemoAction::Label {
-                            resource,
-                            namespace,
-                            name,
-                            key: key.get_untracked(),
-                            value: value.get_untracked(),
-                        });
-                    }
-                }>"add label"</button>
-            </div>
-            <div class="action-row">
-                <label>"pod "
-                    <select node_ref=pod_select id="action-pod" on:change=move |ev| pod.set(event_target_value(&ev))>
-                        <Options values=keys(pods) chosen=pod/>
-                    </select>
-                </label>
-                <button id="action-delete-pod" disabled=move || pods.with(Vec::is_empty) on:click=move |_| {
-                    if let Some((namespace, name)) = pick(pod_select, pods.get_untracked()) {
-                        send(DemoAction::DeletePod { namespace, name });
-                    }
-                }>"delete pod"</button>
-            </div>
-            <div class="action-row">
-                <label>"deployment "
-                    <select node_ref=deployment_select id="action-deployment" on:change=move |ev| deployment.set(event_target_value(&ev))>
-                        <Options values=keys(deployments) chosen=deployment/>
-                    </select>
-                </label>
-                <label>"replicas "
-                    <input id="replicas" type="number" min="0" max="20" prop:value=move || replicas.get().to_string()
-                        on:input=move |ev| if let Ok(n) = event_target_value(&ev).parse() { replicas.set(n) }/>
-                </label>
-                <button id="action-scale" disabled=move || deployments.with(Vec::is_empty) on:click=move |_| {
-                    if let Some((namespace, name)) = pick(deployment_select, deployments.get_untracked()) {
-                        send(DemoAction::Scale { namespace, name, replicas: replicas.get_untracked() });
-                    }
-                }>"scale"</button>
-                <label>"image "
-                    <input id="image" size="14" prop:value=move || image.get() on:input=move |ev| image.set(event_target_value(&ev))/>
-                </label>
-                <button id="action-image" disabled=move || deployments.with(Vec::is_empty) on:click=move |_| {
-                    if let Some((namespace, name)) = pick(deployment_select, deployments.get_untracked()) {
-                        send(DemoAction::SetImage { namespace, name, image: image.get_untracked() });
-                    }
-                }>"set image"</button>
-            </div>
-            <div class="action-row">
-                <button id="action-compact" on:click=move |_| send(DemoAction::Compact)
-                    title="Compact etcd's history: a watch from an older RV gets 410 Gone">"compact"</button>
-                <button id="action-drop" on:click=move |_| send(DemoAction::DropWatches)
-                    title="Close every watch: each watcher re-watches or relists">"drop watches"</button>
-                <button id="action-slow" on:click=move |_| send(DemoAction::SlowWatcher)
-                    title="Make one watcher too slow: the dispatcher waits for it at most its time budget, then closes it">"slow watcher"</button>
-            </div>
-        </section>
+        <div class="action-row">
+            <label>"object "
+                <select node_ref=object_select id="action-object" on:change=move |ev| target.set(event_target_value(&ev))>
+                    <Options values=objects chosen=target/>
+                </select>
+            </label>
+            <label>"label "
+                <TextInput id="label-key" size="8" value=key/>
+            </label>
+            "="
+            <input id="label-value" size="10" aria-label="label value" prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))/>
+            <button id="action-label" on:click=label>"add label"</button>
+        </div>
+    }
+}
+
+/// Deletes a pod.
+#[component]
+fn PodRow(pods: Names) -> impl IntoView {
+    let pod_select = Select::new();
+    view! {
+        <div class="action-row">
+            <label>"pod "
+                <NameSelect id="action-pod" select=pod_select names=pods/>
+            </label>
+            <PickedButton id="action-delete-pod" select=pod_select offered=pods
+                act=|namespace, name| DemoAction::DeletePod { namespace, name }>"delete pod"</PickedButton>
+        </div>
+    }
+}
+
+/// Scales a deployment, or sets its image.
+#[component]
+fn DeploymentRow(deployments: Names) -> impl IntoView {
+    let image = RwSignal::new(DEFAULT_IMAGE.to_string());
+    let replicas = RwSignal::new(3_u32);
+    let deployment_select = Select::new();
+    view! {
+        <div class="action-row">
+            <label>"deployment "
+                <NameSelect id="action-deployment" select=deployment_select names=deployments/>
+            </label>
+            <label>"replicas "
+                <input id="replicas" type="number" min="0" max="20" prop:value=move || replicas.get().to_string()
+                    on:input=move |ev| if let Ok(n) = event_target_value(&ev).parse() { replicas.set(n) }/>
+            </label>
+            <PickedButton id="action-scale" select=deployment_select offered=deployments
+                act=move |namespace, name| DemoAction::Scale { namespace, name, replicas: replicas.get_untracked() }>"scale"</PickedButton>
+            <label>"image "
+                <TextInput id="image" size="14" value=image/>
+            </label>
+            <PickedButton id="action-image" select=deployment_select offered=deployments
+                act=move |namespace, name| DemoAction::SetImage { namespace, name, image: image.get_untracked() }>"set image"</PickedButton>
+        </div>
+    }
+}
+
+/// Actions on the whole demo cluster: its etcd and its watches.
+#[component]
+fn ClusterRow() -> impl IntoView {
+    let model = expect_context::<Model>();
+    view! {
+        <div class="action-row">
+            <button id="action-compact" on:click=move |_| send(model, DemoAction::Compact)
+                title="Compact etcd's history: a watch from an older RV gets 410 Gone">"compact"</button>
+            <button id="action-drop" on:click=move |_| send(model, DemoAction::DropWatches)
+                title="Close every watch: each watcher re-watches or relists">"drop watches"</button>
+            <button id="action-slow" on:click=move |_| send(model, DemoAction::SlowWatcher)
+                title="Make one watcher too slow: the dispatcher waits for it at most its time budget, then closes it">"slow watcher"</button>
+        </div>
     }
 }
 

@@ -16,9 +16,97 @@ const NAMESPACES_REDRAW_MS: f64 = 1_000.0;
 
 #[component]
 pub fn Controls() -> impl IntoView {
-    let model = expect_context::<Model>();
+    let view = expect_context::<ViewState>();
+    view! {
+        <nav class="controls" aria-label="Playback and filters">
+            <Playback/>
+            <SpeedSelect/>
+            <Filters/>
+            <label class="toggle">
+                <input
+                    id="captions"
+                    type="checkbox"
+                    prop:checked=move || view.captions.get().unwrap_or(true)
+                    on:change=move |ev| view.captions.set(Some(event_target_checked(&ev)))
+                />
+                " captions"
+            </label>
+            <ThemeSelect/>
+            <button id="presenter" on:click=move |_| view.presenter.set(true) title="Presenter mode (P)">
+                "presenter"
+            </button>
+            <button id="help-button" on:click=move |_| view.help.update(|h| *h = !*h) title="Keyboard shortcuts (?)">
+                "?"
+            </button>
+        </nav>
+    }
+}
+
+/// Pause, step, and how many events wait for a lane.
+#[component]
+fn Playback() -> impl IntoView {
     let view = expect_context::<ViewState>();
     let player = expect_context::<Player>();
+    view! {
+        <button
+            id="pause"
+            aria-pressed=move || view.paused.get().to_string()
+            on:click=move |_| view.paused.update(|p| *p = !*p)
+            title="Pause or resume (Space)"
+        >
+            {move || if view.paused.get() { "resume" } else { "pause" }}
+        </button>
+        <button
+            id="step"
+            disabled=move || !view.paused.get()
+            on:click=move |_| player.step()
+            title="Let the next event travel (→)"
+        >
+            "step →"
+        </button>
+        <span class="waiting" aria-live="polite">
+            {move || match (view.paused.get(), player.waiting()) {
+                (true, n) => format!("paused · {n} waiting"),
+                (false, 0) => String::new(),
+                (false, n) => format!("{n} waiting"),
+            }}
+        </span>
+    }
+}
+
+/// How fast tokens travel.
+#[component]
+fn SpeedSelect() -> impl IntoView {
+    let view = expect_context::<ViewState>();
+    view! {
+        <label>
+            "speed "
+            <select
+                id="speed"
+                on:change=move |ev| {
+                    if let Ok(i) = event_target_value(&ev).parse() {
+                        view.speed.set(i);
+                    }
+                }
+            >
+                {SPEEDS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, _))| {
+                        view! { <option value=i.to_string() selected=move || view.speed.get() == i>{*name}</option> }
+                    })
+                    .collect_view()}
+            </select>
+        </label>
+    }
+}
+
+/// Which events the log and the animation show: by resource, namespace,
+/// type and name.
+#[component]
+fn Filters() -> impl IntoView {
+    let model = expect_context::<Model>();
+    let view = expect_context::<ViewState>();
     let resources = move || {
         model
             .hello
@@ -41,141 +129,76 @@ pub fn Controls() -> impl IntoView {
         }
         ns
     };
-    let waiting = move || {
-        player.tick.track();
-        player.state.with_value(|s| s.waiting.len())
-    };
+    let event_types = || EVENT_TYPES.map(String::from).to_vec();
     view! {
-        <nav class="controls" aria-label="Playback and filters">
-            <button
-                id="pause"
-                aria-pressed=move || view.paused.get().to_string()
-                on:click=move |_| view.paused.update(|p| *p = !*p)
-                title="Pause or resume (Space)"
-            >
-                {move || if view.paused.get() { "resume" } else { "pause" }}
-            </button>
-            <button
-                id="step"
-                disabled=move || !view.paused.get()
-                on:click=move |_| player.step()
-                title="Let the next event travel (→)"
-            >
-                "step →"
-            </button>
-            <span class="waiting" aria-live="polite">
-                {move || match (view.paused.get(), waiting()) {
-                    (true, n) => format!("paused · {n} waiting"),
-                    (false, 0) => String::new(),
-                    (false, n) => format!("{n} waiting"),
-                }}
-            </span>
+        <span class="filters" role="group" aria-label="Filters">
+            <FilterSelect name="resource " id="filter-resource" chosen=view.resource offered=resources/>
+            <FilterSelect name="namespace " id="filter-namespace" chosen=view.namespace offered=namespaces/>
+            <FilterSelect name="type " id="filter-type" chosen=view.event_type offered=event_types/>
             <label>
-                "speed "
-                <select
-                    id="speed"
-                    on:change=move |ev| {
-                        if let Ok(i) = event_target_value(&ev).parse() {
-                            view.speed.set(i);
-                        }
-                    }
-                >
-                    {SPEEDS
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (name, _))| {
-                            view! { <option value=i.to_string() selected=move || view.speed.get() == i>{*name}</option> }
-                        })
-                        .collect_view()}
-                </select>
-            </label>
-            <span class="filters" role="group" aria-label="Filters">
-                <label>
-                    "resource "
-                    <select id="filter-resource" on:change=move |ev| view.resource.set(event_target_value(&ev))>
-                        <option value="" selected=move || view.resource.get().is_empty()>"all"</option>
-                        {move || {
-                            resources()
-                                .into_iter()
-                                .map(|r| {
-                                    let r2 = r.clone();
-                                    view! { <option value=r.clone() selected=move || view.resource.get() == r2>{r.clone()}</option> }
-                                })
-                                .collect_view()
-                        }}
-                    </select>
-                </label>
-                <label>
-                    "namespace "
-                    <select id="filter-namespace" on:change=move |ev| view.namespace.set(event_target_value(&ev))>
-                        <option value="" selected=move || view.namespace.get().is_empty()>"all"</option>
-                        {move || {
-                            namespaces()
-                                .into_iter()
-                                .map(|n| {
-                                    let n2 = n.clone();
-                                    view! { <option value=n.clone() selected=move || view.namespace.get() == n2>{n.clone()}</option> }
-                                })
-                                .collect_view()
-                        }}
-                    </select>
-                </label>
-                <label>
-                    "type "
-                    <select id="filter-type" on:change=move |ev| view.event_type.set(event_target_value(&ev))>
-                        <option value="" selected=move || view.event_type.get().is_empty()>"all"</option>
-                        {EVENT_TYPES
-                            .iter()
-                            .map(|t| {
-                                view! { <option value=*t selected=move || view.event_type.get() == *t>{*t}</option> }
-                            })
-                            .collect_view()}
-                    </select>
-                </label>
-                <label>
-                    "name "
-                    <input
-                        id="filter-search"
-                        type="search"
-                        placeholder="namespace/name"
-                        prop:value=move || view.search.get()
-                        on:input=move |ev| view.search.set(event_target_value(&ev))
-                    />
-                </label>
-            </span>
-            <label class="toggle">
+                "name "
                 <input
-                    id="captions"
-                    type="checkbox"
-                    prop:checked=move || view.captions.get().unwrap_or(true)
-                    on:change=move |ev| view.captions.set(Some(event_target_checked(&ev)))
+                    id="filter-search"
+                    type="search"
+                    placeholder="namespace/name"
+                    prop:value=move || view.search.get()
+                    on:input=move |ev| view.search.set(event_target_value(&ev))
                 />
-                " captions"
             </label>
-            <label>
-                "theme "
-                <select
-                    id="theme"
-                    on:change=move |ev| {
-                        view.theme.set(match event_target_value(&ev).as_str() {
-                            "light" => Theme::Light,
-                            "dark" => Theme::Dark,
-                            _ => Theme::System,
-                        })
-                    }
-                >
-                    {[Theme::System, Theme::Light, Theme::Dark]
+        </span>
+    }
+}
+
+/// A filter's select: "all", then each value `offered`, the one in
+/// `chosen` selected.
+#[component]
+fn FilterSelect(
+    name: &'static str,
+    id: &'static str,
+    chosen: RwSignal<String>,
+    offered: impl Fn() -> Vec<String> + Send + Sync + 'static,
+) -> impl IntoView {
+    view! {
+        <label>
+            {name}
+            <select id=id on:change=move |ev| chosen.set(event_target_value(&ev))>
+                <option value="" selected=move || chosen.get().is_empty()>"all"</option>
+                {move || {
+                    offered()
                         .into_iter()
-                        .map(|t| view! { <option value=t.as_str() selected=move || view.theme.get() == t>{t.as_str()}</option> })
-                        .collect_view()}
-                </select>
-            </label>
-            <button id="presenter" on:click=move |_| view.presenter.set(true) title="Presenter mode (P)">
-                "presenter"
-            </button>
-            <button id="help-button" on:click=move |_| view.help.update(|h| *h = !*h) title="Keyboard shortcuts (?)">
-                "?"
-            </button>
-        </nav>
+                        .map(|v| {
+                            let v2 = v.clone();
+                            view! { <option value=v.clone() selected=move || chosen.get() == v2>{v.clone()}</option> }
+                        })
+                        .collect_view()
+                }}
+            </select>
+        </label>
+    }
+}
+
+/// The page's colours: the system's, light or dark.
+#[component]
+fn ThemeSelect() -> impl IntoView {
+    let view = expect_context::<ViewState>();
+    view! {
+        <label>
+            "theme "
+            <select
+                id="theme"
+                on:change=move |ev| {
+                    view.theme.set(match event_target_value(&ev).as_str() {
+                        "light" => Theme::Light,
+                        "dark" => Theme::Dark,
+                        _ => Theme::System,
+                    })
+                }
+            >
+                {[Theme::System, Theme::Light, Theme::Dark]
+                    .into_iter()
+                    .map(|t| view! { <option value=t.as_str() selected=move || view.theme.get() == t>{t.as_str()}</option> })
+                    .collect_view()}
+            </select>
+        </label>
     }
 }

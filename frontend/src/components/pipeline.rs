@@ -12,6 +12,7 @@ use crate::model::Model;
 use crate::narration::{etcd_notifies, explain, reflector_state, reflector_state_short};
 use crate::notice::reflector_alarming;
 use crate::player::Player;
+use crate::stats::PipelineStats;
 use leptos::prelude::*;
 use watchlife_protocol::Stage;
 
@@ -95,10 +96,7 @@ pub fn Pipeline() -> impl IntoView {
         player.tick.track();
         player.state.with_value(|s| s.launched)
     };
-    let waiting = move || {
-        player.tick.track();
-        player.state.with_value(|s| s.waiting.len())
-    };
+    let waiting = move || player.waiting();
     view! {
         <section class="pipeline" aria-label="The pipeline of a watch event">
             <svg
@@ -130,7 +128,6 @@ pub fn Pipeline() -> impl IntoView {
 #[component]
 fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
     let model = expect_context::<Model>();
-    let player = expect_context::<Player>();
     let x = node_x(index(stage));
     let cx = x + NODE_W / 2.0;
     let observed = Memo::new(move |_| {
@@ -147,15 +144,74 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
     };
     // What the etcd mark is depends on the source, what the Reflector and
     // the FIFO do on the release followed (see `explain`).
-    let lines = Memo::new(move |_| model.hello.with(|h| explain(stage, h.as_ref())));
-    let line1 = move || lines.get()[0];
-    let line2 = move || lines.get()[1];
-    // Follows the refresh clock only, not every event: under load the
-    // numbers would change on every frame, faster than they can be read.
-    // The first event to reach the stage, and a stream that stands still,
-    // show their numbers at once.
+    let explained = Memo::new(move |_| model.hello.with(|h| explain(stage, h.as_ref())));
+    let numbers = stage_numbers(model, stage, now);
+    let aria_label = move || {
+        if observed() {
+            let [line1, line2] = explained.get();
+            format!(
+                "{}: {line1} {line2} {}",
+                stage.label(),
+                numbers.get().spoken()
+            )
+        } else {
+            format!("{}: not observed for this source", stage.label())
+        }
+    };
+    view! {
+        <g
+            class=format!("stage {side}")
+            class:unobserved=move || !observed()
+            data-stage=stage_id(stage)
+            data-observed=move || observed().to_string()
+            role="group"
+            aria-roledescription="stage"
+            aria-label=aria_label
+        >
+            <rect class="node" x=x y=NODE_Y width=NODE_W height=NODE_H rx=10/>
+            <text class="stage-name" x=cx y=NODE_Y + 24.0 text-anchor="middle">{stage.label()}</text>
+            <text class="stage-explain" x=cx y=NODE_Y + 44.0 text-anchor="middle">{move || explained.get()[0]}</text>
+            <text class="stage-explain" x=cx y=NODE_Y + 59.0 text-anchor="middle">{move || explained.get()[1]}</text>
+            <line class="node-rule" x1=x + 10.0 x2=x + NODE_W - 10.0 y1=NODE_Y + 70.0 y2=NODE_Y + 70.0/>
+            <Show when=observed fallback=move || view! { <NotObserved cx/> }>
+                <StageNumbers stage x numbers now/>
+            </Show>
+            <NotAnimated stage cx/>
+        </g>
+    }
+}
+
+/// The numbers drawn on an observed stage's node, each line a string
+/// (empty when there is nothing to say).
+#[derive(Debug, Clone, PartialEq)]
+struct Numbers {
+    rate: String,
+    latency: String,
+    /// Queue depth and negative intervals, or the handlers' legend.
+    third: String,
+    /// Why some intervals are negative: the third line's tooltip.
+    why: String,
+}
+
+impl Numbers {
+    /// The numbers in one sentence, for the node's accessible label.
+    fn spoken(&self) -> String {
+        [&self.rate, &self.latency, &self.third, &self.why]
+            .into_iter()
+            .filter(|n| !n.is_empty())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A stage's numbers, following the refresh clock only, not every event:
+/// under load the numbers would change on every frame, faster than they can
+/// be read. The first event to reach the stage, and a stream that stands
+/// still, show their numbers at once.
+fn stage_numbers(model: Model, stage: Stage, now: RwSignal<f64>) -> Memo<Numbers> {
     let reached = Memo::new(move |_| model.stats.with(|s| s.stage(stage).is_some()));
-    let numbers = Memo::new(move |_| {
+    Memo::new(move |_| {
         model.settled.track();
         reached.track();
         now.track();
@@ -163,61 +219,71 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
         let notifies = model
             .hello
             .with_untracked(|h| etcd_notifies(h.as_ref().map(|h| &h.source)));
-        model.stats.with_untracked(|s| {
-            let Some(st) = s.stage(stage) else {
-                return (
-                    "no events yet".to_string(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                );
-            };
-            let rate = format!("{:.1} events/s", st.rate(now));
-            let latency = match st.latency_quantiles([0.5, 0.99]) {
-                Some([p50, p99]) => {
-                    format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99))
-                }
-                None => "first measured stage".to_string(),
-            };
-            let depth = st.depth.map(|d| format!("queue depth {d}"));
-            // Negative samples are kept, counted here, and explained in the title.
-            let (negative, kept) = st.negatives();
-            let before = Stage::ALL
-                .into_iter()
-                .rev()
-                .find(|x| *x < stage && s.seen.contains(x));
-            let (negatives, why) = match before {
-                Some(before) if negative > 0 => (
-                    Some(format!("{negative} of {kept} negative")),
-                    format!(
-                        "{negative} of the last {kept} intervals from the stage before are negative: {}",
-                        negative_reason(before, notifies)
-                    ),
-                ),
-                _ => (None, String::new()),
-            };
-            let legend = (stage == Stage::Handlers && !s.listeners.lanes.is_empty())
-                .then(|| HANDLERS_LEGEND.to_string());
-            let third = [depth, negatives]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(" · ");
-            let third = if third.is_empty() {
-                legend.unwrap_or_default()
-            } else {
-                third
-            };
-            (rate, latency, third, why)
-        })
-    });
-    let numbers = move || numbers.get();
-    let skipped = move || {
-        player.tick.track();
-        player
-            .state
-            .with_value(|s| s.skipped.get(&stage).copied().unwrap_or(0))
+        model
+            .stats
+            .with_untracked(|s| numbers_of(s, stage, now, notifies))
+    })
+}
+
+/// A stage's numbers at page time `now`; `notifies` says what the etcd
+/// mark is (see [`etcd_notifies`]).
+fn numbers_of(s: &PipelineStats, stage: Stage, now: f64, notifies: bool) -> Numbers {
+    let Some(st) = s.stage(stage) else {
+        return Numbers {
+            rate: "no events yet".to_string(),
+            latency: String::new(),
+            third: String::new(),
+            why: String::new(),
+        };
     };
+    let rate = format!("{:.1} events/s", st.rate(now));
+    let latency = match st.latency_quantiles([0.5, 0.99]) {
+        Some([p50, p99]) => format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99)),
+        None => "first measured stage".to_string(),
+    };
+    let depth = st.depth.map(|d| format!("queue depth {d}"));
+    // Negative samples are kept, counted here, and explained in the title.
+    let (negative, kept) = st.negatives();
+    let before = Stage::ALL
+        .into_iter()
+        .rev()
+        .find(|x| *x < stage && s.seen.contains(x));
+    let (negatives, why) = match before {
+        Some(before) if negative > 0 => (
+            Some(format!("{negative} of {kept} negative")),
+            format!(
+                "{negative} of the last {kept} intervals from the stage before are negative: {}",
+                negative_reason(before, notifies)
+            ),
+        ),
+        _ => (None, String::new()),
+    };
+    let legend = (stage == Stage::Handlers && !s.listeners.lanes.is_empty())
+        .then(|| HANDLERS_LEGEND.to_string());
+    let third = [depth, negatives]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let third = if third.is_empty() {
+        legend.unwrap_or_default()
+    } else {
+        third
+    };
+    Numbers {
+        rate,
+        latency,
+        third,
+        why,
+    }
+}
+
+/// What an observed stage's node shows under its rule: rate, latency,
+/// depth, and the short lines of the stages that have them.
+#[component]
+fn StageNumbers(stage: Stage, x: f64, numbers: Memo<Numbers>, now: RwSignal<f64>) -> impl IntoView {
+    let model = expect_context::<Model>();
+    let cx = x + NODE_W / 2.0;
     // The short lines under the numbers: one per resource on the
     // Reflector, one per listener on the handlers (one closure for both, so
     // that their drawing is in the page once).
@@ -231,69 +297,57 @@ fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
         node_lines(x, LINES_Y, NODE_W, lines)
     };
     view! {
-        <g
-            class=format!("stage {side}")
-            class:unobserved=move || !observed()
-            data-stage=stage_id(stage)
-            data-observed=move || observed().to_string()
-            role="group"
-            aria-roledescription="stage"
-            aria-label=move || {
-                if observed() {
-                    let (rate, latency, depth, why) = numbers();
-                    let numbers = [rate, latency, depth, why]
-                        .into_iter()
-                        .filter(|n| !n.is_empty())
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    format!("{}: {} {} {numbers}", stage.label(), line1(), line2())
-                } else {
-                    format!("{}: not observed for this source", stage.label())
-                }
+        <text class="stage-rate" x=cx y=NODE_Y + 90.0 text-anchor="middle">{move || numbers.get().rate}</text>
+        <text
+            class="stage-latency"
+            x=cx
+            y=NODE_Y + 108.0
+            text-anchor="middle"
+            textLength=move || {
+                let chars = numbers.with(|n| n.latency.chars().count()) as f64;
+                (chars * SANS_CHAR_W > NODE_W - 12.0).then_some(NODE_W - 12.0)
             }
+            lengthAdjust="spacingAndGlyphs"
         >
-            <rect class="node" x=x y=NODE_Y width=NODE_W height=NODE_H rx=10/>
-            <text class="stage-name" x=cx y=NODE_Y + 24.0 text-anchor="middle">{stage.label()}</text>
-            <text class="stage-explain" x=cx y=NODE_Y + 44.0 text-anchor="middle">{line1}</text>
-            <text class="stage-explain" x=cx y=NODE_Y + 59.0 text-anchor="middle">{line2}</text>
-            <line class="node-rule" x1=x + 10.0 x2=x + NODE_W - 10.0 y1=NODE_Y + 70.0 y2=NODE_Y + 70.0/>
-            <Show
-                when=observed
-                fallback=move || view! {
-                    <text class="not-observed" x=cx y=NODE_Y + 100.0 text-anchor="middle">"not observed"</text>
-                    <text class="stage-explain" x=cx y=NODE_Y + 118.0 text-anchor="middle">"this source cannot"</text>
-                    <text class="stage-explain" x=cx y=NODE_Y + 133.0 text-anchor="middle">"measure this stage"</text>
-                }
-            >
-                <text class="stage-rate" x=cx y=NODE_Y + 90.0 text-anchor="middle">{move || numbers().0}</text>
-                <text
-                    class="stage-latency"
-                    x=cx
-                    y=NODE_Y + 108.0
-                    text-anchor="middle"
-                    textLength=move || {
-                        let chars = numbers().1.chars().count() as f64;
-                        (chars * SANS_CHAR_W > NODE_W - 12.0).then_some(NODE_W - 12.0)
-                    }
-                    lengthAdjust="spacingAndGlyphs"
-                >
-                    {move || numbers().1}
-                </text>
-                <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">
-                    {move || numbers().2}
-                    <title>{move || numbers().3}</title>
-                </text>
-                {matches!(stage, Stage::WatchCache | Stage::Reflector | Stage::Handlers)
-                    .then_some(lines)}
-                {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys x/> })}
-            </Show>
-            <text class="skipped" x=cx y=HEIGHT - 8.0 text-anchor="middle">
-                {move || match skipped() {
-                    0 => String::new(),
-                    n => format!("+{n} not animated"),
-                }}
-            </text>
-        </g>
+            {move || numbers.get().latency}
+        </text>
+        <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">
+            {move || numbers.get().third}
+            <title>{move || numbers.get().why}</title>
+        </text>
+        {matches!(stage, Stage::WatchCache | Stage::Reflector | Stage::Handlers)
+            .then_some(lines)}
+        {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys x/> })}
+    }
+}
+
+/// What a stage the source cannot measure shows instead of numbers.
+#[component]
+fn NotObserved(cx: f64) -> impl IntoView {
+    view! {
+        <text class="not-observed" x=cx y=NODE_Y + 100.0 text-anchor="middle">"not observed"</text>
+        <text class="stage-explain" x=cx y=NODE_Y + 118.0 text-anchor="middle">"this source cannot"</text>
+        <text class="stage-explain" x=cx y=NODE_Y + 133.0 text-anchor="middle">"measure this stage"</text>
+    }
+}
+
+/// How many events passed the stage without being animated.
+#[component]
+fn NotAnimated(stage: Stage, cx: f64) -> impl IntoView {
+    let player = expect_context::<Player>();
+    let skipped = move || {
+        player.tick.track();
+        player
+            .state
+            .with_value(|s| s.skipped.get(&stage).copied().unwrap_or(0))
+    };
+    view! {
+        <text class="skipped" x=cx y=HEIGHT - 8.0 text-anchor="middle">
+            {move || match skipped() {
+                0 => String::new(),
+                n => format!("+{n} not animated"),
+            }}
+        </text>
     }
 }
 
