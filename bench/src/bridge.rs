@@ -7,13 +7,13 @@
 
 use std::time::Duration;
 
-pub use watchlife::hub::{Bodies, Hub};
-pub use watchlife::pipeline::{Pipeline, SlowListener};
-pub use watchlife::redact::{Received, redact_text};
+pub use watchlife::downstream::hub::{Bodies, Hub};
+pub use watchlife::upstream::pipeline::{Pipeline, SlowListener};
+pub use watchlife::upstream::redact::{Received, redact_text};
 
 /// Worker threads of the runtime the bridge runs its sources and informers
 /// on, apart from the viewers' connections.
-pub const UPSTREAM_THREADS: usize = watchlife::upstream::THREADS;
+pub const UPSTREAM_THREADS: usize = watchlife::upstream::runtime::THREADS;
 
 /// How the bridge paces the writes to viewers that take batches, as its
 /// `viewer` module sets it.
@@ -29,7 +29,9 @@ pub struct ViewerPacing {
 impl ViewerPacing {
     /// The pacing with `viewers` connected.
     pub fn describe(viewers: usize) -> ViewerPacing {
-        use watchlife::viewer::{MAX_BATCH_INTERVAL, WRITES_PER_SECOND, batch_interval};
+        use watchlife::downstream::viewer::{
+            MAX_BATCH_INTERVAL, WRITES_PER_SECOND, batch_interval,
+        };
         ViewerPacing {
             writes_per_second: WRITES_PER_SECOND,
             interval: batch_interval(viewers),

@@ -16,6 +16,7 @@
 use crate::apiserver::Api;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::{Spread, micros};
 use futures_util::StreamExt;
 use std::collections::HashMap;
@@ -49,7 +50,7 @@ pub struct Config {
 
 /// One pace's figures over the runs.
 #[derive(Default)]
-struct Figures {
+pub struct Figures {
     seen: Spread,
     etcd_first: Spread,
     reflector_first: Spread,
@@ -62,50 +63,64 @@ struct Figures {
 /// Each event's marks, by resourceVersion: (etcd, Reflector), µs.
 type Marks = Arc<Mutex<HashMap<String, (Option<u64>, u64)>>>;
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    if !crate::apiserver::real_cluster_installed() {
-        report.not_measured.push(
-            "**etcd's notification beside the Reflector's event**: etcd and kube-apiserver \
-             v1.20.2 are not installed here (`make test` installs them)."
-                .into(),
-        );
-        return;
+/// What the runs found: per pace of [`PACES`], and why the runs stopped early.
+pub struct Gathered {
+    figures: Vec<Figures>,
+    failure: Option<String>,
+}
+
+impl Scenario for Config {
+    /// `None` when kube-apiserver and etcd are not installed.
+    type Figures = Option<Gathered>;
+
+    fn measure(&self) -> Option<Gathered> {
+        if !crate::apiserver::real_cluster_installed() {
+            return None;
+        }
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let mut figures: Vec<Figures> = PACES.iter().map(|_| Figures::default()).collect();
+        let failure = runtime.block_on(self.drive(&mut figures)).err();
+        Some(Gathered { figures, failure })
     }
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let mut figures: Vec<Figures> = PACES.iter().map(|_| Figures::default()).collect();
-    let mut failure = None;
-    runtime.block_on(async {
+
+    fn report(&self, gathered: Option<Gathered>, report: &mut Report, seconds: f64) {
+        let Some(Gathered { figures, failure }) = gathered else {
+            report.not_measured.push(
+                "**etcd's notification beside the Reflector's event**: etcd and kube-apiserver \
+                 v1.20.2 are not installed here (`make test` installs them)."
+                    .into(),
+            );
+            return;
+        };
+        report
+            .sections
+            .push(section(self, &figures, failure, seconds));
+    }
+}
+
+impl Config {
+    /// Starts the cluster and measures every run; stops at the first failure.
+    async fn drive(&self, figures: &mut [Figures]) -> Result<(), String> {
         progress!("etcd order: starting etcd and kube-apiserver");
         let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
         let api = Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert());
-        for run in 0..config.runs {
-            progress!("etcd order: run {}/{}", run + 1, config.runs);
-            let measured = measure(
-                config,
+        for run in 0..self.runs {
+            progress!("etcd order: run {}/{}", run + 1, self.runs);
+            let runs = measure(
+                self,
                 &api,
                 cluster.kubeconfig(),
                 cluster.etcd_endpoint(),
                 run,
             )
-            .await;
-            match measured {
-                Ok(runs) => {
-                    for (f, (intervals, unmatched)) in figures.iter_mut().zip(runs) {
-                        f.add(&intervals, unmatched);
-                    }
-                }
-                Err(e) => {
-                    progress!("etcd order failed: {e}");
-                    failure = Some(e);
-                    break;
-                }
+            .await
+            .inspect_err(|e| progress!("etcd order failed: {e}"))?;
+            for (f, (intervals, unmatched)) in figures.iter_mut().zip(runs) {
+                f.add(&intervals, unmatched);
             }
         }
-    });
-    report
-        .sections
-        .push(section(config, &figures, failure, started));
+        Ok(())
+    }
 }
 
 impl Figures {
@@ -139,12 +154,7 @@ fn quantile(sorted: &[i64], q: f64) -> f64 {
     sorted[rank - 1] as f64
 }
 
-fn section(
-    config: &Config,
-    figures: &[Figures],
-    failure: Option<String>,
-    started: Instant,
-) -> Section {
+fn section(config: &Config, figures: &[Figures], failure: Option<String>, seconds: f64) -> Section {
     let percent = |v: f64| format!("{:.1}%", v * 100.0);
     let mut table = Table::new(
         "",
@@ -212,7 +222,7 @@ fn section(
         tables: vec![table],
         notes,
         summary,
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
     }
 }
 

@@ -2,46 +2,104 @@
 //! budget of 350 KB for wasm, JS and CSS together.
 
 use crate::report::{Report, Section, Table};
+use crate::scenario::Scenario;
 use crate::stats::bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use std::io::Write as _;
-use std::path::Path;
-use std::time::Instant;
+use std::path::PathBuf;
 
 /// The page's budget, gzipped: wasm, JS and CSS together.
 const BUDGET_BYTES: f64 = 350.0 * 1000.0;
 
-pub fn run(report: &mut Report, dist: &Path) {
-    let started = Instant::now();
-    let Ok(entries) = std::fs::read_dir(dist) else {
-        report.not_measured.push(format!(
-            "**The browser app's weight**: `{}` does not exist (run `make frontend`).",
-            dist.display()
-        ));
-        return;
-    };
-    let mut files: Vec<(String, &'static str, f64, f64)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let kind = kind_of(&name)?;
-            let raw = std::fs::read(e.path()).ok()?;
-            Some((name, kind, raw.len() as f64, gzipped(&raw) as f64))
-        })
-        .collect();
-    files.sort_by(|a, b| b.3.total_cmp(&a.3));
+/// The browser app as built.
+pub struct Config {
+    pub dist: PathBuf,
+}
+
+/// One file of the app: its name, kind, size and gzipped size.
+pub struct File {
+    name: String,
+    kind: &'static str,
+    raw: f64,
+    gzipped: f64,
+}
+
+impl Scenario for Config {
+    /// Every file, largest gzipped first; `None` when the folder does not exist.
+    type Figures = Option<Vec<File>>;
+
+    fn measure(&self) -> Option<Vec<File>> {
+        let entries = std::fs::read_dir(&self.dist).ok()?;
+        let mut files: Vec<File> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                let kind = kind_of(&name)?;
+                let raw = std::fs::read(e.path()).ok()?;
+                Some(File {
+                    name,
+                    kind,
+                    raw: raw.len() as f64,
+                    gzipped: gzipped(&raw) as f64,
+                })
+            })
+            .collect();
+        files.sort_by(|a, b| b.gzipped.total_cmp(&a.gzipped));
+        Some(files)
+    }
+
+    fn report(&self, files: Option<Vec<File>>, report: &mut Report, seconds: f64) {
+        let Some(files) = files else {
+            report.not_measured.push(format!(
+                "**The browser app's weight**: `{}` does not exist (run `make frontend`).",
+                self.dist.display()
+            ));
+            return;
+        };
+        let (table, counted) = table(&files);
+        report.headline(
+            "page: wasm + JS + CSS gzipped ÷ the 350 KB budget",
+            format!(
+                "{:.2} (one measurement: sizes do not vary)",
+                counted / BUDGET_BYTES
+            ),
+        );
+        report.sections.push(Section {
+            title: "Browser app: page weight".into(),
+            method: format!(
+                "Every file in `{}` (built by `make frontend`: Trunk, release profile \
+                 `wasm-release`, wasm-opt), gzipped at level 9 in memory. The budget counts \
+                 wasm, JS and CSS; HTML and icons are listed for completeness. Sizes are \
+                 deterministic, so this is measured once.",
+                self.dist.display()
+            ),
+            tables: vec![table],
+            notes: vec![],
+            summary: vec![format!(
+                "wasm + JS + CSS gzipped: {} of 350 KB ({:.0}%)",
+                bytes(counted),
+                counted / BUDGET_BYTES * 100.0
+            )],
+            seconds,
+        });
+    }
+}
+
+/// A row per file, then the budget's total; returns the table and that
+/// total (gzipped bytes of wasm, JS and CSS).
+fn table(files: &[File]) -> (Table, f64) {
     let mut table = Table::new("", &["file", "kind", "size", "gzipped (level 9)"]);
     let mut counted = 0.0;
-    for (name, kind, raw, gz) in &files {
-        if matches!(*kind, "wasm" | "JS" | "CSS") {
-            counted += gz;
+    for f in files {
+        if matches!(f.kind, "wasm" | "JS" | "CSS") {
+            counted += f.gzipped;
         }
         table.row(vec![
-            format!("`{name}`"),
-            kind.to_string(),
-            bytes(*raw),
-            bytes(*gz),
+            format!("`{}`", f.name),
+            f.kind.to_string(),
+            bytes(f.raw),
+            bytes(f.gzipped),
         ]);
     }
     table.row(vec![
@@ -54,31 +112,7 @@ pub fn run(report: &mut Report, dist: &Path) {
             counted / BUDGET_BYTES * 100.0
         ),
     ]);
-    report.headline(
-        "page: wasm + JS + CSS gzipped ÷ the 350 KB budget",
-        format!(
-            "{:.2} (one measurement: sizes do not vary)",
-            counted / BUDGET_BYTES
-        ),
-    );
-    report.sections.push(Section {
-        title: "Browser app: page weight".into(),
-        method: format!(
-            "Every file in `{}` (built by `make frontend`: Trunk, release profile \
-             `wasm-release`, wasm-opt), gzipped at level 9 in memory. The budget counts \
-             wasm, JS and CSS; HTML and icons are listed for completeness. Sizes are \
-             deterministic, so this is measured once.",
-            dist.display()
-        ),
-        tables: vec![table],
-        notes: vec![],
-        summary: vec![format!(
-            "wasm + JS + CSS gzipped: {} of 350 KB ({:.0}%)",
-            bytes(counted),
-            counted / BUDGET_BYTES * 100.0
-        )],
-        seconds: started.elapsed().as_secs_f64(),
-    });
+    (table, counted)
 }
 
 fn kind_of(name: &str) -> Option<&'static str> {

@@ -3,7 +3,7 @@
 //!
 //! One thread does everything, in the order the bridge does it for each
 //! event: read the watch line (serde_json, the object kept as its text),
-//! redact the object as the bridge does (`watchlife::redact::redact_text`),
+//! redact the object as the bridge does (`watchlife::upstream::redact::redact_text`),
 //! make the Reflector's `WatchEvent` (stage `reflector` stamped), `Informer::enqueue` (FIFO),
 //! `drain` (Indexer, listeners, workqueue, reconcile), and encode
 //! the event frame the hub sends to every viewer. Each stage reads the system

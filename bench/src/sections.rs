@@ -151,7 +151,7 @@ fn run_etcd(args: &Args, report: &mut Report) {
         runs: args.process_runs(),
         watchlife: args.watchlife.clone(),
     };
-    etcd_order::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_upstream(args: &Args, report: &mut Report) {
@@ -188,7 +188,7 @@ fn run_informer(args: &Args, report: &mut Report) {
         rates: vec![1000.0, 10_000.0],
         watchlife: args.watchlife.clone(),
     };
-    informer::run(report, &config);
+    scenario::run(&config, report);
 }
 
 fn run_scale(args: &Args, report: &mut Report) {
@@ -201,7 +201,10 @@ fn run_scale(args: &Args, report: &mut Report) {
 }
 
 fn run_page(args: &Args, report: &mut Report) {
-    page::run(report, &args.dist);
+    let config = page::Config {
+        dist: args.dist.clone(),
+    };
+    scenario::run(&config, report);
 }
 
 fn run_browser(args: &Args, report: &mut Report) {

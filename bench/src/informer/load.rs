@@ -1,6 +1,6 @@
 //! A steady load through the bridge's own informer pipeline: a paced
 //! generator of pod watch events delivers them to
-//! [`watchlife::pipeline::Pipeline`] (its processing task, a task per
+//! [`watchlife::upstream::pipeline::Pipeline`] (its processing task, a task per
 //! listener, its workers) on one tokio runtime shaped as the bridge's
 //! upstream one, and a viewer of its hub collects every finished event.
 

@@ -10,12 +10,13 @@ mod tables;
 
 use crate::bridge::SlowListener;
 use crate::report::{Report, Section};
+use crate::scenario::Scenario;
 use intervals::Distribution;
 use load::Load;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-use watchlife_informer_frames::Informer;
+use std::time::Duration;
 use watchlife_informer::informer::{Options, SCHEDULER_SCHEDULED};
+use watchlife_informer_frames::Informer;
 
 /// How long the slow listener's handler takes: one request to a nearby
 /// server, the kind of call a handler should not make but sometimes does.
@@ -69,63 +70,95 @@ impl Measured {
 
 /// Every run of one rate, without and with the slow listener.
 #[derive(Debug, Default)]
-struct AtRate {
+pub struct AtRate {
     rate: f64,
     baseline: Vec<Measured>,
     slow: Vec<Measured>,
 }
 
-pub fn run(report: &mut Report, config: &Config) {
-    let started = Instant::now();
-    let listeners = Informer::new(Options::pods()).listeners();
-    let mut rates: Vec<AtRate> = config
-        .rates
-        .iter()
-        .map(|&rate| AtRate {
-            rate,
-            ..AtRate::default()
-        })
-        .collect();
-    for run in 0..config.runs {
-        for at in &mut rates {
-            for slow in [false, true] {
-                progress!(
-                    "informer: run {}/{}, {} events/s for {} s{}",
-                    run + 1,
-                    config.runs,
-                    at.rate,
-                    config.seconds,
-                    if slow { ", one listener slow" } else { "" }
-                );
-                let load = Load {
-                    rate: at.rate,
-                    seconds: config.seconds,
-                    slow: slow.then(|| SlowListener {
-                        listener: SLOW.into(),
-                        delay: SLOW_DELAY,
-                    }),
-                };
-                let measured = Measured::of(load::run(&load), &listeners);
-                if slow {
-                    at.slow.push(measured);
-                } else {
-                    at.baseline.push(measured);
+/// What the runs found.
+pub struct Gathered {
+    /// The listeners of the pods' informer, by name.
+    listeners: Vec<String>,
+    rates: Vec<AtRate>,
+    lists: lists::Outcome,
+}
+
+impl Scenario for Config {
+    type Figures = Gathered;
+
+    fn measure(&self) -> Gathered {
+        let listeners = Informer::new(Options::pods()).listeners();
+        let mut rates: Vec<AtRate> = self
+            .rates
+            .iter()
+            .map(|&rate| AtRate {
+                rate,
+                ..AtRate::default()
+            })
+            .collect();
+        for run in 0..self.runs {
+            for at in &mut rates {
+                for slow in [false, true] {
+                    self.measure_load(run, at, slow, &listeners);
                 }
             }
         }
+        progress!("informer: LISTs per fault, the differential tests beside client-go");
+        let lists = lists::run(&self.watchlife);
+        Gathered {
+            listeners,
+            rates,
+            lists,
+        }
     }
-    progress!("informer: LISTs per fault, the differential tests beside client-go");
-    let lists = lists::run(&config.watchlife);
-    let mut tables = vec![tables::load(&rates)];
-    tables.extend(rates.iter().map(tables::stages));
-    tables.push(tables::slow_listener(&rates, &listeners, report));
-    tables.push(tables::lists(&lists, report));
-    report.sections.push(Section {
-        title: "Informer stages under a steady load, a slow handler, and LISTs per fault".into(),
-        method: tables::method(config),
-        tables,
-        notes: tables::notes(&rates, &lists),
-        summary: tables::summary(&rates, &lists),
-        seconds: started.elapsed().as_secs_f64(),
-    });
+
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        let Gathered {
+            listeners,
+            rates,
+            lists,
+        } = gathered;
+        let mut tables = vec![tables::load(&rates)];
+        tables.extend(rates.iter().map(tables::stages));
+        tables.push(tables::slow_listener(&rates, &listeners, report));
+        tables.push(tables::lists(&lists, report));
+        report.sections.push(Section {
+            title: "Informer stages under a steady load, a slow handler, and LISTs per fault"
+                .into(),
+            method: tables::method(self),
+            tables,
+            notes: tables::notes(&rates, &lists),
+            summary: tables::summary(&rates, &lists),
+            seconds,
+        });
+    }
+}
+
+impl Config {
+    /// One run of the pipeline at `at`'s rate, with or without the slow listener.
+    fn measure_load(&self, run: usize, at: &mut AtRate, slow: bool, listeners: &[String]) {
+        progress!(
+            "informer: run {}/{}, {} events/s for {} s{}",
+            run + 1,
+            self.runs,
+            at.rate,
+            self.seconds,
+            if slow { ", one listener slow" } else { "" }
+        );
+        let load = Load {
+            rate: at.rate,
+            seconds: self.seconds,
+            slow: slow.then(|| SlowListener {
+                listener: SLOW.into(),
+                delay: SLOW_DELAY,
+            }),
+        };
+        let measured = Measured::of(load::run(&load), listeners);
+        if slow {
+            at.slow.push(measured);
+        } else {
+            at.baseline.push(measured);
+        }
+    }
 }

@@ -244,7 +244,7 @@ pub fn lists(outcome: &lists::Outcome, report: &mut Report) -> Table {
 
 pub fn method(config: &Config) -> String {
     format!(
-        "The bridge's own informer pipeline (`watchlife::pipeline::Pipeline`: the processing \
+        "The bridge's own informer pipeline (`watchlife::upstream::pipeline::Pipeline`: the processing \
          loop, a task per listener, {workers} workqueue worker, publishing to a hub) on one \
          tokio runtime of {threads} threads, shaped as the bridge's upstream runtime. A task \
          of the same runtime delivers pod watch events at a steady rate for {secs} s ({keys} \
