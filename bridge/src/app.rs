@@ -1,6 +1,6 @@
 //! What every request handler shares.
 
-use crate::hub::Hub;
+use crate::downstream::hub::Hub;
 use watchlife_controlplane::demo_action::{self, ActionError};
 use watchlife_controlplane::{Clock, ControlPlane};
 use watchlife_protocol::{
@@ -17,7 +17,7 @@ pub struct App {
     pub demo: Option<ControlPlane>,
     pub clock: Clock,
     /// The demo's kubeconfig, removed when the app goes (the bridge stops).
-    pub kubeconfig: Option<crate::source::demo::Kubeconfig>,
+    pub kubeconfig: Option<crate::upstream::source::demo::Kubeconfig>,
     /// Whose rules the Reflectors follow (`1.36`, `1.20 (...)`).
     pub kubernetes: String,
     /// The apiserver's `gitVersion`, where `/version` answered.
@@ -35,7 +35,7 @@ impl App {
             resources: self.resources.clone(),
             observed_stages: self.observed_stages.clone(),
             demo_actions: self.demo.is_some(),
-            heartbeat_ms: crate::liveness::HEARTBEAT.as_millis() as u64,
+            heartbeat_ms: crate::downstream::liveness::HEARTBEAT.as_millis() as u64,
             kubernetes: self.kubernetes.clone(),
             cluster_version: self.cluster_version.clone(),
         }

@@ -40,7 +40,7 @@ pub struct Args {
     pub insecure_no_auth: bool,
 
     /// Another origin whose pages may open the stream (the bridge's own always
-    /// may), as scheme://host[:port]; repeat for several. For a reverse proxy
+    /// may), as `scheme://host[:port]`; repeat for several. For a reverse proxy
     /// or a page that embeds the app.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
@@ -59,7 +59,7 @@ pub struct Args {
     /// at most this many bytes; above, only each object's reference,
     /// resourceVersion and a few columns, and the page fetches a body when
     /// the object is opened (0: always so).
-    #[arg(long, default_value_t = crate::hub::SNAPSHOT_BODIES_LIMIT, value_name = "BYTES")]
+    #[arg(long, default_value_t = crate::downstream::hub::SNAPSHOT_BODIES_LIMIT, value_name = "BYTES")]
     pub snapshot_bodies_limit: usize,
 
     /// Use the embedded demo control plane even when a cluster is configured.
@@ -286,12 +286,12 @@ impl Args {
 
     /// How each Reflector behaves: client-go's defaults for the chosen
     /// release unless flags say otherwise.
-    pub fn reflector(&self) -> Result<crate::reflector::Config, ProfileError> {
-        Ok(crate::reflector::Config {
+    pub fn reflector(&self) -> Result<crate::upstream::reflector::Config, ProfileError> {
+        Ok(crate::upstream::reflector::Config {
             min_watch_timeout: Duration::from_secs(self.min_watch_timeout),
             resync_period: self.resync,
             watch_list_page_size: self.watch_list_page_size,
-            ..crate::reflector::Config::for_profile(self.profile()?)
+            ..crate::upstream::reflector::Config::for_profile(self.profile()?)
         })
     }
 

@@ -1,63 +1,37 @@
-//! The watchlife bridge.
+//! The watchlife bridge: list-watches a source and fans its events out to
+//! viewers. Its two halves meet at the hub.
 //!
 //! # Layout
-//! - [`cli`]: the command-line flags.
-//! - [`run`] (here): picks the source, starts it, and serves until Ctrl-C
-//!   (or, for `watchlife record`, hands over to [`record`]).
-//! - [`record`]: the frame stream written to a file; [`scenario`], the short
-//!   stories recorded from the demo for the docs.
-//! - [`source`]: a real cluster (kube config) or the embedded demo control plane.
-//! - [`target`]: the resources to watch, resolved through discovery.
-//! - [`upstream`]: the runtime of everything before the hub, apart from the viewers'.
-//! - [`watches`]: starts a Reflector and an informer pipeline per resource.
-//! - [`reflector`]: ListAndWatch, written out as a state machine.
-//! - [`etcd`]: a real cluster's etcd stage, by watching etcd directly.
-//! - [`redact`]: what never leaves the bridge (Secret values, managed fields).
-//! - [`pipeline`]: the informer stages (FIFO → Indexer → handlers → workqueue → reconcile) as tasks.
-//! - [`hub`]: the fan-out — one ordered stream, encoded once, a window for resuming viewers.
-//! - [`fanout`]: the demo watch cache's own fan-out, reported to viewers.
-//! - [`viewer`]: one WebSocket connection, a session with one method per event; [`outbox`],
-//!   its writes and their pace; [`viewer_message`], what a viewer may say; [`rate_limit`], how
-//!   often; [`liveness`], the heartbeat both ends go by.
-//! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/version`, the app), the connection
-//!   cap and graceful shutdown; [`assets`], the embedded app, and [`csp`], its security policy.
-//! - [`access`]: who may connect (token, Origin, Host), the rules; [`guard`], their checks on the
-//!   routes; [`metrics`]: the Prometheus numbers.
-//! - [`app`]: shared state, and the demo actions viewers may ask for (carried out by
-//!   the core's `demo_action`).
+//! - [`upstream`]: from the source to the hub. The source (a cluster or the
+//!   embedded demo), the resources resolved through discovery, a Reflector
+//!   and an informer pipeline per resource, a cluster's etcd, redaction.
+//! - [`downstream`]: from the hub to the viewers. The hub (one ordered
+//!   stream, encoded once), the routes and their guards, each viewer's
+//!   session, the metrics.
+//! - [`cli`]: the command-line flags; [`run`] (here): picks the source,
+//!   starts it, and serves until Ctrl-C (or, for `watchlife record`, hands
+//!   over to [`record`]); [`scenario`]: the short stories recorded from the
+//!   demo for the docs.
+//! - [`app`]: shared state, and the demo actions viewers may ask for
+//!   (carried out by the core's `demo_action`).
+//! - [`test_break`]: faults the tests switch on, compiled only with the
+//!   `test-break` feature.
 
-pub mod access;
 pub mod app;
-pub mod assets;
 pub mod cli;
-pub mod csp;
-pub mod etcd;
-pub mod fanout;
-pub mod guard;
-pub mod hub;
-pub mod liveness;
-pub mod metrics;
-pub mod outbox;
-pub mod pipeline;
-pub mod rate_limit;
+pub mod downstream;
 pub mod record;
-pub mod redact;
-pub mod reflector;
 pub mod scenario;
-pub mod server;
-pub mod source;
-pub mod target;
 pub mod test_break;
 pub mod upstream;
-pub mod viewer;
-pub mod viewer_message;
-pub mod watches;
 
 use app::App;
 use cli::Args;
-use hub::Hub;
+use downstream::hub::Hub;
+use downstream::{access, assets, hub, server};
 use std::sync::Arc;
-use watches::Watches;
+use upstream::watches::Watches;
+use upstream::{fanout, source, target};
 use watchlife_controlplane::Clock;
 
 /// Why the bridge could not run.
@@ -126,7 +100,7 @@ pub async fn run(args: Args) -> Result<(), RunError> {
 /// Connects the source and starts the list-watch of every resource,
 /// publishing to `hub`, on the [`upstream`] runtime.
 async fn start_on(args: &Args, hub: Hub, clock: Clock) -> Result<App, RunError> {
-    upstream::run(start_upstream(args.clone(), hub, clock)).await
+    upstream::runtime::run(start_upstream(args.clone(), hub, clock)).await
 }
 
 async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunError> {

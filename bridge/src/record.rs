@@ -7,11 +7,11 @@
 //! the hub as a viewer does: what leaves the bridge for a viewer (Secrets
 //! redacted, managed fields dropped) is exactly what is recorded. A scenario
 //! is recorded with the client settings it needs over the user's flags
-//! ([`crate::scenario::Scenario::configure`]).
+//! ([`crate::cli::Args::apply`]).
 
 use crate::app::App;
 use crate::cli::{Args, RecordArgs};
-use crate::hub::{Attached, Bodies, Hub, encode};
+use crate::downstream::hub::{Attached, Bodies, Hub, encode};
 use crate::{RunError, shutdown_signal};
 use flate2::write::GzEncoder;
 use std::fs::File;
@@ -65,7 +65,7 @@ fn write_opening(
             body: FrameBody::Hello(app.hello()),
         }),
     )?;
-    if let crate::hub::Join::Snapshot(text) = &attached.join {
+    if let crate::downstream::hub::Join::Snapshot(text) = &attached.join {
         file.frame(0, text)?;
     }
     Ok(())
@@ -98,7 +98,7 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
         args.apply(scenario.client_settings())?;
     }
     let clock = Clock::system();
-    let hub = Hub::new(crate::hub::stream_id(clock.now()));
+    let hub = Hub::new(crate::downstream::hub::stream_id(clock.now()));
     // Joined before anything is published: the snapshot is empty and every
     // frame after it is received.
     let mut attached = hub.attach(None, Bodies::Full);

@@ -11,10 +11,10 @@ use clap::Parser;
 use proptest::prelude::*;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use watchlife::access::Access;
 use watchlife::cli::{Args, Command};
-use watchlife::etcd::{EtcdAccess, EtcdStages};
-use watchlife::viewer::{MAX_MESSAGE_BYTES, parse_message};
+use watchlife::downstream::access::Access;
+use watchlife::downstream::viewer::{MAX_MESSAGE_BYTES, parse_message};
+use watchlife::upstream::etcd::{EtcdAccess, EtcdStages};
 use watchlife_controlplane::Clock;
 use watchlife_fuzzkit::{config, mutated};
 use watchlife_protocol::{ClientMessage, DemoAction, ErrorCode, Filter};
@@ -358,9 +358,9 @@ fn argv() -> impl Strategy<Value = Vec<String>> {
 fn derive_everything(args: &Args) {
     let _ = args.demo_pace();
     let _ = args.reflector();
-    let _ = watchlife::access::check_demo_api(args);
-    let _ = watchlife::access::demo_api_token(args);
-    let _ = watchlife::server::ServerConfig::from_args(args);
+    let _ = watchlife::downstream::access::check_demo_api(args);
+    let _ = watchlife::downstream::access::demo_api_token(args);
+    let _ = watchlife::downstream::server::ServerConfig::from_args(args);
     if let Some(Command::Record(record)) = &args.command {
         let _ = record.gzipped();
         let _ = record.stop_after();
@@ -543,7 +543,7 @@ proptest! {
             return Ok(());
         };
         // A runtime of its own, dropped with whatever the client spawned.
-        let result = runtime().block_on(watchlife::source::cluster::connect(&args));
+        let result = runtime().block_on(watchlife::upstream::source::cluster::connect(&args));
         let _ = std::fs::remove_file(&path);
         if let Err(e) = result {
             prop_assert!(!e.to_string().is_empty());
@@ -624,7 +624,7 @@ fn the_kubeconfig_the_mutations_start_from_is_used() {
     let path = file("kubeconfig", valid.as_bytes());
     let args =
         Args::try_parse_from(["watchlife", "--kubeconfig", &path.display().to_string()]).unwrap();
-    let result = runtime().block_on(watchlife::source::cluster::connect(&args));
+    let result = runtime().block_on(watchlife::upstream::source::cluster::connect(&args));
     let _ = std::fs::remove_file(&path);
     let upstream = result.unwrap().unwrap();
     assert!(matches!(
@@ -666,7 +666,7 @@ fn an_odd_length_utf16_kubeconfig_is_refused_not_a_panic() {
         let path = file("kubeconfig", bytes);
         let args = Args::try_parse_from(["watchlife", "--kubeconfig", &path.display().to_string()])
             .unwrap();
-        let result = runtime().block_on(watchlife::source::cluster::connect(&args));
+        let result = runtime().block_on(watchlife::upstream::source::cluster::connect(&args));
         let _ = std::fs::remove_file(&path);
         let Err(e) = result else {
             panic!("{bytes:?} was taken");

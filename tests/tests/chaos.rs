@@ -152,12 +152,12 @@ fn the_object_invariant_names_lost_phantom_and_stale_objects() {
 #[test]
 fn the_log_invariant_catches_errors_and_panics() {
     use watchlife_tests::chaos::invariants::bad_log_lines;
-    let log = "\u{1b}[2m2026-11-23T21:48:25Z\u{1b}[0m \u{1b}[33m WARN\u{1b}[0m watchlife::reflector: WATCH failed\n\
-               \u{1b}[2m2026-11-23T21:48:26Z\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m watchlife::source: it broke\n\
+    let log = "\u{1b}[2m2026-11-23T21:48:25Z\u{1b}[0m \u{1b}[33m WARN\u{1b}[0m watchlife::upstream::reflector: WATCH failed\n\
+               \u{1b}[2m2026-11-23T21:48:26Z\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m watchlife::upstream::source: it broke\n\
                thread 'tokio-runtime-worker' panicked at bridge/src/hub.rs:1:1:\n";
     let bad = bad_log_lines(log, Fault::ProxyReset);
     assert_eq!(bad.len(), 2, "{bad:?}");
-    assert!(bad[0].contains("ERROR watchlife::source"), "{bad:?}");
+    assert!(bad[0].contains("ERROR watchlife::upstream::source"), "{bad:?}");
     assert!(bad[1].contains("panicked"), "{bad:?}");
 }
 

@@ -2,7 +2,7 @@
 //! that decides at startup whether the bridge may run without a token.
 //!
 //! The checks are plain functions of the request's parts, so they are tested
-//! without a server; [`crate::server`] applies them before any upgrade.
+//! without a server; [`crate::downstream::server`] applies them before any upgrade.
 //!
 //! - **Token.** A bridge listening beyond loopback needs `--token` (or
 //!   `--insecure-no-auth`, said explicitly). Viewers present it as

@@ -1,6 +1,6 @@
 //! The browser app, embedded in the binary at build time.
 
-use crate::csp::{self, Externalized};
+use crate::downstream::csp::{self, Externalized};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use std::sync::LazyLock;

@@ -12,7 +12,7 @@
 //! heights of the virtualised log), which `'self'` alone would block, and a
 //! style cannot run code.
 
-use crate::access::AccessError;
+use crate::downstream::access::AccessError;
 use axum::http::HeaderValue;
 use std::hash::{Hash, Hasher};
 

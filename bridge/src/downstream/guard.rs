@@ -1,7 +1,7 @@
 //! The door of every route: the `Host` check as a layer over all of them,
 //! and the token and `Origin` checks as extractors, [`RequireToken`] and
 //! [`SameOrigin`], that a handler names among its arguments when it needs
-//! them. Each check is written once, here; the rules are [`crate::access`]'s.
+//! them. Each check is written once, here; the rules are [`crate::downstream::access`]'s.
 //!
 //! Extractors rather than layers, for the order of a refusal: a handler's
 //! arguments are taken in order, so `/ws` still refuses a malformed query
@@ -9,10 +9,10 @@
 //! token (401), then `Origin` (403), as it always has.
 //!
 //! A refusal of `/ws` is counted in the viewers' refusals
-//! ([`crate::metrics::Refusal`]); other routes' refusals are not.
+//! ([`crate::downstream::metrics::Refusal`]); other routes' refusals are not.
 
-use crate::access::{Access, Denied};
-use crate::metrics::{Metrics, Refusal};
+use crate::downstream::access::{Access, Denied};
+use crate::downstream::metrics::{Metrics, Refusal};
 use axum::extract::{FromRequestParts, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};

@@ -16,10 +16,10 @@
 //! the next thing it receives is `resync` and a fresh snapshot, never a silent
 //! gap. Memory is bounded for all viewers together (the ring, the window, one
 //! cached snapshot); per viewer it is bounded by the socket's send buffer
-//! ([`crate::server::SEND_BUFFER_BYTES`]) and one batch of frames
-//! ([`crate::viewer::MAX_BATCH`]).
+//! ([`crate::downstream::server::SEND_BUFFER_BYTES`]) and one batch of frames
+//! ([`crate::downstream::outbox::MAX_BATCH`]).
 
-use crate::metrics::Metrics;
+use crate::downstream::metrics::Metrics;
 use axum::extract::ws::Utf8Bytes;
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

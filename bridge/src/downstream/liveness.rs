@@ -2,7 +2,7 @@
 //! heartbeat on a period, and a silence long enough to call the other end
 //! gone. Both ends apply the same rule; the viewer learns the period from
 //! `hello` ([`crate::app::App::hello`]), the bridge applies it in
-//! [`crate::viewer`].
+//! [`crate::downstream::viewer`].
 
 use std::time::Duration;
 

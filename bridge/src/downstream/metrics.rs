@@ -2,7 +2,7 @@
 //! text format through the `prometheus-client` crate.
 //!
 //! [`Metrics`] is a cheap-to-clone handle on one registry, reachable from the
-//! hub ([`crate::hub::Hub::metrics`]), so every part of the bridge counts
+//! hub ([`crate::downstream::hub::Hub::metrics`]), so every part of the bridge counts
 //! into the same place:
 //!
 //! - the Reflector: [`Metrics::upstream_watch_opened`],
@@ -81,7 +81,7 @@ impl Refusal {
 /// Why a viewer received `resync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResyncCause {
-    /// It fell more than [`crate::hub::VIEWER_LAG`] frames behind.
+    /// It fell more than [`crate::downstream::hub::VIEWER_LAG`] frames behind.
     Lagged,
     /// It reconnected with a cursor no longer in the window.
     Cursor,
@@ -106,9 +106,9 @@ pub enum Closed {
     Flood,
     /// A message over the WebSocket size limit.
     TooLarge,
-    /// It answered no ping for [`crate::viewer::DEAD_AFTER`].
+    /// It answered no ping for [`crate::downstream::viewer::DEAD_AFTER`].
     Unresponsive,
-    /// A write to it did not complete within [`crate::viewer::DEAD_AFTER`].
+    /// A write to it did not complete within [`crate::downstream::viewer::DEAD_AFTER`].
     SendStalled,
     /// The bridge is shutting down.
     Shutdown,

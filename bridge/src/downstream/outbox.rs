@@ -7,8 +7,8 @@
 //! [`BATCH_INTERVAL`], longer when so many viewers are connected that their
 //! writes together would pass [`WRITES_PER_SECOND`].
 
-use crate::liveness::DEAD_AFTER;
-use crate::metrics::{Closed, Metrics};
+use crate::downstream::liveness::DEAD_AFTER;
+use crate::downstream::metrics::{Closed, Metrics};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes};
 use futures_util::{Sink, SinkExt};
 use std::time::Duration;
@@ -129,7 +129,7 @@ impl<S: Sink<Message> + Unpin> Outbox<S> {
         }
     }
 
-    /// Sends a close frame with a reason (best effort: [`CLOSE_WRITE`] at most).
+    /// Sends a close frame with a reason (best effort: `CLOSE_WRITE` at most).
     pub async fn close(&mut self, code: u16, reason: &str) {
         let frame = CloseFrame {
             code,

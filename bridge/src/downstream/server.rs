@@ -1,9 +1,9 @@
 //! The HTTP side: routes, the checks before a WebSocket upgrade, the
 //! connection caps, security headers, and serving until a graceful shutdown.
 //!
-//! Routes: `/ws` (the stream, [`crate::viewer`]), `/metrics` (Prometheus
-//! text, [`crate::metrics`]), `/healthz`, `/version`, and the embedded app
-//! for everything else ([`crate::assets`]; 405 for a method other than GET
+//! Routes: `/ws` (the stream, [`crate::downstream::viewer`]), `/metrics` (Prometheus
+//! text, [`crate::downstream::metrics`]), `/healthz`, `/version`, and the embedded app
+//! for everything else ([`crate::downstream::assets`]; 405 for a method other than GET
 //! or HEAD).
 //!
 //! Every connection is bounded by `watchlife-serve` ([`connection_limits`]):
@@ -15,14 +15,14 @@
 //!
 //! A `/ws` handshake is checked in this order, each refusal an HTTP answer
 //! with a one-line reason, before anything is upgraded: `Host` (403, see
-//! [`crate::access`]), the token (401), `Origin` (403), the cap (503).
+//! [`crate::downstream::access`]), the token (401), `Origin` (403), the cap (503).
 
-use crate::access::{Access, AccessError, Denied};
 use crate::app::App;
 use crate::cli::Args;
-use crate::guard::{Guard, RequireToken, SameOrigin, refuse};
-use crate::metrics::Refusal;
-use crate::{assets, csp, guard, viewer};
+use crate::downstream::access::{Access, AccessError, Denied};
+use crate::downstream::guard::{Guard, RequireToken, SameOrigin, refuse};
+use crate::downstream::metrics::Refusal;
+use crate::downstream::{assets, csp, guard, viewer};
 use axum::Router;
 use axum::extract::{Path, Query, State, WebSocketUpgrade};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -296,7 +296,10 @@ async fn object_body(
 /// `GET /metrics`, for those who hold the token.
 async fn metrics(State(shared): State<Arc<Shared>>, _: RequireToken) -> Response {
     (
-        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        [(
+            header::CONTENT_TYPE,
+            crate::downstream::metrics::CONTENT_TYPE,
+        )],
         shared.app.hub.metrics().render(),
     )
         .into_response()

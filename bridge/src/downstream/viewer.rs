@@ -2,8 +2,8 @@
 //!
 //! Sends `hello`, then either the frames the viewer missed or a snapshot, then
 //! the live stream, with a heartbeat every [`HEARTBEAT`]. A viewer that asks
-//! for batches gets them at a pace ([`crate::outbox`]). Reads the viewer's
-//! messages (filters, demo actions; [`crate::viewer_message`]) and answers a
+//! for batches gets them at a pace ([`crate::downstream::outbox`]). Reads the viewer's
+//! messages (filters, demo actions; [`crate::downstream::viewer_message`]) and answers a
 //! bad one with an `error` frame; a bad message never closes the connection,
 //! let alone the bridge. What does close it, always with a close frame and a
 //! reason when the socket still takes one:
@@ -17,7 +17,7 @@
 //! - a message over [`MAX_FRAME_BYTES`] (1009, too big).
 //!
 //! A viewer that merely falls behind is not closed: it gets `resync` and a
-//! snapshot (see [`crate::hub`]).
+//! snapshot (see [`crate::downstream::hub`]).
 //!
 //! A connection is a [`Session`] over any sink and stream of WebSocket
 //! messages, with one method per thing that can happen to it: the bridge
@@ -26,10 +26,10 @@
 //! channels, with tokio's clock paused.
 
 use crate::app::App;
-use crate::hub::{Bodies, Join, Published, encode};
-use crate::metrics::{Closed, Metrics, ResyncCause, ViewerGauge};
-use crate::outbox::{MAX_BATCH, Outbox, PACED_BATCH};
-use crate::rate_limit::{Admit, MESSAGE_BURST, MESSAGES_PER_SECOND, RateLimiter};
+use crate::downstream::hub::{Bodies, Join, Published, encode};
+use crate::downstream::metrics::{Closed, Metrics, ResyncCause, ViewerGauge};
+use crate::downstream::outbox::{MAX_BATCH, Outbox, PACED_BATCH};
+use crate::downstream::rate_limit::{Admit, MESSAGE_BURST, MESSAGES_PER_SECOND, RateLimiter};
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, close_code};
 use futures_util::{Sink, Stream, StreamExt};
 use std::fmt::Display;
@@ -43,12 +43,14 @@ use watchlife_protocol::{
     ClientMessage, ErrorCode, ErrorFrame, Filter, FrameBody, Heartbeat, Resync, ServerFrame,
 };
 
-pub use crate::liveness::{DEAD_AFTER, HEARTBEAT};
-pub use crate::outbox::{
+pub use crate::downstream::liveness::{DEAD_AFTER, HEARTBEAT};
+pub use crate::downstream::outbox::{
     BATCH_INTERVAL, MAX_BATCH_BYTES, MAX_BATCH_INTERVAL, WRITES_PER_SECOND, batch_interval,
 };
-pub use crate::rate_limit::FLOOD_LIMIT;
-pub use crate::viewer_message::{MAX_FRAME_BYTES, MAX_MESSAGE_BYTES, Refused, parse_message};
+pub use crate::downstream::rate_limit::FLOOD_LIMIT;
+pub use crate::downstream::viewer_message::{
+    MAX_FRAME_BYTES, MAX_MESSAGE_BYTES, Refused, parse_message,
+};
 
 /// The WebSocket read buffer of a viewer's connection. A viewer's messages
 /// are a few hundred bytes (a subscription, a demo action): 4 KiB reads any
@@ -352,7 +354,7 @@ where
         }
         let why = format!(
             "you fell {missed} frames behind (the limit is {})",
-            crate::hub::VIEWER_LAG
+            crate::downstream::hub::VIEWER_LAG
         );
         vec![resync(seq, &why), snapshot]
     }
@@ -468,7 +470,7 @@ fn error(seq: u64, code: ErrorCode, message: &str) -> Utf8Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hub::{Hub, VIEWER_LAG};
+    use crate::downstream::hub::{Hub, VIEWER_LAG};
     use std::pin::Pin;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::task::{Context, Poll};

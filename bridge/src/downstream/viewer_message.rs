@@ -26,7 +26,7 @@ pub struct Refused {
     pub message: String,
 }
 
-/// Reads one text message from a viewer, as [`crate::viewer`] does: a message over
+/// Reads one text message from a viewer, as [`crate::downstream::viewer`] does: a message over
 /// [`MAX_MESSAGE_BYTES`], one that is not a [`ClientMessage`] (bad JSON, an
 /// unknown type, a missing field) and a filter that names no resource or
 /// namespace Kubernetes could have are refused, each with the code and

@@ -7,7 +7,7 @@
 //! a second however busy the demo is, and none while it is still — apart from
 //! a slow refresh, so that a viewer who joins a quiet demo still sees the rings.
 
-use crate::hub::Hub;
+use crate::downstream::hub::Hub;
 use std::time::Duration;
 use watchlife_controlplane::ControlPlane;
 use watchlife_controlplane::watch_cache_report::report;
@@ -56,7 +56,7 @@ mod tests {
     }
 
     async fn next_report(
-        live: &mut tokio::sync::broadcast::Receiver<crate::hub::Published>,
+        live: &mut tokio::sync::broadcast::Receiver<crate::downstream::hub::Published>,
     ) -> WatchCacheReport {
         let published = tokio::time::timeout(Duration::from_secs(5), live.recv())
             .await
@@ -75,7 +75,7 @@ mod tests {
     async fn the_reporter_publishes_on_change_and_not_in_between() {
         let cp = ControlPlane::new(Clock::system());
         let hub = Hub::new("s");
-        let mut live = hub.attach(None, crate::hub::Bodies::Light).live;
+        let mut live = hub.attach(None, crate::downstream::hub::Bodies::Light).live;
         let _w = cp.watch_named("bridge", PODS, None, None).unwrap();
         spawn_reporter(cp.clone(), hub.clone());
         let first = next_report(&mut live).await;

@@ -9,8 +9,8 @@
 //! event is published once finished (every listener ran, and the reconcile
 //! of its key returned), with every stage's time.
 
-use crate::hub::Hub;
-use crate::reflector::ServerStages;
+use crate::downstream::hub::Hub;
+use crate::upstream::source::stages::ServerStages;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -225,7 +225,7 @@ impl Pipeline {
             && !event.initial
             && !event.handled.resync
         {
-            let client = crate::reflector::requests::client_name(&event.target.resource);
+            let client = crate::upstream::source::stages::client_name(&event.target.resource);
             let stages = match server.stream_path(&client, &event.resource_version) {
                 Some((stages, path)) => {
                     event.server = Some(Box::new(path));
@@ -246,7 +246,7 @@ impl Pipeline {
         target: &str,
         list: bool,
     ) -> Option<watchlife_protocol::ServerAnswer> {
-        let client = crate::reflector::requests::client_name(target);
+        let client = crate::upstream::source::stages::client_name(target);
         self.server.as_ref()?.answer(&client, list)
     }
 
@@ -268,7 +268,7 @@ mod tests {
     #[tokio::test]
     async fn a_slow_listener_waits_between_its_dequeue_and_its_return_and_holds_up_no_other() {
         let hub = Hub::new("test");
-        let mut live = hub.attach(None, crate::hub::Bodies::Light).live;
+        let mut live = hub.attach(None, crate::downstream::hub::Bodies::Light).live;
         let clock = Clock::system();
         let slow = SlowListener {
             listener: SCHEDULER_SCHEDULED.into(),

@@ -6,10 +6,11 @@
 //! resource's Reflector node shows the backoff, and discovery is tried again
 //! on client-go's schedule until the cluster answers.
 
-use crate::hub::Hub;
-use crate::pipeline::Pipeline;
-use crate::reflector::{Config, Reflector, ServerStages};
-use crate::target::{self, ResolveError, Target};
+use crate::downstream::hub::Hub;
+use crate::upstream::pipeline::Pipeline;
+use crate::upstream::reflector::{Config, Reflector};
+use crate::upstream::source::stages::ServerStages;
+use crate::upstream::target::{self, ResolveError, Target};
 use std::sync::Arc;
 use watchlife_controlplane::Clock;
 use watchlife_informer::informer::Options;

@@ -10,7 +10,7 @@
 //!   count the backoff's jitter decides) counted once
 //!   ([`ModernPair::check_requests`]). client-go's are the queries it sent;
 //!   watchlife's are its Reflector's reports, from which its queries are
-//!   built (`bridge/src/reflector/requests.rs`, whose tests hold the exact
+//!   built (`bridge/src/upstream/reflector/requests.rs`, whose tests hold the exact
 //!   query strings to client-go's);
 //! - per object key, the handler's calls: callback, resourceVersions,
 //!   DeletedFinalStateUnknown and OnAdd's `isInInitialList`

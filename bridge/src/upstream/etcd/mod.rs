@@ -15,7 +15,7 @@
 
 mod tls;
 
-use crate::reflector::ServerStages;
+use crate::upstream::source::stages::ServerStages;
 use etcd_client::{Client, WatchOptions, WatchResponse};
 use futures_util::future::BoxFuture;
 use std::collections::{BTreeMap, VecDeque};

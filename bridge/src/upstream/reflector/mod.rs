@@ -13,13 +13,12 @@
 mod error;
 pub mod requests;
 
-use crate::hub::Hub;
-use crate::pipeline::Pipeline;
-use crate::redact::{Received, redact_text};
-use crate::target::Target;
+use crate::downstream::hub::Hub;
+use crate::upstream::pipeline::Pipeline;
+use crate::upstream::redact::{Received, redact_text};
+use crate::upstream::target::Target;
 use error::ReflectorError;
 use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use serde_json::value::RawValue;
 use std::time::Duration;
@@ -35,37 +34,8 @@ use watchlife_protocol::{
     EventType, ObjectJson, ObjectRef, ReflectorState, Stage, StageMark, StageTimes, WatchEvent,
 };
 
+pub use crate::upstream::source::stages::ServerStages;
 pub use watchlife_informer::reflector::Config;
-
-/// Server-side stage times of a change, found by its resourceVersion: the
-/// demo control plane knows them exactly; a real cluster, only through its
-/// etcd. A source that cannot tell returns nothing, and those stages are
-/// drawn as not observed. Looked up as each event leaves the informer
-/// ([`crate::pipeline::Pipeline`]), by when the source has long heard of it.
-pub trait ServerStages: Send + Sync {
-    /// Stage marks of the change at `resource_version`, if known. May wait
-    /// a little for a source whose report of the change is on its way.
-    fn stages_of<'a>(&'a self, resource_version: &'a str) -> BoxFuture<'a, StageTimes>;
-
-    /// The stage marks and every server-side hop of the event at
-    /// `resource_version` as the watch stream of `client` carried it
-    /// ([`requests::client_name`]), where the server records each stream
-    /// (the demo does). A replayed event gets its own stream's times, a
-    /// synthetic ADDED no commit time.
-    fn stream_path(
-        &self,
-        _client: &str,
-        _resource_version: &str,
-    ) -> Option<(StageTimes, watchlife_protocol::ServerPath)> {
-        None
-    }
-
-    /// Who answered the last LIST (`list`) or WATCH of `client`, where the
-    /// server tells.
-    fn answer(&self, _client: &str, _list: bool) -> Option<watchlife_protocol::ServerAnswer> {
-        None
-    }
-}
 
 /// How many times a request is sent while each try meets a pooled
 /// connection that the server closed before answering (see

@@ -1,18 +1,14 @@
 //! The two requests a Reflector makes, built with kube's request builder,
 //! with exactly the parameters the Reflector machine chose.
 
-use crate::target::Target;
+use crate::upstream::source::stages::client_name;
+use crate::upstream::target::Target;
 use kube::core::{DynamicObject, Resource};
 
 /// The header that names a client's requests to the demo's apiserver
 /// (`watchlife_demo_apiserver::watch::CLIENT_HEADER`); any other server
 /// ignores it.
 pub const CLIENT_HEADER: &str = "x-watchlife-client";
-
-/// The name under which the Reflector of `target` makes its requests.
-pub fn client_name(target: &str) -> String {
-    format!("watchlife/{target}")
-}
 
 /// Names `request` as the Reflector of `target`'s.
 fn named(mut request: http::Request<Vec<u8>>, target: &Target) -> http::Request<Vec<u8>> {

@@ -4,8 +4,8 @@
 
 use super::{SourceError, Upstream};
 use crate::cli::Args;
-use crate::etcd::{EtcdAccess, EtcdStages};
-use crate::reflector::ServerStages;
+use crate::upstream::etcd::{EtcdAccess, EtcdStages};
+use crate::upstream::source::stages::ServerStages;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::sync::Arc;
 use watchlife_controlplane::Clock;

@@ -4,7 +4,7 @@
 
 use super::{SourceError, Upstream};
 use crate::cli::Args;
-use crate::reflector::ServerStages;
+use crate::upstream::source::stages::ServerStages;
 use futures_util::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,7 +39,7 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
             source,
         })?;
     let base = format!("http://{addr}");
-    let token = crate::access::demo_api_token(args);
+    let token = crate::downstream::access::demo_api_token(args);
     // kubectl sends no credentials over plain HTTP: beyond loopback the
     // token also travels in the server URL's path, which the demo API's door
     // takes off before routing.

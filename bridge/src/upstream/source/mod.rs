@@ -8,9 +8,10 @@
 
 pub mod cluster;
 pub mod demo;
+pub mod stages;
 
 use crate::cli::Args;
-use crate::reflector::ServerStages;
+use stages::ServerStages;
 use std::sync::Arc;
 use watchlife_controlplane::ControlPlane;
 use watchlife_protocol::{Source, Stage};

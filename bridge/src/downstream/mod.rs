@@ -1,0 +1,27 @@
+//! From the hub to the viewers.
+//!
+//! - [`hub`]: one ordered stream, encoded once, a window for resuming
+//!   viewers, and the current objects for a snapshot.
+//! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/version`, the
+//!   app), the connection cap and graceful shutdown; [`assets`], the
+//!   embedded app, and [`csp`], its security policy.
+//! - [`access`]: who may connect (token, Origin, Host), the rules;
+//!   [`guard`], their checks on the routes.
+//! - [`viewer`]: one WebSocket connection, a session with one method per
+//!   event; [`outbox`], its writes and their pace; [`viewer_message`], what
+//!   a viewer may say; [`rate_limit`], how often; [`liveness`], the
+//!   heartbeat both ends go by.
+//! - [`metrics`]: the Prometheus numbers.
+
+pub mod access;
+pub mod assets;
+pub mod csp;
+pub mod guard;
+pub mod hub;
+pub mod liveness;
+pub mod metrics;
+pub mod outbox;
+pub mod rate_limit;
+pub mod server;
+pub mod viewer;
+pub mod viewer_message;
