@@ -72,11 +72,29 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
     let pace = (!args.demo_idle).then(|| args.demo_pace());
     tokio::spawn(drive(Demo::new(cp.clone(), pace), clock));
 
-    let path = kubeconfig_path(addr.port());
-    // The kubeconfig writer puts the token in the path itself.
-    let written =
-        watchlife_demo_apiserver::write_kubeconfig_with_token(&path, &base, token.as_deref());
-    let kubeconfig = match written {
+    let kubeconfig = write_kubeconfig(addr.port(), &base, token.as_deref());
+    let config = kube::Config::new(
+        url.parse()
+            .map_err(|e| SourceError::Config(format!("{e}")))?,
+    );
+    let client = kube::Client::try_from(config).map_err(|e| SourceError::Config(e.to_string()))?;
+    Ok(Upstream {
+        client,
+        source: Source::Demo { api: base },
+        default_resources: DEFAULT_RESOURCES.iter().map(|s| s.to_string()).collect(),
+        server_stages: Some(Arc::new(LedgerStages(cp.clone()))),
+        observed: Stage::ALL.to_vec(),
+        demo: Some(cp),
+        kubeconfig,
+    })
+}
+
+/// Writes the kubeconfig of the demo API at `base` (the token, if any, in
+/// its path) and says how kubectl finds it; `None`, with a warning, when it
+/// cannot be written: the demo runs on without it.
+fn write_kubeconfig(port: u16, base: &str, token: Option<&str>) -> Option<Kubeconfig> {
+    let path = kubeconfig_path(port);
+    match watchlife_demo_apiserver::write_kubeconfig_with_token(&path, base, token) {
         Ok(()) => {
             println!(
                 "the demo's Kubernetes API is at {base}{}; for kubectl:\n  export KUBECONFIG={}",
@@ -96,22 +114,7 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
             );
             None
         }
-    };
-
-    let config = kube::Config::new(
-        url.parse()
-            .map_err(|e| SourceError::Config(format!("{e}")))?,
-    );
-    let client = kube::Client::try_from(config).map_err(|e| SourceError::Config(e.to_string()))?;
-    Ok(Upstream {
-        client,
-        source: Source::Demo { api: base },
-        default_resources: DEFAULT_RESOURCES.iter().map(|s| s.to_string()).collect(),
-        server_stages: Some(Arc::new(LedgerStages(cp.clone()))),
-        observed: Stage::ALL.to_vec(),
-        demo: Some(cp),
-        kubeconfig,
-    })
+    }
 }
 
 /// The kubeconfig written for the demo's API, removed when dropped: a demo
