@@ -64,16 +64,6 @@ struct Target {
     api: Api,
 }
 
-/// Whether etcd and kube-apiserver are installed (`make test` installs them).
-pub fn real_cluster_installed() -> bool {
-    std::process::Command::new("scripts/ensure-real-cluster.sh")
-        .arg("--check")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The servers compared, in the table's order: the demo API, then kube-apiserver.
 const NAMES: [&str; 2] = ["demo API (watchlife)", "kube-apiserver + etcd"];
 
@@ -86,13 +76,9 @@ pub struct Gathered {
 }
 
 impl Scenario for Config {
-    /// `None` when kube-apiserver and etcd are not installed.
-    type Figures = Option<Gathered>;
+    type Figures = Gathered;
 
-    fn measure(&self) -> Option<Gathered> {
-        if !real_cluster_installed() {
-            return None;
-        }
+    fn measure(&self) -> Gathered {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -124,19 +110,10 @@ impl Scenario for Config {
             let _ = server.await;
             drop(cluster);
         });
-        Some(gathered)
+        gathered
     }
 
-    fn report(&self, gathered: Option<Gathered>, report: &mut Report, seconds: f64) {
-        let Some(gathered) = gathered else {
-            report.not_measured.push(
-                "**kube-apiserver + etcd under the same writes** as the demo API: etcd and \
-                 kube-apiserver v1.20.2 are not installed here (`make test` installs and builds \
-                 them once)."
-                    .into(),
-            );
-            return;
-        };
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
         let table = self.table(&gathered.figures, report);
         let summary = self.compare(&gathered.figures, report);
         let mut notes = vec![

@@ -152,13 +152,9 @@ pub struct Gathered {
 }
 
 impl Scenario for Config {
-    /// `None` when kube-apiserver and etcd are not installed.
-    type Figures = Option<Gathered>;
+    type Figures = Gathered;
 
-    fn measure(&self) -> Option<Gathered> {
-        if !crate::apiserver::real_cluster_installed() {
-            return None;
-        }
+    fn measure(&self) -> Gathered {
         let browser = crate::browser::installed();
         let limit = fd_limit();
         let affordable = limit.saturating_sub(SPARE_FDS) as usize;
@@ -168,7 +164,7 @@ impl Scenario for Config {
         let mut sizes = self.sizes.clone();
         sizes.sort_unstable();
         let (empty, figures) = runtime.block_on(measure_all(self, &sizes, &viewers, browser));
-        Some(Gathered {
+        Gathered {
             empty,
             figures,
             sizes,
@@ -176,18 +172,10 @@ impl Scenario for Config {
             limit,
             affordable,
             browser,
-        })
+        }
     }
 
-    fn report(&self, gathered: Option<Gathered>, report: &mut Report, seconds: f64) {
-        let Some(gathered) = gathered else {
-            report.not_measured.push(
-                "**A big cluster** (10k–150k objects on a real kube-apiserver): etcd and \
-                 kube-apiserver v1.20.2 are not installed here (`make test` installs them)."
-                    .into(),
-            );
-            return;
-        };
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
         report.sections.push(Section {
             title: "A big cluster: 10k to 150k objects on a real kube-apiserver".into(),
             method: self.method(&gathered),

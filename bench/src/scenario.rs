@@ -29,3 +29,37 @@ pub fn run(scenario: &impl Scenario, report: &mut Report) {
     let figures = scenario.measure();
     scenario.report(figures, report, started.elapsed().as_secs_f64());
 }
+
+/// A scenario that needs etcd and kube-apiserver v1.20.2 (`make test`
+/// installs them): measured only where they are installed; elsewhere
+/// "Not measured yet" lists `missing`.
+pub struct OnRealCluster<'a, S> {
+    pub scenario: &'a S,
+    /// What the report says when they are not installed.
+    pub missing: &'static str,
+}
+
+impl<S: Scenario> Scenario for OnRealCluster<'_, S> {
+    type Figures = Option<S::Figures>;
+
+    fn measure(&self) -> Option<S::Figures> {
+        real_cluster_installed().then(|| self.scenario.measure())
+    }
+
+    fn report(&self, figures: Option<S::Figures>, report: &mut Report, seconds: f64) {
+        match figures {
+            Some(figures) => self.scenario.report(figures, report, seconds),
+            None => report.not_measured.push(self.missing.into()),
+        }
+    }
+}
+
+/// Whether etcd and kube-apiserver are installed (`make test` installs them).
+fn real_cluster_installed() -> bool {
+    std::process::Command::new("scripts/ensure-real-cluster.sh")
+        .arg("--check")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
