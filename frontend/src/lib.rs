@@ -15,7 +15,8 @@
 //! - [`tape`]: the live stream recorded in the page for download.
 //! - [`replay`] (the `replay` feature, built by `make embed`): a recording
 //!   played with no bridge. The live page and the replay page are two builds
-//!   of this crate, so that each carries only its own code.
+//!   of this crate, so that each carries only its own code. [`playhead`]:
+//!   where a played recording stands, and the clock that moves it.
 //! - [`compare`] (the replay page's `compare=`): one scenario under two
 //!   Kubernetes profiles, side by side on one clock, and
 //!   [`reflector_steps`]: where their informers differ, read from the frames.
@@ -49,6 +50,8 @@ pub mod model;
 pub mod narration;
 pub mod notice;
 pub mod player;
+#[cfg(feature = "replay")]
+pub mod playhead;
 pub mod quantiles;
 #[cfg(any(feature = "replay", test))]
 pub mod reflector_steps;

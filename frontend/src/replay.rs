@@ -7,10 +7,10 @@
 //! up to the point from a reset model, so the state at any time is the same
 //! however it was reached, and a replay always ends in the same state.
 
-use crate::model::{Link, Model, now_ms};
+use crate::model::{Link, Model};
 use crate::notice::reflector_alarming;
+use crate::playhead::{Playhead, every_tick};
 use crate::view_state::ViewState;
-use gloo_timers::future::TimeoutFuture;
 use js_sys::Uint8Array;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -20,12 +20,6 @@ use wasm_bindgen_futures::JsFuture;
 use watchlife_protocol::{
     EventType, FrameBody, RecordedFrame, Recording, ServerFrame, parse_recording,
 };
-
-/// How often the replay clock moves: frames due in between are applied together.
-const TICK_MS: u32 = 40;
-
-/// Replay speeds offered, as multiples of the recorded pace.
-pub const RATES: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
 
 /// Largest recording the page reads: far beyond any scenario (tens of KB),
 /// small enough that a wrong file cannot exhaust the tab.
@@ -60,12 +54,8 @@ pub struct Replay {
     pub status: RwSignal<Status>,
     /// The recording's title, or the file it came from.
     pub title: RwSignal<String>,
-    pub position_ms: RwSignal<f64>,
+    pub head: Playhead,
     pub duration_ms: RwSignal<f64>,
-    /// Index into [`RATES`].
-    pub rate: RwSignal<usize>,
-    /// Played to the end (and not looping).
-    pub ended: RwSignal<bool>,
     /// What could not be read, line by line.
     pub problems: RwSignal<Vec<String>>,
     pub markers: RwSignal<Vec<Marker>>,
@@ -81,10 +71,8 @@ impl Replay {
         Replay {
             status: RwSignal::new(Status::Off),
             title: RwSignal::new(String::new()),
-            position_ms: RwSignal::new(0.0),
+            head: Playhead::new(),
             duration_ms: RwSignal::new(0.0),
-            rate: RwSignal::new(2),
-            ended: RwSignal::new(false),
             problems: RwSignal::new(Vec::new()),
             markers: RwSignal::new(Vec::new()),
             recording: StoredValue::new(None),
@@ -170,30 +158,22 @@ impl Replay {
 
     /// Starts the clock; it runs for the life of the page.
     pub fn start_clock(self) {
-        spawn_local(async move {
-            let mut last = now_ms();
-            loop {
-                TimeoutFuture::new(TICK_MS).await;
-                let now = now_ms();
-                let elapsed = now - last;
-                last = now;
-                let running = self.status.get_untracked() == Status::Ready
-                    && !self.view.paused.get_untracked()
-                    && !self.ended.get_untracked();
-                if !running {
-                    continue;
-                }
-                let rate = RATES[self.rate.get_untracked().min(RATES.len() - 1)];
-                let duration = self.duration_ms.get_untracked();
-                let target = self.position_ms.get_untracked() + elapsed * rate;
-                self.advance_to(target.min(duration));
-                if target >= duration {
-                    if self.view.looping.get_untracked() {
-                        self.seek(0.0);
-                    } else {
-                        self.ended.set(true);
-                        self.model.settle();
-                    }
+        every_tick(move |elapsed| {
+            let running = self.status.get_untracked() == Status::Ready
+                && !self.view.paused.get_untracked()
+                && !self.head.ended.get_untracked();
+            if !running {
+                return;
+            }
+            let duration = self.duration_ms.get_untracked();
+            let target = self.head.position_ms.get_untracked() + elapsed * self.head.speed();
+            self.advance_to(target.min(duration));
+            if target >= duration {
+                if self.view.looping.get_untracked() {
+                    self.seek(0.0);
+                } else {
+                    self.head.ended.set(true);
+                    self.model.settle();
                 }
             }
         });
@@ -206,7 +186,8 @@ impl Replay {
         self.model.reset();
         self.model.link.set(Link::Replay);
         self.next.set_value(0);
-        self.ended
+        self.head
+            .ended
             .set(t_ms >= self.duration_ms.get_untracked() && t_ms > 0.0);
         self.advance_to(t_ms);
         self.model.settle();
@@ -267,7 +248,7 @@ impl Replay {
         });
         self.next.set_value(next);
         self.model.set_clock(t_ms);
-        self.position_ms.set(t_ms);
+        self.head.position_ms.set(t_ms);
     }
 }
 

@@ -4,30 +4,17 @@
 //! start.
 
 use super::side::Side;
-use crate::model::now_ms;
-use crate::replay::{RATES, Status};
+use crate::playhead::{Playhead, every_tick};
+use crate::replay::Status;
 use crate::view_state::ViewState;
-use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
-
-/// How often the clock moves: frames due in between are applied together
-/// (the single player's pace).
-const TICK_MS: u32 = 40;
-
-/// The speed a compare view starts at: the recorded pace (index into
-/// [`RATES`]).
-const DEFAULT_RATE: usize = 2;
 
 /// The clock. `Copy`: handles only.
 #[derive(Clone, Copy)]
 pub struct CompareClock {
-    /// ms since both recordings' starts.
-    pub position_ms: RwSignal<f64>,
-    /// Index into [`RATES`].
-    pub rate: RwSignal<usize>,
-    /// Played to the end of the longer recording (and not looping).
-    pub ended: RwSignal<bool>,
+    /// Both recordings' position (ms since their starts), speed, and end
+    /// (the longer one's).
+    pub head: Playhead,
     /// Turns of the clock so far, paused or not: a reader can tell that
     /// time went by without measuring it.
     pub turns: RwSignal<u64>,
@@ -38,9 +25,7 @@ pub struct CompareClock {
 impl CompareClock {
     pub fn new(sides: [Side; 2], view: ViewState) -> CompareClock {
         CompareClock {
-            position_ms: RwSignal::new(0.0),
-            rate: RwSignal::new(DEFAULT_RATE),
-            ended: RwSignal::new(false),
+            head: Playhead::new(),
             turns: RwSignal::new(0),
             sides: StoredValue::new(sides),
             view,
@@ -83,21 +68,13 @@ impl CompareClock {
 
     /// Starts the clock; it runs for the life of the page.
     pub fn start(self) {
-        spawn_local(async move {
-            let mut last = now_ms();
-            loop {
-                TimeoutFuture::new(TICK_MS).await;
-                let now = now_ms();
-                let elapsed = now - last;
-                last = now;
-                self.turns.update(|t| *t += 1);
-                let running = self.ready_untracked()
-                    && !self.view.paused.get_untracked()
-                    && !self.ended.get_untracked();
-                if running {
-                    let rate = RATES[self.rate.get_untracked().min(RATES.len() - 1)];
-                    self.advance(self.position_ms.get_untracked() + elapsed * rate);
-                }
+        every_tick(move |elapsed| {
+            self.turns.update(|t| *t += 1);
+            let running = self.ready_untracked()
+                && !self.view.paused.get_untracked()
+                && !self.head.ended.get_untracked();
+            if running {
+                self.advance(self.head.position_ms.get_untracked() + elapsed * self.head.speed());
             }
         });
     }
@@ -109,7 +86,7 @@ impl CompareClock {
     /// Moves both sides on to `target`, each no further than its own end;
     /// at the longer one's end, starts over (looping) or stops.
     fn advance(&self, target: f64) {
-        let before = self.position_ms.get_untracked();
+        let before = self.head.position_ms.get_untracked();
         let duration = untrack(|| self.duration_ms());
         for side in self.playing() {
             let end = side.replay.duration_ms.get_untracked();
@@ -118,12 +95,12 @@ impl CompareClock {
                 side.model.settle();
             }
         }
-        self.position_ms.set(target.min(duration));
+        self.head.position_ms.set(target.min(duration));
         if target >= duration {
             if self.view.looping.get_untracked() {
                 self.seek(0.0);
             } else {
-                self.ended.set(true);
+                self.head.ended.set(true);
             }
         }
     }
@@ -135,13 +112,13 @@ impl CompareClock {
         for side in self.playing() {
             side.replay.seek(t_ms);
         }
-        self.position_ms.set(t_ms);
-        self.ended.set(t_ms >= duration && t_ms > 0.0);
+        self.head.position_ms.set(t_ms);
+        self.head.ended.set(t_ms >= duration && t_ms > 0.0);
     }
 
     /// Play or pause both; at the end, play both again from their starts.
     pub fn toggle(&self) {
-        if self.ended.get_untracked() {
+        if self.head.ended.get_untracked() {
             self.seek(0.0);
             self.view.paused.set(false);
         } else {

@@ -99,7 +99,7 @@ pub fn CompareSide(side: Side, index: usize, scenario: String) -> impl IntoView 
             data-side=index
             data-profile=move || side.profile()
             data-status=status_word
-            data-position-ms=move || format!("{:.0}", replay.position_ms.get())
+            data-position-ms=move || format!("{:.0}", replay.head.position_ms.get())
             aria-label=move || format!("{} replay", side.title())
         >
             <h2 class="compare-profile">

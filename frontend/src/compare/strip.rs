@@ -59,7 +59,7 @@ pub fn DifferenceStrip(sides: [Side; 2], clock: CompareClock) -> impl IntoView {
         let data = move || columns.with(|c| c[index].clone());
         let queue = move || data().queue;
         let at = Memo::new(move |_| {
-            let t = clock.position_ms.get();
+            let t = clock.head.position_ms.get();
             columns.with(|c| c[index].steps.as_deref().and_then(|s| current(s, t)))
         });
         view! {

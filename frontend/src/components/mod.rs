@@ -19,3 +19,5 @@ pub mod record_bar;
 #[cfg(feature = "replay")]
 pub mod replay_bar;
 pub mod slot;
+#[cfg(feature = "replay")]
+pub mod transport;

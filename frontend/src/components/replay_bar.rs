@@ -6,8 +6,9 @@
 //! few plain elements keep the page's weight down (each conditional branch of
 //! a view is code of its own in the wasm).
 
+use super::transport::{LoopToggle, PlayButton, RateSelect, Timeline, seconds};
 use crate::model::Model;
-use crate::replay::{RATES, Replay, Status};
+use crate::replay::{Replay, Status};
 use crate::view_state::ViewState;
 use leptos::prelude::*;
 
@@ -19,10 +20,8 @@ pub fn ReplayBar() -> impl IntoView {
     let view = expect_context::<ViewState>();
     let status = move || replay.status.get();
     let ready = move || status() == Status::Ready;
-    let seconds = |ms: f64| format!("{:.1} s", ms / 1000.0);
-    let playing = move || !view.paused.get() && !replay.ended.get();
     let toggle = move |_| {
-        if replay.ended.get_untracked() {
+        if replay.head.ended.get_untracked() {
             replay.restart();
         } else {
             view.paused.update(|p| *p = !*p);
@@ -47,7 +46,7 @@ pub fn ReplayBar() -> impl IntoView {
     let state_word = move || match status() {
         Status::Off => "off",
         Status::Loading { .. } => "loading",
-        Status::Ready if replay.ended.get() => "ended",
+        Status::Ready if replay.head.ended.get() => "ended",
         Status::Ready => "ready",
         Status::Failed { .. } => "failed",
     };
@@ -65,30 +64,10 @@ pub fn ReplayBar() -> impl IntoView {
                 }}
             </span>
             <span class="replay-tools" hidden=move || !ready()>
-                <button id="replay-play" on:click=toggle aria-pressed=move || playing().to_string()>
-                    {move || if replay.ended.get() { "↺ play again" } else if playing() { "❚❚ pause" } else { "▶ play" }}
-                </button>
-                <select id="replay-rate" aria-label="Replay speed"
-                    prop:value=move || replay.rate.get().to_string()
-                    on:change=move |ev| {
-                        if let Ok(i) = event_target_value(&ev).parse::<usize>() {
-                            replay.rate.set(i.min(RATES.len() - 1));
-                        }
-                    }>
-                    {RATES.iter().enumerate().map(|(i, r)| view! { <option value=i.to_string()>{format!("{r}×")}</option> }).collect_view()}
-                </select>
-                <input id="replay-timeline" class="timeline" type="range" min="0" step="10"
-                    aria-label="Time in the recording"
-                    prop:max=move || replay.duration_ms.get()
-                    prop:value=move || replay.position_ms.get()
-                    on:input=move |ev| {
-                        if let Ok(t) = event_target_value(&ev).parse::<f64>() {
-                            replay.seek(t);
-                        }
-                    }/>
-                <span class="replay-time" id="replay-time">
-                    {move || format!("{} / {}", seconds(replay.position_ms.get()), seconds(replay.duration_ms.get()))}
-                </span>
+                <PlayButton id="replay-play" head=replay.head paused=view.paused toggle=toggle/>
+                <RateSelect id="replay-rate" label="Replay speed" head=replay.head/>
+                <Timeline ids=("replay-timeline", "replay-time") label="Time in the recording"
+                    head=replay.head duration_ms=replay.duration_ms seek=move |t| replay.seek(t)/>
                 <select id="replay-markers" aria-label="Jump to a moment worth seeing"
                     on:change=move |ev| {
                         if let Ok(t) = event_target_value(&ev).parse::<f64>() {
@@ -102,11 +81,7 @@ pub fn ReplayBar() -> impl IntoView {
                         </option>
                     }).collect_view()}
                 </select>
-                <label>
-                    <input id="replay-loop" type="checkbox" prop:checked=move || view.looping.get()
-                        on:change=move |ev| view.looping.set(event_target_checked(&ev))/>
-                    " loop "
-                </label>
+                <LoopToggle id="replay-loop" text=" loop " looping=view.looping/>
                 <input id="replay-seq" type="number" min="1" aria-label="Event number"
                     placeholder="event #" on:input=move |ev| seq.set(event_target_value(&ev))/>
                 <button id="replay-jump" on:click=jump>"go"</button>
