@@ -472,16 +472,8 @@ impl Reflector {
         }
         let mut effects = Vec::new();
         if self.retries_watch(&failure) {
-            let delay = self.watch_retry_delay(now);
-            self.phase = Phase::WaitingToWatch;
-            effects.push(Effect::Report(ReflectorState::Backoff {
-                delay_ms: delay.as_millis() as u64,
-                error: format!("WATCH refused: {}; watching again", failure.message()),
-            }));
-            return Step {
-                effects,
-                request: Request::Wait(delay),
-            };
+            let error = format!("WATCH refused: {}; watching again", failure.message());
+            return self.watch_again_after_backoff(error, now, effects);
         }
         if let Failure::Expired(message) = &failure {
             effects.push(Effect::Report(ReflectorState::Gone {
@@ -603,16 +595,8 @@ impl Reflector {
         if self.release() == Release::V1_36 && matches!(failure, Failure::TooManyRequests(_)) {
             // v0.36 `watch`: "Watch returned 429 - backing off", then
             // watches again from the same resourceVersion.
-            let delay = self.watch_retry_delay(now);
-            self.phase = Phase::WaitingToWatch;
-            effects.push(Effect::Report(ReflectorState::Backoff {
-                delay_ms: delay.as_millis() as u64,
-                error: format!("the watch ended: {failure}; watching again"),
-            }));
-            return Step {
-                effects,
-                request: Request::Wait(delay),
-            };
+            let error = format!("the watch ended: {failure}; watching again");
+            return self.watch_again_after_backoff(error, now, effects);
         }
         if let Failure::Expired(message) = &failure {
             // A LIST from this resourceVersion still returns state at least
@@ -704,6 +688,26 @@ impl Reflector {
         match self.release() {
             Release::V1_20 => self.conn_backoff.next_delay(now, jitter),
             Release::V1_36 => self.backoff.next_delay(now, jitter),
+        }
+    }
+
+    /// Waits the watch backoff, reporting `error`, then watches again from
+    /// the same resourceVersion.
+    fn watch_again_after_backoff(
+        &mut self,
+        error: String,
+        now: Micros,
+        mut effects: Vec<Effect>,
+    ) -> Step {
+        let delay = self.watch_retry_delay(now);
+        self.phase = Phase::WaitingToWatch;
+        effects.push(Effect::Report(ReflectorState::Backoff {
+            delay_ms: delay.as_millis() as u64,
+            error,
+        }));
+        Step {
+            effects,
+            request: Request::Wait(delay),
         }
     }
 

@@ -17,14 +17,12 @@ pub const DEFAULT_RESOURCES: [&str; 1] = ["pods"];
 /// Stages measured on a real cluster without access to its etcd: everything
 /// from the Reflector on. The apiserver tells no client when it committed or
 /// cached an event.
-pub const OBSERVED: [Stage; 6] = [
-    Stage::Reflector,
-    Stage::Fifo,
-    Stage::Indexer,
-    Stage::Handlers,
-    Stage::Workqueue,
-    Stage::Reconcile,
-];
+pub fn observed() -> Vec<Stage> {
+    Stage::ALL
+        .into_iter()
+        .filter(|stage| *stage >= Stage::Reflector)
+        .collect()
+}
 
 /// Context name of the kubeconfig the demo writes: a kubeconfig still
 /// pointing there means "the demo", not a cluster.
@@ -118,7 +116,7 @@ fn in_cluster(args: &Args) -> Result<Upstream, SourceError> {
 fn upstream(config: kube::Config, context: String, args: &Args) -> Result<Upstream, SourceError> {
     let server = config.cluster_url.to_string();
     let client = super::read_only_client(config)?;
-    let mut observed = OBSERVED.to_vec();
+    let mut observed = observed();
     let server_stages: Option<Arc<dyn ServerStages>> = if args.etcd_endpoints.is_empty() {
         None
     } else {
