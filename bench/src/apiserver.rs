@@ -79,11 +79,7 @@ impl Scenario for Config {
     type Figures = Gathered;
 
     fn measure(&self) -> Gathered {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("a runtime");
+        let runtime = crate::machine::two_thread_runtime();
         let mut gathered = Gathered {
             figures: NAMES
                 .iter()

@@ -53,6 +53,7 @@
 
 use crate::apiserver::Api;
 use crate::browser::Driver;
+use crate::etcd_fill::{PER_TXN, TXNS_AT_ONCE, put_all};
 use crate::machine::{fd_limit, rss_bytes};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
@@ -73,10 +74,6 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// Namespaces the objects spread over (`big-0` …).
 const NAMESPACES: usize = 4;
-/// Puts in one etcd transaction (etcd allows 128 by default).
-const PER_TXN: usize = 100;
-/// Transactions in flight at once.
-const TXNS_AT_ONCE: usize = 8;
 /// Bytes of data in each configmap, about.
 const DATA_BYTES: usize = 1000;
 /// How long a LIST, a snapshot or the page may take before the bench gives up.
@@ -535,16 +532,10 @@ async fn measure_empty(
     empty: &mut Empty,
 ) -> Result<(), String> {
     let start = Instant::now();
-    let bridge = Watchlife::start(
+    let bridge = Watchlife::start_on_configmaps(
         &config.watchlife,
-        &[
-            "--kubeconfig",
-            kubeconfig,
-            "--resources",
-            "configmaps",
-            "--max-viewers",
-            "1000000",
-        ],
+        kubeconfig,
+        &["--max-viewers", "1000000"],
     )?;
     bridge.list_finished(start, TIMEOUT).await?;
     let before = steady_rss(bridge.pid()).await?;
@@ -591,30 +582,7 @@ async fn fill(
     from: usize,
     to: usize,
 ) -> Result<(usize, usize), String> {
-    let gate = Arc::new(Semaphore::new(TXNS_AT_ONCE));
-    let mut tasks = Vec::new();
-    let mut json = 0;
-    for first in (from..to).step_by(PER_TXN) {
-        let ops: Vec<etcd_client::TxnOp> = (first..(first + PER_TXN).min(to))
-            .map(|i| {
-                let (key, value) = stored_configmap(i);
-                json += value.len();
-                etcd_client::TxnOp::put(key, value, None)
-            })
-            .collect();
-        let permit = gate.clone().acquire_owned().await.expect("never closed");
-        let mut kv = etcd.kv_client();
-        tasks.push(tokio::spawn(async move {
-            let result = kv.txn(etcd_client::Txn::new().and_then(ops)).await;
-            drop(permit);
-            result
-                .map(|_| ())
-                .map_err(|e| format!("an etcd transaction: {e}"))
-        }));
-    }
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
-    }
+    let json = put_all(etcd, from..to, stored_configmap).await?;
     Ok((to - from, json))
 }
 
@@ -746,10 +714,7 @@ async fn measure_size(
         count(f.objects)
     );
     let start = Instant::now();
-    let bridge = Watchlife::start(
-        &config.watchlife,
-        &["--kubeconfig", kubeconfig, "--resources", "configmaps"],
-    )?;
+    let bridge = Watchlife::start_on_configmaps(&config.watchlife, kubeconfig, &[])?;
     f.list_finished = Some(bridge.list_finished(start, TIMEOUT).await?);
     f.all_out = all_out(&bridge, start, listed).await?;
     f.rss = Some(steady_rss(bridge.pid()).await?);

@@ -268,10 +268,7 @@ async fn calibrate(config: &Config, target: u32) -> Result<u32, String> {
 /// Frames the bridge publishes per second with the demo at `rate`, no viewer.
 async fn published_per_second(config: &Config, rate: u32) -> Result<f64, String> {
     let rate = rate.to_string();
-    let bridge = Watchlife::start(
-        &config.watchlife,
-        &["--demo", "--demo-rate", &rate, "--demo-api", "127.0.0.1:0"],
-    )?;
+    let bridge = Watchlife::start_demo(&config.watchlife, &rate, &[])?;
     let published = || async {
         get(bridge.addr, "/metrics")
             .await
@@ -318,16 +315,7 @@ struct Measured {
 
 async fn measure(config: &Config, rate: u32) -> Result<Measured, String> {
     let rate_arg = rate.to_string();
-    let bridge = Watchlife::start(
-        &config.watchlife,
-        &[
-            "--demo",
-            "--demo-rate",
-            &rate_arg,
-            "--demo-api",
-            "127.0.0.1:0",
-        ],
-    )?;
+    let bridge = Watchlife::start_demo(&config.watchlife, &rate_arg, &[])?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let driver = Driver::start()?;
     let client = driver.session().await?;

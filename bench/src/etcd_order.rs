@@ -225,18 +225,10 @@ async fn measure(
     run: usize,
 ) -> Result<[(Vec<i64>, usize); 2], String> {
     let kubeconfig = kubeconfig.display().to_string();
-    let bridge = Watchlife::start(
+    let bridge = Watchlife::start_on_configmaps(
         &config.watchlife,
-        &[
-            "--kubeconfig",
-            &kubeconfig,
-            "--resources",
-            "configmaps",
-            "--namespace",
-            "default",
-            "--etcd-endpoints",
-            etcd,
-        ],
+        &kubeconfig,
+        &["--namespace", "default", "--etcd-endpoints", etcd],
     )?;
     let marks: Marks = Default::default();
     let reading = tokio::spawn(view(bridge.ws_url(), marks.clone()));

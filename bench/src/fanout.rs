@@ -185,11 +185,7 @@ impl Scenario for Config {
 
     fn measure(&self) -> Gathered {
         let plan = Plan::new(self);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("a runtime");
+        let runtime = crate::machine::two_thread_runtime();
         let mut gathered = Gathered {
             figures: plan.steps().iter().map(|_| Figures::default()).collect(),
             idle: plan.memory_steps.iter().map(|_| Idle::default()).collect(),
@@ -542,18 +538,8 @@ async fn busy_run(
     figures: &mut [Figures],
 ) -> Result<(f64, f64, u64), String> {
     let rate_arg = rate.to_string();
-    let bridge = Watchlife::start(
-        &config.watchlife,
-        &[
-            "--demo",
-            "--demo-rate",
-            &rate_arg,
-            "--demo-api",
-            "127.0.0.1:0",
-            "--max-viewers",
-            "1000000",
-        ],
-    )?;
+    let bridge =
+        Watchlife::start_demo(&config.watchlife, &rate_arg, &["--max-viewers", "1000000"])?;
     // The demo's story takes a moment to reach its pace.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let quiet = window(&bridge, WINDOW / 2).await?;

@@ -292,16 +292,10 @@ async fn measure(
 
     let kubectl = Kubectl::start(kubeconfig)?;
     let kubeconfig_arg = kubeconfig.display().to_string();
-    let bridge = Watchlife::start(
+    let bridge = Watchlife::start_on_configmaps(
         &config.watchlife,
-        &[
-            "--kubeconfig",
-            &kubeconfig_arg,
-            "--resources",
-            "configmaps",
-            "--namespace",
-            "default",
-        ],
+        &kubeconfig_arg,
+        &["--namespace", "default"],
     )?;
     let reflector: Seen = Default::default();
     let viewer: Seen = Default::default();

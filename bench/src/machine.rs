@@ -133,3 +133,13 @@ pub fn output(program: &str, args: &[&str]) -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
 }
+
+/// A tokio runtime of two worker threads, one per core of the machine the
+/// bench is written for, for the sections whose load and clients share it.
+pub fn two_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}

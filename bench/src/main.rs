@@ -43,6 +43,7 @@ mod big_cluster;
 mod bridge;
 mod browser;
 mod controlplane;
+mod etcd_fill;
 mod etcd_order;
 mod fanout;
 mod first_sync;

@@ -2,6 +2,8 @@
 //! size (about 700 bytes of JSON), and the watch-stream bytes of many of them.
 
 use serde_json::{Value, json};
+use watchlife_informer::Object;
+use watchlife_protocol::{EventType, ObjectRef, Stage, StageMark, StageTimes, WatchEvent};
 
 /// A running pod named `name`; `n` goes into an annotation, so that every
 /// update changes the object as a controller's status update would.
@@ -84,4 +86,32 @@ pub fn watch_stream(count: usize, keys: usize) -> Vec<u8> {
         out.push(b'\n');
     }
     out
+}
+
+/// The event the Reflector makes of a pod, as the bridge's does, stamped at
+/// `at`: `initial` when it is part of a LIST.
+pub fn pod_event(
+    event_type: EventType,
+    object: Object,
+    at: u64,
+    initial: bool,
+) -> (WatchEvent, Object) {
+    let meta = object.meta();
+    let event = WatchEvent {
+        event_type,
+        target: ObjectRef {
+            resource: "pods".into(),
+            kind: "Pod".into(),
+            namespace: meta.namespace().map(String::from),
+            name: meta.name().to_string(),
+        },
+        resource_version: meta.resource_version.to_string(),
+        object: object.json().clone(),
+        stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
+        initial,
+        coalesced: false,
+        handled: Default::default(),
+        server: None,
+    };
+    (event, object)
 }

@@ -11,7 +11,7 @@
 //! alone, and parsing plus the encoding of the frame, so the informer's own
 //! share is visible; and kube-rs's `watcher` + `reflector` ([`crate::kube_watcher`]).
 
-use crate::objects::watch_stream;
+use crate::objects::{pod_event, watch_stream};
 use crate::report::{Report, Section, Table};
 use crate::scenario::Scenario;
 use crate::stats::{Spread, micros, num, ratio};
@@ -24,9 +24,7 @@ use std::time::Instant;
 use watchlife_controlplane::Clock;
 use watchlife_informer::Object;
 use watchlife_informer_frames::Informer;
-use watchlife_protocol::{
-    EventType, FrameBody, ObjectRef, ServerFrame, Stage, StageMark, StageTimes, WatchEvent,
-};
+use watchlife_protocol::{EventType, FrameBody, ServerFrame, WatchEvent};
 
 /// Distinct pods the events go round.
 const KEYS: usize = 1000;
@@ -244,7 +242,7 @@ fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
             Path::ParseAndEncode => {
                 let parsed = parse();
                 let object = Object::from_value(&parsed.object);
-                let event = reflector_event(parsed.event_type, object, clock.now());
+                let event = pod_event(parsed.event_type, object, clock.now(), false);
                 seq += 1;
                 frames += encode(seq, event.0).len();
             }
@@ -257,7 +255,7 @@ fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
                     json: &read.object,
                     listed: false,
                 }));
-                let (event, object) = reflector_event(read.event_type, object, clock.now());
+                let (event, object) = pod_event(read.event_type, object, clock.now(), false);
                 informer.enqueue(event, object, clock.now());
                 for finished in informer.drain(&|| clock.now()) {
                     seq += 1;
@@ -269,28 +267,6 @@ fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {
     let elapsed = start.elapsed().as_secs_f64();
     std::hint::black_box(frames);
     lines.len() as f64 / elapsed
-}
-
-/// The event the Reflector makes of a watch line's object, as the bridge's does.
-fn reflector_event(event_type: EventType, object: Object, at: u64) -> (WatchEvent, Object) {
-    let meta = object.meta();
-    let event = WatchEvent {
-        event_type,
-        target: ObjectRef {
-            resource: "pods".into(),
-            kind: "Pod".into(),
-            namespace: meta.namespace().map(String::from),
-            name: meta.name().to_string(),
-        },
-        resource_version: meta.resource_version.to_string(),
-        object: object.json().clone(),
-        stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
-        initial: false,
-        coalesced: false,
-        handled: Default::default(),
-        server: None,
-    };
-    (event, object)
 }
 
 fn encode(seq: u64, event: WatchEvent) -> String {

@@ -72,6 +72,26 @@ impl Watchlife {
         }
     }
 
+    /// `binary --demo --demo-rate RATE --demo-api 127.0.0.1:0 extra...`: the
+    /// embedded demo at `rate` changes a second, its API on a free port.
+    pub fn start_demo(binary: &Path, rate: &str, extra: &[&str]) -> Result<Watchlife, String> {
+        let mut args = vec!["--demo", "--demo-rate", rate, "--demo-api", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        Watchlife::start(binary, &args)
+    }
+
+    /// `binary --kubeconfig KUBECONFIG --resources configmaps extra...`: the
+    /// configmaps of a cluster.
+    pub fn start_on_configmaps(
+        binary: &Path,
+        kubeconfig: &str,
+        extra: &[&str],
+    ) -> Result<Watchlife, String> {
+        let mut args = vec!["--kubeconfig", kubeconfig, "--resources", "configmaps"];
+        args.extend_from_slice(extra);
+        Watchlife::start(binary, &args)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -10,7 +10,7 @@
 //! object has come out of the informer, and its resident memory per object.
 
 use crate::alloc::live_bytes;
-use crate::objects::{configmap, pod, pod_name};
+use crate::objects::{configmap, pod, pod_event, pod_name};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
 use crate::scenario::Scenario;
@@ -24,7 +24,7 @@ use watchlife_controlplane::resource::CONFIGMAPS;
 use watchlife_controlplane::{Clock, ControlPlane};
 use watchlife_informer::Object;
 use watchlife_informer_frames::Informer;
-use watchlife_protocol::{EventType, ObjectRef, Stage, StageMark, StageTimes, WatchEvent};
+use watchlife_protocol::EventType;
 
 /// How long one listing may take before the bench gives up on it.
 const LIST_TIMEOUT: Duration = Duration::from_secs(180);
@@ -264,7 +264,12 @@ fn indexer_bytes_per_object(n: usize) -> Sizes {
         .iter()
         .map(|t| {
             let object: Value = serde_json::from_str(t).expect("the bench's own JSON");
-            listed_event(Object::from_value(&object), clock.now())
+            pod_event(
+                EventType::Added,
+                Object::from_value(&object),
+                clock.now(),
+                true,
+            )
         })
         .collect();
     informer.enqueue_list(items, clock.now());
@@ -283,28 +288,6 @@ struct Sizes {
     indexer: f64,
     values: f64,
     json: f64,
-}
-
-/// A listed object as the Reflector hands it to the FIFO.
-fn listed_event(object: Object, at: u64) -> (WatchEvent, Object) {
-    let meta = object.meta();
-    let event = WatchEvent {
-        event_type: EventType::Added,
-        target: ObjectRef {
-            resource: "pods".into(),
-            kind: "Pod".into(),
-            namespace: meta.namespace().map(String::from),
-            name: meta.name().to_string(),
-        },
-        resource_version: meta.resource_version.to_string(),
-        object: object.json().clone(),
-        stages: StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
-        initial: true,
-        coalesced: false,
-        handled: Default::default(),
-        server: None,
-    };
-    (event, object)
 }
 
 struct Listed {
@@ -349,10 +332,7 @@ async fn list_with_watchlife(binary: &std::path::Path, n: usize) -> Result<Liste
 
     let start = Instant::now();
     let result = async {
-        let bridge = Watchlife::start(
-            binary,
-            &["--kubeconfig", &kubeconfig_arg, "--resources", "configmaps"],
-        )?;
+        let bridge = Watchlife::start_on_configmaps(binary, &kubeconfig_arg, &[])?;
         let list_finished = bridge.list_finished(start, LIST_TIMEOUT).await?;
         // list_started, list_finished, watch_started and one event per object.
         let want = n as f64 + 3.0;

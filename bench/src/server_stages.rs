@@ -92,11 +92,7 @@ impl Scenario for Config {
     type Figures = Vec<Step>;
 
     fn measure(&self) -> Vec<Step> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("a runtime");
+        let runtime = crate::machine::two_thread_runtime();
         let mut steps = Vec::new();
         for &rate in &self.rates {
             for &n in &self.watchers {

@@ -281,18 +281,10 @@ async fn steps_with_watchlife(
     figures: &mut [Figures],
 ) -> Result<(), String> {
     let before = servers.settled_watchers().await?;
-    let bridge = Watchlife::start(
+    let bridge = Watchlife::start_on_configmaps(
         &config.watchlife,
-        &[
-            "--kubeconfig",
-            kubeconfig,
-            "--resources",
-            "configmaps",
-            "--namespace",
-            "default",
-            "--max-viewers",
-            "100000",
-        ],
+        kubeconfig,
+        &["--namespace", "default", "--max-viewers", "100000"],
     )?;
     let url = bridge.ws_url();
     steps(config, servers, before, bridge.pid(), &url, figures).await

@@ -2,18 +2,14 @@
 //! widgets, written straight into its etcd, and restarted before each client
 //! so that every client meets an apiserver in the same state.
 
-use std::sync::Arc;
+use crate::etcd_fill::put_all;
+pub use crate::etcd_fill::{PER_TXN, TXNS_AT_ONCE};
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
 use watchlife_tests::modern_cluster::{GROUP, KIND, ModernCluster, RESOURCE, VERSION};
 
 /// Namespaces the widgets spread over (`first-sync-0` …); the apiserver
 /// runs without namespace admission, so none has to exist.
 pub const NAMESPACES: usize = 4;
-/// Puts in one etcd transaction (etcd allows 128 by default).
-pub const PER_TXN: usize = 100;
-/// Transactions in flight at once.
-pub const TXNS_AT_ONCE: usize = 8;
 /// Bytes of `spec` in each widget, about: the configmaps of the big-cluster
 /// section carry as much data.
 pub const SPEC_BYTES: usize = 1000;
@@ -30,31 +26,7 @@ pub async fn fill(cluster: &ModernCluster, objects: usize) -> Result<usize, Stri
     let etcd = etcd_client::Client::connect([cluster.etcd_endpoint()], None)
         .await
         .map_err(|e| format!("cannot reach etcd: {e}"))?;
-    let gate = Arc::new(Semaphore::new(TXNS_AT_ONCE));
-    let mut tasks = Vec::new();
-    let mut json = 0;
-    for first in (0..objects).step_by(PER_TXN) {
-        let ops: Vec<etcd_client::TxnOp> = (first..(first + PER_TXN).min(objects))
-            .map(|i| {
-                let (key, value) = stored_widget(i);
-                json += value.len();
-                etcd_client::TxnOp::put(key, value, None)
-            })
-            .collect();
-        let permit = gate.clone().acquire_owned().await.expect("never closed");
-        let mut kv = etcd.kv_client();
-        tasks.push(tokio::spawn(async move {
-            let result = kv.txn(etcd_client::Txn::new().and_then(ops)).await;
-            drop(permit);
-            result
-                .map(|_| ())
-                .map_err(|e| format!("an etcd transaction: {e}"))
-        }));
-    }
-    for t in tasks {
-        t.await.map_err(|e| e.to_string())??;
-    }
-    Ok(json)
+    put_all(&etcd, 0..objects, stored_widget).await
 }
 
 /// The `i`-th widget as the apiserver would find it in etcd: its key, and
