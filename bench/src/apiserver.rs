@@ -18,7 +18,7 @@
 
 use crate::machine::now_micros;
 use crate::report::{Report, Section, Table};
-use crate::scenario::Scenario;
+use crate::scenario::{Runs, Scenario};
 use crate::stats::{Histogram, Spread, count, micros, num, ratio};
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -42,11 +42,13 @@ const NAMESPACE_PATH: &str = "/api/v1/namespaces/default/configmaps";
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Runs against the same two servers.
     pub runs: usize,
+    /// Watches of the namespace's configmaps, one count per step.
     pub watchers: Vec<usize>,
-    /// Writes per throughput measurement.
+    /// Merge patches over HTTP per throughput measurement.
     pub writes: usize,
-    /// Writes per latency measurement.
+    /// Merge patches per latency measurement, at [`PACED_RATE`].
     pub paced_writes: usize,
 }
 
@@ -67,20 +69,15 @@ struct Target {
 /// The servers compared, in the table's order: the demo API, then kube-apiserver.
 const NAMES: [&str; 2] = ["demo API (watchlife)", "kube-apiserver + etcd"];
 
-/// What the runs found.
-pub struct Gathered {
-    /// Per server of [`NAMES`], per watcher count.
-    figures: Vec<Vec<Figures>>,
-    /// Why the runs stopped early, if they did.
-    failure: Option<String>,
-}
+/// Per server of [`NAMES`], per watcher count.
+type Gathered = Runs<Vec<Vec<Figures>>>;
 
 impl Scenario for Config {
     type Figures = Gathered;
 
     fn measure(&self) -> Gathered {
         let runtime = crate::machine::two_thread_runtime();
-        let mut gathered = Gathered {
+        let mut gathered: Gathered = Runs {
             figures: NAMES
                 .iter()
                 .map(|_| self.watchers.iter().map(|_| Figures::default()).collect())

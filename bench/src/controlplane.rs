@@ -41,11 +41,13 @@ const PACED_RATE: f64 = 200.0;
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Runs, each over a fresh control plane per watcher count.
     pub runs: usize,
+    /// Watchers registered with the core, one count per step.
     pub watchers: Vec<usize>,
-    /// Writes per throughput measurement.
+    /// Pod updates straight into the core per throughput measurement.
     pub writes: usize,
-    /// Writes per latency measurement.
+    /// Pod updates per latency measurement, at [`PACED_RATE`].
     pub paced_writes: usize,
 }
 

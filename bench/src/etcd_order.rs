@@ -16,7 +16,7 @@
 use crate::apiserver::Api;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
-use crate::scenario::Scenario;
+use crate::scenario::{Runs, Scenario};
 use crate::stats::{Spread, micros};
 use futures_util::StreamExt;
 use std::collections::HashMap;
@@ -44,7 +44,9 @@ const PACES: [&str; 2] = [
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Runs, each with a fresh `watchlife --etcd-endpoints`.
     pub runs: usize,
+    /// The `watchlife` binary.
     pub watchlife: PathBuf,
 }
 
@@ -63,11 +65,8 @@ pub struct Figures {
 /// Each event's marks, by resourceVersion: (etcd, Reflector), µs.
 type Marks = Arc<Mutex<HashMap<String, (Option<u64>, u64)>>>;
 
-/// What the runs found: per pace of [`PACES`], and why the runs stopped early.
-pub struct Gathered {
-    figures: Vec<Figures>,
-    failure: Option<String>,
-}
+/// Per pace of [`PACES`].
+type Gathered = Runs<Vec<Figures>>;
 
 impl Scenario for Config {
     type Figures = Gathered;
@@ -76,11 +75,11 @@ impl Scenario for Config {
         let runtime = tokio::runtime::Runtime::new().expect("a runtime");
         let mut figures: Vec<Figures> = PACES.iter().map(|_| Figures::default()).collect();
         let failure = runtime.block_on(self.drive(&mut figures)).err();
-        Gathered { figures, failure }
+        Runs { figures, failure }
     }
 
     fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
-        let Gathered { figures, failure } = gathered;
+        let Runs { figures, failure } = gathered;
         report
             .sections
             .push(section(self, &figures, failure, seconds));

@@ -58,7 +58,9 @@ const WATCHERS: [&str; 4] = [
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Runs, each with fresh watchers (kubectl, watchlife, its viewer, the page).
     pub runs: usize,
+    /// The `watchlife` binary the Reflector, the viewer and the page watch through.
     pub watchlife: PathBuf,
 }
 

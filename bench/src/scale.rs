@@ -13,7 +13,7 @@ use crate::alloc::live_bytes;
 use crate::objects::{configmap, pod, pod_event, pod_name};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
-use crate::scenario::Scenario;
+use crate::scenario::{Runs, Scenario};
 use crate::stats::{Spread, bytes, count, micros};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -47,19 +47,14 @@ pub struct Figures {
     rss_per_object: Spread,
 }
 
-/// What the runs found.
-pub struct Gathered {
-    /// One entry per size.
-    figures: Vec<Figures>,
-    /// Why the `watchlife` process figures stopped, if they did.
-    failure: Option<String>,
-}
+/// One entry per size; the failure stopped the `watchlife` process figures.
+type Gathered = Runs<Vec<Figures>>;
 
 impl Scenario for Config {
     type Figures = Gathered;
 
     fn measure(&self) -> Gathered {
-        let mut gathered = Gathered {
+        let mut gathered: Gathered = Runs {
             figures: self.sizes.iter().map(|_| Figures::default()).collect(),
             failure: None,
         };

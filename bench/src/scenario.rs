@@ -63,3 +63,10 @@ fn real_cluster_installed() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// What a scenario's runs found: the figures of every run that finished,
+/// and why the runs stopped early, if they did.
+pub struct Runs<F> {
+    pub figures: F,
+    pub failure: Option<String>,
+}

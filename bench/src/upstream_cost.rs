@@ -20,7 +20,7 @@ use crate::apiserver::Api;
 use crate::machine::cpu_time;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
-use crate::scenario::Scenario;
+use crate::scenario::{Runs, Scenario};
 use crate::stats::{Spread, count, num, ratio};
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::BodyExt;
@@ -62,20 +62,15 @@ pub struct Figures {
     delivered: Spread,
 }
 
-/// What the runs found.
-pub struct Gathered {
-    /// Per relay of [`RELAYS`], per viewer count.
-    figures: Vec<Vec<Figures>>,
-    /// Why the runs stopped early, if they did.
-    failure: Option<String>,
-}
+/// Per relay of [`RELAYS`], per viewer count.
+type Gathered = Runs<Vec<Vec<Figures>>>;
 
 impl Scenario for Config {
     type Figures = Gathered;
 
     fn measure(&self) -> Gathered {
         let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-        let mut gathered = Gathered {
+        let mut gathered: Gathered = Runs {
             figures: RELAYS
                 .iter()
                 .map(|_| self.viewers.iter().map(|_| Figures::default()).collect())
