@@ -18,7 +18,7 @@ const RECORDED_PACE: usize = 2;
 const TICK_MS: u32 = 40;
 
 /// A player's position, speed and end. `Copy`: handles only.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct Playhead {
     /// ms since the recording's start: what the timeline shows, and how far
     /// its frames have been applied.
