@@ -18,6 +18,7 @@
 
 use crate::machine::now_micros;
 use crate::report::{Report, Section, Table};
+use crate::scenario::WriteLoad;
 use crate::scenario::{Runs, Scenario};
 use crate::stats::{Histogram, Spread, count, micros, num, ratio};
 use bytes::Bytes;
@@ -42,14 +43,7 @@ const NAMESPACE_PATH: &str = "/api/v1/namespaces/default/configmaps";
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Runs against the same two servers.
-    pub runs: usize,
-    /// Watches of the namespace's configmaps, one count per step.
-    pub watchers: Vec<usize>,
-    /// Merge patches over HTTP per throughput measurement.
-    pub writes: usize,
-    /// Merge patches per latency measurement, at [`PACED_RATE`].
-    pub paced_writes: usize,
+    pub load: WriteLoad,
 }
 
 #[derive(Default)]
@@ -80,7 +74,13 @@ impl Scenario for Config {
         let mut gathered: Gathered = Runs {
             figures: NAMES
                 .iter()
-                .map(|_| self.watchers.iter().map(|_| Figures::default()).collect())
+                .map(|_| {
+                    self.load
+                        .watchers
+                        .iter()
+                        .map(|_| Figures::default())
+                        .collect()
+                })
                 .collect(),
             failure: None,
         };
@@ -160,13 +160,13 @@ impl Config {
     /// Every run against both servers, each watcher count in turn; stops at
     /// the first failure and says which server had it.
     async fn drive(&self, targets: &[Target], figures: &mut [Vec<Figures>]) -> Result<(), String> {
-        for run in 0..self.runs {
+        for run in 0..self.load.runs {
             for (t, target) in targets.iter().enumerate() {
-                for (i, &n) in self.watchers.iter().enumerate() {
+                for (i, &n) in self.load.watchers.iter().enumerate() {
                     progress!(
                         "real cluster: run {}/{}, {}, {n} watchers",
                         run + 1,
-                        self.runs,
+                        self.load.runs,
                         target.name
                     );
                     let m = measure(&target.api, n, self).await.map_err(|e| {
@@ -197,7 +197,7 @@ impl Config {
             ],
         );
         for (t, name) in NAMES.iter().enumerate() {
-            for (i, n) in self.watchers.iter().enumerate() {
+            for (i, n) in self.load.watchers.iter().enumerate() {
                 let f = &figures[t][i];
                 table.row(vec![
                     name.to_string(),
@@ -221,7 +221,7 @@ impl Config {
     fn compare(&self, figures: &[Vec<Figures>], report: &mut Report) -> Vec<String> {
         let mut summary = Vec::new();
         let times = |v| format!("{}×", num(v));
-        for (i, n) in self.watchers.iter().enumerate() {
+        for (i, n) in self.load.watchers.iter().enumerate() {
             let (demo, kube) = (&figures[0][i], &figures[1][i]);
             let writes = ratio(&demo.writes_per_second, &kube.writes_per_second);
             let latency = ratio(&kube.p50, &demo.p50);
@@ -233,7 +233,7 @@ impl Config {
                 ),
                 writes.show(times),
             );
-            if i + 1 == self.watchers.len() {
+            if i + 1 == self.load.watchers.len() {
                 report.headline(
                     format!(
                         "kube-apiserver + etcd ÷ demo API, write → watcher p50 at {} watchers",
@@ -265,10 +265,10 @@ impl Config {
              each: {} writes in batches of {BATCH}, each batch waited for until every watcher \
              has read it (writes/s); then {} writes at {} writes/s, timed from send to each \
              watcher's read (latency). {} runs against the same two servers.",
-            num(self.writes as f64),
-            num(self.paced_writes as f64),
+            num(self.load.writes as f64),
+            num(self.load.paced_writes as f64),
             num(PACED_RATE),
-            self.runs
+            self.load.runs
         )
     }
 }
@@ -292,7 +292,7 @@ struct Watching {
 /// One server with `n` watchers: throughput, then latency.
 async fn measure(api: &Api, n: usize, config: &Config) -> Result<Measured, String> {
     let rv = prepare(api).await?;
-    let total = config.writes.div_ceil(BATCH) * BATCH + config.paced_writes + 1;
+    let total = config.load.writes.div_ceil(BATCH) * BATCH + config.load.paced_writes + 1;
     let shared = Arc::new(Watching {
         lines: AtomicU64::new(0),
         recording: AtomicBool::new(false),
@@ -382,7 +382,7 @@ async fn throughput(
     let mut expected = 0u64;
     let mut number = 0usize;
     let start = Instant::now();
-    let batches = config.writes.div_ceil(BATCH);
+    let batches = config.load.writes.div_ceil(BATCH);
     for _ in 0..batches {
         let mut writers = Vec::new();
         for w in 0..WRITERS {
@@ -424,12 +424,12 @@ async fn paced(
     shared.recording.store(true, Ordering::Relaxed);
     let period = Duration::from_secs_f64(1.0 / PACED_RATE);
     let paced_start = tokio::time::Instant::now();
-    for k in 0..config.paced_writes {
+    for k in 0..config.load.paced_writes {
         tokio::time::sleep_until(paced_start + period * k as u32).await;
         write(api, 0, number, shared).await?;
         number += 1;
     }
-    expected += (config.paced_writes * n) as u64;
+    expected += (config.load.paced_writes * n) as u64;
     delivered(shared, expected).await?;
     shared.recording.store(false, Ordering::Relaxed);
     Ok(())

@@ -22,6 +22,7 @@ use crate::machine::now_micros;
 use crate::objects::{pod, pod_name};
 use crate::report::{Report, Section, Table};
 use crate::scenario::Scenario;
+use crate::scenario::WriteLoad;
 use crate::stats::{Histogram, Spread, bytes, count, micros, num, ratio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -41,14 +42,7 @@ const PACED_RATE: f64 = 200.0;
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Runs, each over a fresh control plane per watcher count.
-    pub runs: usize,
-    /// Watchers registered with the core, one count per step.
-    pub watchers: Vec<usize>,
-    /// Pod updates straight into the core per throughput measurement.
-    pub writes: usize,
-    /// Pod updates per latency measurement, at [`PACED_RATE`].
-    pub paced_writes: usize,
+    pub load: WriteLoad,
 }
 
 /// How each watcher takes an event.
@@ -71,7 +65,7 @@ pub struct Figures {
 
 /// What every run found.
 pub struct Gathered {
-    /// One entry per watcher count, in [`Config::watchers`]' order.
+    /// One entry per watcher count, in [`WriteLoad::watchers`]' order.
     figures: Vec<Figures>,
     /// Every run's commit → watcher latencies, per watcher count.
     pooled: Vec<Histogram>,
@@ -84,7 +78,7 @@ pub struct Gathered {
 
 impl Config {
     fn most_watchers(&self) -> usize {
-        *self.watchers.iter().max().unwrap_or(&1)
+        *self.load.watchers.iter().max().unwrap_or(&1)
     }
 }
 
@@ -93,16 +87,30 @@ impl Scenario for Config {
 
     fn measure(&self) -> Gathered {
         let mut gathered = Gathered {
-            figures: self.watchers.iter().map(|_| Figures::default()).collect(),
-            pooled: self.watchers.iter().map(|_| Histogram::new()).collect(),
+            figures: self
+                .load
+                .watchers
+                .iter()
+                .map(|_| Figures::default())
+                .collect(),
+            pooled: self
+                .load
+                .watchers
+                .iter()
+                .map(|_| Histogram::new())
+                .collect(),
             naive: Spread::default(),
             shared_at_most: Spread::default(),
             encode_micros: Spread::default(),
         };
         let most = self.most_watchers();
-        for run in 0..self.runs {
-            for (i, &n) in self.watchers.iter().enumerate() {
-                progress!("control plane: run {}/{}, {n} watchers", run + 1, self.runs);
+        for run in 0..self.load.runs {
+            for (i, &n) in self.load.watchers.iter().enumerate() {
+                progress!(
+                    "control plane: run {}/{}, {n} watchers",
+                    run + 1,
+                    self.load.runs
+                );
                 let m = measure(n, self, Encoding::Shared, true);
                 let f = &mut gathered.figures[i];
                 f.writes_per_second.push(m.writes_per_second);
@@ -123,8 +131,10 @@ impl Scenario for Config {
                 count(most)
             );
             let reference = Config {
-                writes: self.writes / 5,
-                ..self.clone()
+                load: WriteLoad {
+                    writes: self.load.writes / 5,
+                    ..self.load.clone()
+                },
             };
             let naive = measure(most, &reference, Encoding::PerWatcher, false);
             gathered.naive.push(naive.writes_per_second);
@@ -142,7 +152,7 @@ impl Scenario for Config {
             summary = self.summary(first, last);
         }
         notes.push(self.latency_note());
-        for (i, n) in self.watchers.iter().enumerate() {
+        for (i, n) in self.load.watchers.iter().enumerate() {
             report.series(
                 "control plane: commit → watcher",
                 &format!("{} watcher{}", count(*n), if *n == 1 { "" } else { "s" }),
@@ -174,7 +184,7 @@ impl Config {
                 "heap per watcher",
             ],
         );
-        for (f, n) in gathered.figures.iter().zip(&self.watchers) {
+        for (f, n) in gathered.figures.iter().zip(&self.load.watchers) {
             table.row(vec![
                 count(*n),
                 f.writes_per_second.show(num),
@@ -193,7 +203,7 @@ impl Config {
             &format!(
                 "The reference, at {} watchers (the per-watcher encoding with {} writes a run: it is slow):",
                 count(self.most_watchers()),
-                num((self.writes / 5) as f64)
+                num((self.load.writes / 5) as f64)
             ),
             &["each watcher gets", "writes/s, delivered to every watcher"],
         );
@@ -285,7 +295,7 @@ impl Config {
              {} before it: that is the spread between p50 and p99. The HTTP layer of the demo API \
              is not in these figures: they are the core's.",
             num(PACED_RATE),
-            num(self.paced_writes as f64),
+            num(self.load.paced_writes as f64),
             count(most),
             count(most - 1)
         )
@@ -300,8 +310,8 @@ impl Config {
              second thread, which takes each event's watch-stream line. Heap per watcher is \
              the bench allocator's count of live bytes after the watchers were registered, \
              divided by their number. {} runs.",
-            num(self.writes as f64),
-            self.runs
+            num(self.load.writes as f64),
+            self.load.runs
         )
     }
 }
@@ -361,7 +371,7 @@ fn measure(n: usize, config: &Config, encoding: Encoding, paced: bool) -> Measur
 
     let started = Instant::now();
     let mut in_calls = Duration::ZERO;
-    let batches = config.writes.div_ceil(BATCH);
+    let batches = config.load.writes.div_ceil(BATCH);
     for _ in 0..batches {
         for _ in 0..BATCH {
             in_calls += write(&cp);
@@ -376,14 +386,14 @@ fn measure(n: usize, config: &Config, encoding: Encoding, paced: bool) -> Measur
         watchers.recording.store(true, Ordering::Relaxed);
         let period = Duration::from_secs_f64(1.0 / PACED_RATE);
         let start = Instant::now();
-        for i in 0..config.paced_writes {
+        for i in 0..config.load.paced_writes {
             let due = start + period * i as u32;
             if let Some(wait) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
             write(&cp);
         }
-        expected += (config.paced_writes * n) as u64;
+        expected += (config.load.paced_writes * n) as u64;
         watchers.wait_for(expected);
         watchers.recording.store(false, Ordering::Relaxed);
         let h = Histogram::new();

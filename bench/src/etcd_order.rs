@@ -14,13 +14,14 @@
 //! 250 ms; an event still without one counts as unmatched).
 
 use crate::apiserver::Api;
+use crate::process::BridgeRuns;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
 use crate::scenario::{Runs, Scenario};
 use crate::stats::{Spread, micros};
 use futures_util::StreamExt;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
@@ -44,10 +45,7 @@ const PACES: [&str; 2] = [
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Runs, each with a fresh `watchlife --etcd-endpoints`.
-    pub runs: usize,
-    /// The `watchlife` binary.
-    pub watchlife: PathBuf,
+    pub bridge: BridgeRuns,
 }
 
 /// One pace's figures over the runs.
@@ -92,8 +90,8 @@ impl Config {
         progress!("etcd order: starting etcd and kube-apiserver");
         let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
         let api = Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert());
-        for run in 0..self.runs {
-            progress!("etcd order: run {}/{}", run + 1, self.runs);
+        for run in 0..self.bridge.runs {
+            progress!("etcd order: run {}/{}", run + 1, self.bridge.runs);
             let runs = measure(
                 self,
                 &api,
@@ -204,8 +202,8 @@ fn section(config: &Config, figures: &[Figures], failure: Option<String>, second
              frame, its `etcd` mark (when etcd's watch notification of the revision reached \
              watchlife) and its `reflector` mark (when the Reflector decoded the apiserver's \
              event); both are stamped by watchlife's one clock. {} runs.",
-            config.watchlife.display(),
-            config.runs
+            config.bridge.watchlife.display(),
+            config.bridge.runs
         ),
         tables: vec![table],
         notes,
@@ -225,7 +223,7 @@ async fn measure(
 ) -> Result<[(Vec<i64>, usize); 2], String> {
     let kubeconfig = kubeconfig.display().to_string();
     let bridge = Watchlife::start_on_configmaps(
-        &config.watchlife,
+        &config.bridge.watchlife,
         &kubeconfig,
         &["--namespace", "default", "--etcd-endpoints", etcd],
     )?;

@@ -23,6 +23,7 @@
 use crate::apiserver::Api;
 use crate::browser::Driver;
 use crate::machine::now_micros;
+use crate::process::BridgeRuns;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
 use crate::scenario::Scenario;
@@ -30,7 +31,7 @@ use crate::stats::{Histogram, Spread, micros, num, ratio};
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -58,10 +59,7 @@ const WATCHERS: [&str; 4] = [
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Runs, each with fresh watchers (kubectl, watchlife, its viewer, the page).
-    pub runs: usize,
-    /// The `watchlife` binary the Reflector, the viewer and the page watch through.
-    pub watchlife: PathBuf,
+    pub bridge: BridgeRuns,
 }
 
 /// Per watcher, over the runs.
@@ -100,8 +98,8 @@ impl Scenario for Config {
             progress!("kubectl latency: starting etcd and kube-apiserver");
             let cluster = watchlife_tests::real_cluster::RealCluster::start().await;
             let api = Api::tls(cluster.base_url(), cluster.token(), cluster.ca_cert());
-            for run in 0..self.runs {
-                progress!("kubectl latency: run {}/{}", run + 1, self.runs);
+            for run in 0..self.bridge.runs {
+                progress!("kubectl latency: run {}/{}", run + 1, self.bridge.runs);
                 match measure(self, &api, cluster.kubeconfig(), gathered.browser).await {
                     Ok(seen) => gather(&mut gathered.figures, seen),
                     Err(e) => {
@@ -262,8 +260,8 @@ impl Config {
              watch often delivers the event before the response reaches the writer, also \
              from the moment the request was sent. {} runs.",
             kubectl_version(),
-            self.watchlife.display(),
-            self.runs
+            self.bridge.watchlife.display(),
+            self.bridge.runs
         )
     }
 }
@@ -295,7 +293,7 @@ async fn measure(
     let kubectl = Kubectl::start(kubeconfig)?;
     let kubeconfig_arg = kubeconfig.display().to_string();
     let bridge = Watchlife::start_on_configmaps(
-        &config.watchlife,
+        &config.bridge.watchlife,
         &kubeconfig_arg,
         &["--namespace", "default"],
     )?;

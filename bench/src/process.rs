@@ -12,6 +12,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// How long `watchlife` may take to print the address it serves.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// A section that starts the `watchlife` binary afresh in each of its runs.
+#[derive(Debug, Clone)]
+pub struct BridgeRuns {
+    pub runs: usize,
+    pub watchlife: PathBuf,
+}
+
 /// A running `watchlife`, killed on drop.
 pub struct Watchlife {
     child: Child,

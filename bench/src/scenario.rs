@@ -70,3 +70,15 @@ pub struct Runs<F> {
     pub figures: F,
     pub failure: Option<String>,
 }
+
+/// Writes delivered to watchers, repeated: in each of `runs`, each count of
+/// `watchers` in turn takes `writes` for throughput (each batch waited for
+/// until every watcher has it), then `paced_writes` at a steady pace for
+/// latency.
+#[derive(Debug, Clone)]
+pub struct WriteLoad {
+    pub runs: usize,
+    pub watchers: Vec<usize>,
+    pub writes: usize,
+    pub paced_writes: usize,
+}

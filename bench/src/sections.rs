@@ -3,8 +3,9 @@
 //! the flags choose them.
 
 use crate::args::Args;
+use crate::process::BridgeRuns;
 use crate::report::Report;
-use crate::scenario::{self, OnRealCluster};
+use crate::scenario::{self, OnRealCluster, WriteLoad};
 use crate::{
     apiserver, big_cluster, browser, controlplane, etcd_order, fanout, first_sync, informer,
     kubectl_latency, page, pipeline, scale, server_stages, upstream_cost,
@@ -111,10 +112,12 @@ pub const SECTIONS: &[Section] = &[
 
 fn run_controlplane(args: &Args, report: &mut Report) {
     let config = controlplane::Config {
-        runs: args.runs(),
-        watchers: vec![1, 100, 1000],
-        writes: args.sized(1000, 5000),
-        paced_writes: args.sized(100, 400),
+        load: WriteLoad {
+            runs: args.runs(),
+            watchers: vec![1, 100, 1000],
+            writes: args.sized(1000, 5000),
+            paced_writes: args.sized(100, 400),
+        },
     };
     scenario::run(&config, report);
 }
@@ -130,10 +133,12 @@ fn run_server_stages(args: &Args, report: &mut Report) {
 
 fn run_apiserver(args: &Args, report: &mut Report) {
     let config = apiserver::Config {
-        runs: args.process_runs(),
-        watchers: args.sized(vec![1, 100], vec![1, 100, 1000]),
-        writes: args.sized(100, 200),
-        paced_writes: args.sized(50, 100),
+        load: WriteLoad {
+            runs: args.process_runs(),
+            watchers: args.sized(vec![1, 100], vec![1, 100, 1000]),
+            writes: args.sized(100, 200),
+            paced_writes: args.sized(50, 100),
+        },
     };
     let on_cluster = OnRealCluster {
         scenario: &config,
@@ -146,8 +151,10 @@ fn run_apiserver(args: &Args, report: &mut Report) {
 
 fn run_latency(args: &Args, report: &mut Report) {
     let config = kubectl_latency::Config {
-        runs: args.process_runs(),
-        watchlife: args.watchlife.clone(),
+        bridge: BridgeRuns {
+            runs: args.process_runs(),
+            watchlife: args.watchlife.clone(),
+        },
     };
     let on_cluster = OnRealCluster {
         scenario: &config,
@@ -159,8 +166,10 @@ fn run_latency(args: &Args, report: &mut Report) {
 
 fn run_etcd(args: &Args, report: &mut Report) {
     let config = etcd_order::Config {
-        runs: args.process_runs(),
-        watchlife: args.watchlife.clone(),
+        bridge: BridgeRuns {
+            runs: args.process_runs(),
+            watchlife: args.watchlife.clone(),
+        },
     };
     let on_cluster = OnRealCluster {
         scenario: &config,
