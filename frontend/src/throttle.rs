@@ -7,6 +7,9 @@
 //! and come through together at its end, so the last one is always drawn.
 //! When the stream stands still ([`Model::settle`]), everything comes
 //! through at once.
+//!
+//! A panel of numbers that age (rates, ages) reads [`clock_every`] instead:
+//! the model's clock, moved on at a fixed pace.
 
 use crate::model::{Model, now_ms};
 use leptos::prelude::*;
@@ -48,4 +51,21 @@ pub fn throttled(period_ms: f64, source: impl Fn() + 'static) -> ReadSignal<u64>
         });
     }
     bumps
+}
+
+/// The model's clock ([`Model::now`]), read again every `period_ms` for as
+/// long as the component that calls this lives: what a panel of rates or
+/// ages tracks, so that it is redrawn at that pace even with no event.
+pub fn clock_every(model: Model, period_ms: u64) -> RwSignal<f64> {
+    let now = RwSignal::new(model.now());
+    let handle = set_interval_with_handle(
+        move || now.set(model.now()),
+        Duration::from_millis(period_ms),
+    );
+    on_cleanup(move || {
+        if let Ok(h) = handle {
+            h.clear();
+        }
+    });
+    now
 }

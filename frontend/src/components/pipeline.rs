@@ -13,6 +13,7 @@ use crate::narration::{etcd_notifies, explain, reflector_state, reflector_state_
 use crate::notice::reflector_alarming;
 use crate::player::Player;
 use crate::stats::PipelineStats;
+use crate::throttle::clock_every;
 use leptos::prelude::*;
 use watchlife_protocol::Stage;
 
@@ -81,16 +82,7 @@ pub fn stage_id(stage: Stage) -> &'static str {
 pub fn Pipeline() -> impl IntoView {
     let player = expect_context::<Player>();
     let model = expect_context::<Model>();
-    let now = RwSignal::new(model.now());
-    let handle = set_interval_with_handle(
-        move || now.set(model.now()),
-        std::time::Duration::from_millis(REFRESH_MS),
-    );
-    on_cleanup(move || {
-        if let Ok(h) = handle {
-            h.clear();
-        }
-    });
+    let now = clock_every(model, REFRESH_MS);
     let split = node_x(3.0) - GAP / 2.0;
     let launched = move || {
         player.tick.track();

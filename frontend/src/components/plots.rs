@@ -5,9 +5,11 @@
 //! stage read before the one before it) has no bin on the log scale: each
 //! histogram counts its negative samples apart, beside its title.
 
+use super::pipeline::stage_id;
 use crate::micros::format_micros;
 use crate::model::Model;
-use crate::stats::{LATENCY_BINS, SERIES_SECONDS, histogram};
+use crate::stats::{LATENCY_BINS, SERIES_SECONDS, StageStats, histogram};
+use crate::throttle::clock_every;
 use leptos::prelude::*;
 use watchlife_protocol::Stage;
 
@@ -52,16 +54,7 @@ fn nice_max(n: u32) -> u32 {
 #[component]
 pub fn Plots() -> impl IntoView {
     let model = expect_context::<Model>();
-    let now = RwSignal::new(model.now());
-    let handle = set_interval_with_handle(
-        move || now.set(model.now()),
-        std::time::Duration::from_millis(REDRAW_MS),
-    );
-    on_cleanup(move || {
-        if let Ok(h) = handle {
-            h.clear();
-        }
-    });
+    let now = clock_every(model, REDRAW_MS);
     view! {
         // Side by side when the panel is wide (no fan-out beside it), else stacked.
         <section class="plots panel" aria-label="Plots">
@@ -144,84 +137,22 @@ fn RatePlot(now: RwSignal<f64>) -> impl IntoView {
     }
 }
 
+/// A histogram per stage but the first (each latency is the time from the
+/// stage before), [`COLUMNS`] to a row.
 #[component]
 fn LatencyPlot(now: RwSignal<f64>) -> impl IntoView {
     let model = expect_context::<Model>();
-    // Every stage but the first has a latency: the time from the one before.
-    let stages: Vec<Stage> = Stage::ALL[1..].to_vec();
+    let stages = &Stage::ALL[1..];
     let rows = stages.len().div_ceil(COLUMNS);
     let height = rows as f64 * CELL_H + 14.0;
     let width = COLUMNS as f64 * CELL_W;
-    let bin_w = (CELL_W - 16.0) / (LATENCY_BINS.len() + 1) as f64;
     let cells = move || {
         now.track();
         model.stats.with_untracked(|stats| {
             stages
                 .iter()
                 .enumerate()
-                .map(|(i, stage)| {
-                    let x0 = (i % COLUMNS) as f64 * CELL_W + 4.0;
-                    let y0 = (i / COLUMNS) as f64 * CELL_H;
-                    let st = stats.stage(*stage);
-                    let hist = st.map(|s| histogram(s.latencies())).unwrap_or_default();
-                    let bins = hist.bins;
-                    let tallest = bins.iter().copied().max().unwrap_or(0);
-                    let summary = match st.and_then(|s| s.latency_quantiles([0.5, 0.99])) {
-                        Some([p50, p99]) => format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99)),
-                        None => "no measurements yet".to_string(),
-                    };
-
-                    let bars = (tallest > 0).then(|| {
-                        bins.iter()
-                            .enumerate()
-                            .filter(|(_, n)| **n > 0)
-                            .map(|(b, n)| {
-                                let h = (*n as f64 / tallest as f64 * BARS_H).max(1.5);
-                                view! {
-                                    <rect class=format!("bar {}", super::pipeline::stage_id(*stage))
-                                        x=format!("{:.1}", x0 + b as f64 * bin_w) y=format!("{:.1}", y0 + BARS_TOP + BARS_H - h)
-                                        width=format!("{:.1}", bin_w - 1.0) height=format!("{h:.1}")/>
-                                }
-                            })
-                            .collect_view()
-                    });
-                    let ticks = TICKS
-                        .iter()
-                        .map(|(b, text)| {
-                            let x = x0 + (*b as f64 + 0.5) * bin_w;
-                            let anchor = match b {
-                                0 => "start",
-                                18 => "end",
-                                _ => "middle",
-                            };
-                            let x = match b {
-                                0 => x0,
-                                18 => x0 + (LATENCY_BINS.len() + 1) as f64 * bin_w,
-                                _ => x,
-                            };
-                            view! { <text class="tick" x=format!("{x:.1}") y=y0 + BARS_TOP + BARS_H + 11.0 text-anchor=anchor>{*text}</text> }
-                        })
-                        .collect_view();
-                    let label = format!("{}: {summary}", stage.label());
-                    let samples: u32 = bins.iter().sum::<u32>() + hist.negative;
-                    let label = match hist.negative {
-                        0 => label,
-                        n => format!("{label}, {n} negative"),
-                    };
-                    view! {
-                        <g class="histogram" data-stage=super::pipeline::stage_id(*stage) data-samples=samples data-negative=hist.negative role="img" aria-label=label>
-                            <text class="cell-title" x=x0 y=y0 + 12.0>{stage.label()}</text>
-                            <text class="cell-negative" x=x0 + CELL_W - 16.0 y=y0 + 12.0 text-anchor="end">
-                                {(hist.negative > 0).then(|| format!("{} negative", hist.negative))}
-                            </text>
-
-                            <text class="cell-summary" x=x0 y=y0 + 25.0>{summary}</text>
-                            <line class="axis" x1=x0 x2=x0 + CELL_W - 16.0 y1=y0 + BARS_TOP + BARS_H y2=y0 + BARS_TOP + BARS_H/>
-                            {bars}
-                            {ticks}
-                        </g>
-                    }
-                })
+                .map(|(i, stage)| histogram_cell(i, *stage, stats.stage(*stage)))
                 .collect_view()
         })
     };
@@ -230,6 +161,82 @@ fn LatencyPlot(now: RwSignal<f64>) -> impl IntoView {
             {cells}
         </svg>
     }
+}
+
+/// Width of one bin in a histogram's cell: the bins and the overflow bin
+/// across the cell, less a margin.
+fn bin_width() -> f64 {
+    (CELL_W - 16.0) / (LATENCY_BINS.len() + 1) as f64
+}
+
+/// The `i`th cell: `stage`'s latencies as bars, its p50 and p99, and its
+/// negative samples counted beside its title.
+fn histogram_cell(i: usize, stage: Stage, st: Option<&StageStats>) -> impl IntoView + use<> {
+    let x0 = (i % COLUMNS) as f64 * CELL_W + 4.0;
+    let y0 = (i / COLUMNS) as f64 * CELL_H;
+    let hist = st.map(|s| histogram(s.latencies())).unwrap_or_default();
+    let summary = match st.and_then(|s| s.latency_quantiles([0.5, 0.99])) {
+        Some([p50, p99]) => format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99)),
+        None => "no measurements yet".to_string(),
+    };
+    let bars = histogram_bars(&hist.bins, stage, x0, y0);
+    let label = format!("{}: {summary}", stage.label());
+    let samples: u32 = hist.bins.iter().sum::<u32>() + hist.negative;
+    let label = match hist.negative {
+        0 => label,
+        n => format!("{label}, {n} negative"),
+    };
+    view! {
+        <g class="histogram" data-stage=stage_id(stage) data-samples=samples data-negative=hist.negative role="img" aria-label=label>
+            <text class="cell-title" x=x0 y=y0 + 12.0>{stage.label()}</text>
+            <text class="cell-negative" x=x0 + CELL_W - 16.0 y=y0 + 12.0 text-anchor="end">
+                {(hist.negative > 0).then(|| format!("{} negative", hist.negative))}
+            </text>
+
+            <text class="cell-summary" x=x0 y=y0 + 25.0>{summary}</text>
+            <line class="axis" x1=x0 x2=x0 + CELL_W - 16.0 y1=y0 + BARS_TOP + BARS_H y2=y0 + BARS_TOP + BARS_H/>
+            {bars}
+            {bin_ticks(x0, y0)}
+        </g>
+    }
+}
+
+/// A bar per bin that has samples, as tall as its count against the
+/// tallest; none at all when no bin has any.
+fn histogram_bars(bins: &[u32], stage: Stage, x0: f64, y0: f64) -> Option<impl IntoView + use<>> {
+    let tallest = bins.iter().copied().max().unwrap_or(0);
+    let bin_w = bin_width();
+    (tallest > 0).then(|| {
+        bins.iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(b, n)| {
+                let h = (*n as f64 / tallest as f64 * BARS_H).max(1.5);
+                view! {
+                    <rect class=format!("bar {}", stage_id(stage))
+                        x=format!("{:.1}", x0 + b as f64 * bin_w) y=format!("{:.1}", y0 + BARS_TOP + BARS_H - h)
+                        width=format!("{:.1}", bin_w - 1.0) height=format!("{h:.1}")/>
+                }
+            })
+            .collect_view()
+    })
+}
+
+/// The [`TICKS`] under a cell's bars: the first and the last at the axis's
+/// ends, the others under their bins.
+fn bin_ticks(x0: f64, y0: f64) -> impl IntoView + use<> {
+    let bin_w = bin_width();
+    TICKS
+        .iter()
+        .map(|(b, text)| {
+            let (x, anchor) = match b {
+                0 => (x0, "start"),
+                18 => (x0 + (LATENCY_BINS.len() + 1) as f64 * bin_w, "end"),
+                _ => (x0 + (*b as f64 + 0.5) * bin_w, "middle"),
+            };
+            view! { <text class="tick" x=format!("{x:.1}") y=y0 + BARS_TOP + BARS_H + 11.0 text-anchor=anchor>{*text}</text> }
+        })
+        .collect_view()
 }
 
 #[cfg(test)]
