@@ -3,6 +3,7 @@
 //! its stage times; click one to follow its token and read its detail.
 
 use super::event_detail::EventDetail;
+use super::scroll_table::ScrollTable;
 use crate::detail;
 use crate::event_row::EventRow;
 use crate::interval::interval;
@@ -88,6 +89,45 @@ fn window(
     }
 }
 
+/// The row of the event whose row `ev` happened in, if it is in view.
+fn row_of(ev: &web_sys::Event, shown: Memo<Window>) -> Option<EventRow> {
+    let seq = event_target::<web_sys::Element>(ev)
+        .closest("tr.event-row")
+        .ok()
+        .flatten()?
+        .get_attribute("data-seq")?
+        .parse::<u64>()
+        .ok()?;
+    shown.with_untracked(|w| w.rows.iter().find(|r| r.seq == seq).cloned())
+}
+
+/// The log's title: how many events the filters show, how many older ones
+/// were dropped (read at each `redraw`), and what a click does.
+#[component]
+fn LogHeading(
+    shown: Memo<Window>,
+    dropped: RwSignal<u64>,
+    redraw: ReadSignal<u64>,
+) -> impl IntoView {
+    let dropped = move || {
+        redraw.track();
+        dropped.get_untracked()
+    };
+    view! {
+        <h2>
+            "Events "
+            <small>
+                {move || format!("{} shown", shown.with(|w| w.total))}
+                {move || match dropped() {
+                    0 => String::new(),
+                    n => format!(" · {n} older events dropped"),
+                }}
+                " · click one to follow its token and read its detail"
+            </small>
+        </h2>
+    }
+}
+
 /// Recent events, newest first.
 #[component]
 pub fn EventLog() -> impl IntoView {
@@ -108,10 +148,6 @@ pub fn EventLog() -> impl IntoView {
         redraw.track();
         model.events.with_untracked(|e| e.len() as u64) + model.dropped.get_untracked()
     };
-    let dropped = move || {
-        redraw.track();
-        model.dropped.get_untracked()
-    };
     // What the etcd mark is, for the words of a negative interval.
     let notifies = Memo::new(move |_| {
         model
@@ -124,16 +160,7 @@ pub fn EventLog() -> impl IntoView {
     // listeners of their own would be taken off and put back on each redraw.
     let player = expect_context::<Player>();
     let follow = move |ev: &web_sys::Event| {
-        let row = event_target::<web_sys::Element>(ev)
-            .closest("tr.event-row")
-            .ok()
-            .flatten()
-            .and_then(|tr| tr.get_attribute("data-seq"))
-            .and_then(|seq| seq.parse::<u64>().ok())
-            .and_then(|seq| {
-                shown.with_untracked(|w| w.rows.iter().find(|r| r.seq == seq).cloned())
-            });
-        if let Some(row) = row {
+        if let Some(row) = row_of(ev, shown) {
             detail.set(Some(detail::text(
                 row.seq,
                 &row.event,
@@ -148,51 +175,26 @@ pub fn EventLog() -> impl IntoView {
             aria-label="Live events"
             data-received=received
         >
-            <h2>
-                "Events "
-                <small>
-                    {move || format!("{} shown", shown.with(|w| w.total))}
-                    {move || match dropped() {
-                        0 => String::new(),
-                        n => format!(" · {n} older events dropped"),
-                    }}
-                    " · click one to follow its token and read its detail"
-                </small>
-            </h2>
-            <div
+            <LogHeading shown dropped=model.dropped redraw/>
+            <ScrollTable
                 class="scroll log-scroll"
                 style=format!("height:{VIEWPORT_H}px")
-                on:scroll=move |ev| {
-                    let el = event_target::<web_sys::Element>(&ev);
-                    scroll_top.set(el.scroll_top() as f64);
-                }
+                scroll_top
+                columns=&["seq", "event", "kind", "namespace/name", "RV", "stages"]
+                body_id="events"
+                choose=follow
             >
-                <table>
-                    <thead>
-                        <tr><th>"seq"</th><th>"event"</th><th>"kind"</th><th>"namespace/name"</th><th>"RV"</th><th>"stages"</th></tr>
-                    </thead>
-                    <tbody
-                        id="events"
-                        on:click=move |ev| follow(&ev)
-                        on:keydown=move |ev| {
-                            if ev.key() == "Enter" {
-                                follow(&ev);
-                            }
-                        }
-                    >
-                        {move || {
-                            let Window { first, total, rows } = shown.get();
-                            let after = total - first - rows.len();
-                            let notifies = notifies.get();
-                            view! {
-                                <tr class="spacer" style=format!("height:{}px", first as f64 * ROW_H)></tr>
-                                {rows.into_iter().map(|row| view! { <Row row notifies/> }).collect_view()}
-                                <tr class="spacer" style=format!("height:{}px", after as f64 * ROW_H)></tr>
-                            }
-                        }}
-                    </tbody>
-                </table>
-            </div>
+                {move || {
+                    let Window { first, total, rows } = shown.get();
+                    let after = total - first - rows.len();
+                    let notifies = notifies.get();
+                    view! {
+                        <tr class="spacer" style=format!("height:{}px", first as f64 * ROW_H)></tr>
+                        {rows.into_iter().map(|row| view! { <Row row notifies/> }).collect_view()}
+                        <tr class="spacer" style=format!("height:{}px", after as f64 * ROW_H)></tr>
+                    }
+                }}
+            </ScrollTable>
             <EventDetail detail/>
         </section>
     }

@@ -18,6 +18,7 @@ pub mod plots;
 pub mod record_bar;
 #[cfg(feature = "replay")]
 pub mod replay_bar;
+pub mod scroll_table;
 pub mod slot;
 #[cfg(feature = "replay")]
 pub mod transport;
