@@ -78,29 +78,42 @@ pub fn caption_for(stage: Stage, e: &WatchEvent, etcd_notifies: bool) -> String 
         EventType::Modified => "changed",
         EventType::Deleted => "deleted",
     };
+    delivery_caption(stage, e).unwrap_or_else(|| stage_caption(stage, e, what, etcd_notifies))
+}
+
+/// The caption of an event that did not come as a change on the watch (a
+/// relist's deletion, a resync, a listed object), the same at every stage
+/// but a resync's; `None` for a change on the watch.
+fn delivery_caption(stage: Stage, e: &WatchEvent) -> Option<String> {
     let key = e.target.key();
     let kind = &e.target.kind;
     let rv = &e.resource_version;
     if e.handled.final_state_unknown {
-        return format!(
+        return Some(format!(
             "{kind} {key} is gone, found by a relist rather than seen on the watch: the handlers get a DeletedFinalStateUnknown holding the Indexer's last copy (RV {rv})."
-        );
+        ));
     }
     if e.handled.resync && stage == Stage::Handlers {
-        return format!(
+        return Some(format!(
             "A resync: {key} is handed to the handlers again at the same resourceVersion, {rv}. Only listeners due for a resync get it."
-        );
+        ));
     }
     if e.initial && e.event_type == EventType::Modified {
-        return format!(
+        return Some(format!(
             "{kind} {key} (RV {rv}) came with a relist, not as a change on the watch: the Indexer already had it, so its handlers get OnUpdate."
-        );
+        ));
     }
-    if e.initial {
-        return format!(
-            "{kind} {key} (RV {rv}) came with the initial list (a LIST's items, or a streaming list's synthetic ADDEDs), not as a change on the watch."
-        );
-    }
+    e.initial.then(|| format!(
+        "{kind} {key} (RV {rv}) came with the initial list (a LIST's items, or a streaming list's synthetic ADDEDs), not as a change on the watch."
+    ))
+}
+
+/// What `stage` does with a change on the watch (`what`: created, changed
+/// or deleted).
+fn stage_caption(stage: Stage, e: &WatchEvent, what: &str, etcd_notifies: bool) -> String {
+    let key = e.target.key();
+    let kind = &e.target.kind;
+    let rv = &e.resource_version;
     match stage {
         Stage::Etcd if etcd_notifies => format!(
             "etcd notified watchlife of the write: {kind} {key} {what} at revision {rv}, the object's resourceVersion. The commit came a little before; from outside etcd, watchlife sees only the notification."
@@ -124,40 +137,55 @@ pub fn caption_for(stage: Stage, e: &WatchEvent, etcd_notifies: bool) -> String 
         Stage::Indexer => {
             format!("The informer pops the delta and updates its cache: {key} is now at RV {rv}.")
         }
-        Stage::Handlers if !e.handled.calls.is_empty() => format!(
-            "Each listener takes the {kind} from its own buffer: {}. A listener whose filter turns it away is not called.",
-            e.handled
-                .calls
-                .iter()
-                .map(|c| format!("{} {}", c.listener, c.callback.as_str()))
-                .collect::<Vec<_>>()
-                .join(", ")
+        Stage::Handlers => handlers_caption(e),
+        Stage::Workqueue if e.coalesced => format!(
+            "{key} was already waiting in the workqueue: this event merges into the queued item."
         ),
-        Stage::Handlers => format!(
+        Stage::Workqueue => format!("The key {key} is added to the workqueue."),
+        Stage::Reconcile => reconcile_caption(e),
+    }
+}
+
+/// What the handlers did with the event: the listeners called, or, before
+/// any was, the notification each listener's buffer got.
+fn handlers_caption(e: &WatchEvent) -> String {
+    if e.handled.calls.is_empty() {
+        return format!(
             "The notification ({}) is put in each listener's buffer; each listener calls its handler when it takes it.",
             match e.event_type {
                 EventType::Added => "OnAdd",
                 EventType::Deleted => "OnDelete",
                 _ => "OnUpdate",
             }
-        ),
-        Stage::Workqueue if e.coalesced => format!(
-            "{key} was already waiting in the workqueue: this event merges into the queued item."
-        ),
-        Stage::Workqueue => format!("The key {key} is added to the workqueue."),
-        Stage::Reconcile => match &e.handled.reconcile {
-            Some(r) => format!(
-                "Worker {} takes {key} and reconciles: it reads the cache, not the event, and {}.",
-                r.worker,
-                match &r.seen_resource_version {
-                    Some(seen) => format!("finds RV {seen}"),
-                    None => "finds the object gone".into(),
-                }
-            ),
-            None => {
-                format!("A worker takes {key} and reconciles: it reads the cache, not the event.")
+        );
+    }
+    format!(
+        "Each listener takes the {} from its own buffer: {}. A listener whose filter turns it away is not called.",
+        e.target.kind,
+        e.handled
+            .calls
+            .iter()
+            .map(|c| format!("{} {}", c.listener, c.callback.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// What the reconcile found: a worker reads the cache, not the event.
+fn reconcile_caption(e: &WatchEvent) -> String {
+    let key = e.target.key();
+    match &e.handled.reconcile {
+        Some(r) => format!(
+            "Worker {} takes {key} and reconciles: it reads the cache, not the event, and {}.",
+            r.worker,
+            match &r.seen_resource_version {
+                Some(seen) => format!("finds RV {seen}"),
+                None => "finds the object gone".into(),
             }
-        },
+        ),
+        None => {
+            format!("A worker takes {key} and reconciles: it reads the cache, not the event.")
+        }
     }
 }
 
@@ -167,27 +195,26 @@ pub fn caption_for(stage: Stage, e: &WatchEvent, etcd_notifies: bool) -> String 
 pub fn request(state: &ReflectorState) -> Option<String> {
     Some(match state {
         ReflectorState::ListStarted {
-            resource_version,
-            limit: 0,
-        } => format!("LIST rv=\"{resource_version}\" (unpaged)"),
-        ReflectorState::ListStarted {
-            resource_version,
+            resource_version: rv,
             limit,
-        } => format!("LIST rv=\"{resource_version}\" limit={limit}"),
+        } => match limit {
+            0 => format!("LIST rv=\"{rv}\" (unpaged)"),
+            n => format!("LIST rv=\"{rv}\" limit={n}"),
+        },
         ReflectorState::WatchStarted {
-            resource_version,
-            timeout_seconds: 0,
-        } => format!("WATCH rv=\"{resource_version}\""),
-        ReflectorState::WatchStarted {
-            resource_version,
+            resource_version: rv,
             timeout_seconds,
-        } => format!("WATCH rv=\"{resource_version}\" timeout {timeout_seconds}s"),
+        } => match timeout_seconds {
+            0 => format!("WATCH rv=\"{rv}\""),
+            n => format!("WATCH rv=\"{rv}\" timeout {n}s"),
+        },
         ReflectorState::StreamingListStarted {
-            resource_version, ..
-        } if resource_version.is_empty() => "WATCH sendInitialEvents (most recent)".to_string(),
-        ReflectorState::StreamingListStarted {
-            resource_version, ..
-        } => format!("WATCH sendInitialEvents rv=\"{resource_version}\""),
+            resource_version: rv,
+            ..
+        } => match rv.as_str() {
+            "" => "WATCH sendInitialEvents (most recent)".to_string(),
+            rv => format!("WATCH sendInitialEvents rv=\"{rv}\""),
+        },
         _ => return None,
     })
 }
