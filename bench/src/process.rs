@@ -116,6 +116,26 @@ impl Watchlife {
         start: Instant,
         timeout: Duration,
     ) -> Result<Duration, String> {
+        self.hear_reflector(timeout, "the LIST did not finish in time", |frame| {
+            let snapshot =
+                frame.starts_with("{\"seq\":") && frame.contains(",\"type\":\"snapshot\"");
+            (frame.contains("\"list_finished\"")
+                || (snapshot && frame.contains("\"watch_started\"")))
+            .then(|| start.elapsed())
+        })
+        .await
+    }
+
+    /// Connects a viewer that hears only the Reflector (a filter on a
+    /// namespace no object is in) and hands it every frame until `heard`
+    /// returns something, which this returns. At most `timeout`; `late`
+    /// says what did not come in time.
+    pub async fn hear_reflector<T>(
+        &self,
+        timeout: Duration,
+        late: &str,
+        mut heard: impl FnMut(&str) -> Option<T>,
+    ) -> Result<T, String> {
         use futures_util::{SinkExt, StreamExt};
         use tokio_tungstenite::tungstenite::Message;
         use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -136,19 +156,15 @@ impl Watchlife {
         loop {
             let message = tokio::time::timeout_at(deadline, ws.next())
                 .await
-                .map_err(|_| "the LIST did not finish in time".to_string())?
+                .map_err(|_| late.to_string())?
                 .ok_or("the bridge closed the viewer")?
                 .map_err(|e| e.to_string())?;
             let Message::Text(text) = message else {
                 continue;
             };
             for frame in watchlife_protocol::connection::split_batch(text.as_str()) {
-                let snapshot =
-                    frame.starts_with("{\"seq\":") && frame.contains(",\"type\":\"snapshot\"");
-                if frame.contains("\"list_finished\"")
-                    || (snapshot && frame.contains("\"watch_started\""))
-                {
-                    return Ok(start.elapsed());
+                if let Some(found) = heard(frame) {
+                    return Ok(found);
                 }
             }
         }

@@ -207,45 +207,19 @@ async fn reflector_has_the_list(
     bridge: &Watchlife,
     start: Instant,
 ) -> Result<(Duration, bool), String> {
-    use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::Message;
-    use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-    let config = WebSocketConfig::default()
-        .max_message_size(None)
-        .max_frame_size(None);
-    let (mut ws, _) =
-        tokio_tungstenite::connect_async_with_config(bridge.ws_url(), Some(config), true)
-            .await
-            .map_err(|e| format!("a viewer could not connect: {e}"))?;
-    // No object is in this namespace: the viewer hears only the Reflector.
-    ws.send(Message::text(
-        r#"{"type":"subscribe","filter":{"namespace":"bench-nothing-here"}}"#,
-    ))
-    .await
-    .map_err(|e| e.to_string())?;
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
     let mut streamed = false;
-    loop {
-        let message = tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .map_err(|_| "watchlife's Reflector did not list in time".to_string())?
-            .ok_or("the bridge closed the viewer")?
-            .map_err(|e| e.to_string())?;
-        let Message::Text(text) = message else {
-            continue;
-        };
-        for frame in watchlife_protocol::connection::split_batch(text.as_str()) {
+    let late = "watchlife's Reflector did not list in time";
+    bridge
+        .hear_reflector(TIMEOUT, late, |frame| {
             if frame.contains(r#""state":"streaming_list_started""#) {
                 streamed = true;
             }
             if frame.contains(r#""state":"streaming_list_failed""#) {
                 streamed = false;
             }
-            if frame.contains(r#""state":"initial_events_end""#)
-                || frame.contains(r#""state":"list_finished""#)
-            {
-                return Ok((start.elapsed(), streamed));
-            }
-        }
-    }
+            (frame.contains(r#""state":"initial_events_end""#)
+                || frame.contains(r#""state":"list_finished""#))
+            .then(|| (start.elapsed(), streamed))
+        })
+        .await
 }
