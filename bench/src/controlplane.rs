@@ -82,94 +82,6 @@ impl Config {
     }
 }
 
-impl Scenario for Config {
-    type Figures = Gathered;
-
-    fn measure(&self) -> Gathered {
-        let mut gathered = Gathered {
-            figures: self
-                .load
-                .watchers
-                .iter()
-                .map(|_| Figures::default())
-                .collect(),
-            pooled: self
-                .load
-                .watchers
-                .iter()
-                .map(|_| Histogram::new())
-                .collect(),
-            naive: Spread::default(),
-            shared_at_most: Spread::default(),
-            encode_micros: Spread::default(),
-        };
-        let most = self.most_watchers();
-        for run in 0..self.load.runs {
-            for (i, &n) in self.load.watchers.iter().enumerate() {
-                progress!(
-                    "control plane: run {}/{}, {n} watchers",
-                    run + 1,
-                    self.load.runs
-                );
-                let m = measure(n, self, Encoding::Shared, true);
-                let f = &mut gathered.figures[i];
-                f.writes_per_second.push(m.writes_per_second);
-                f.write_call_micros.push(m.write_call_micros);
-                f.bytes_per_watcher.push(m.bytes_per_watcher);
-                if let Some(l) = &m.latency {
-                    f.p50.push(l.quantile(0.5).unwrap_or(f64::NAN));
-                    f.p99.push(l.quantile(0.99).unwrap_or(f64::NAN));
-                    gathered.pooled[i].merge(l);
-                }
-                if n == most {
-                    gathered.shared_at_most.push(m.writes_per_second);
-                }
-            }
-            progress!(
-                "control plane: run {}, {} watchers each encoding",
-                run + 1,
-                count(most)
-            );
-            let reference = Config {
-                load: WriteLoad {
-                    writes: self.load.writes / 5,
-                    ..self.load.clone()
-                },
-            };
-            let naive = measure(most, &reference, Encoding::PerWatcher, false);
-            gathered.naive.push(naive.writes_per_second);
-            gathered.encode_micros.push(encode_cost());
-        }
-        gathered
-    }
-
-    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
-        let tables = vec![self.table(&gathered), self.reference_table(&gathered)];
-        let mut notes = Vec::new();
-        let mut summary = Vec::new();
-        if let (Some(first), Some(last)) = (gathered.figures.first(), gathered.figures.last()) {
-            self.compare(&gathered, (first, last), report, &mut notes);
-            summary = self.summary(first, last);
-        }
-        notes.push(self.latency_note());
-        for (i, n) in self.load.watchers.iter().enumerate() {
-            report.series(
-                "control plane: commit → watcher",
-                &format!("{} watcher{}", count(*n), if *n == 1 { "" } else { "s" }),
-                gathered.pooled[i].shape(),
-            );
-        }
-        report.sections.push(Section {
-            title: "Demo control plane: writes and watchers".into(),
-            method: self.method(),
-            tables,
-            notes,
-            summary,
-            seconds,
-        });
-    }
-}
-
 impl Config {
     /// One row per watcher count.
     fn table(&self, gathered: &Gathered) -> Table {
@@ -313,6 +225,94 @@ impl Config {
             num(self.load.writes as f64),
             self.load.runs
         )
+    }
+}
+
+impl Scenario for Config {
+    type Figures = Gathered;
+
+    fn measure(&self) -> Gathered {
+        let mut gathered = Gathered {
+            figures: self
+                .load
+                .watchers
+                .iter()
+                .map(|_| Figures::default())
+                .collect(),
+            pooled: self
+                .load
+                .watchers
+                .iter()
+                .map(|_| Histogram::new())
+                .collect(),
+            naive: Spread::default(),
+            shared_at_most: Spread::default(),
+            encode_micros: Spread::default(),
+        };
+        let most = self.most_watchers();
+        for run in 0..self.load.runs {
+            for (i, &n) in self.load.watchers.iter().enumerate() {
+                progress!(
+                    "control plane: run {}/{}, {n} watchers",
+                    run + 1,
+                    self.load.runs
+                );
+                let m = measure(n, self, Encoding::Shared, true);
+                let f = &mut gathered.figures[i];
+                f.writes_per_second.push(m.writes_per_second);
+                f.write_call_micros.push(m.write_call_micros);
+                f.bytes_per_watcher.push(m.bytes_per_watcher);
+                if let Some(l) = &m.latency {
+                    f.p50.push(l.quantile(0.5).unwrap_or(f64::NAN));
+                    f.p99.push(l.quantile(0.99).unwrap_or(f64::NAN));
+                    gathered.pooled[i].merge(l);
+                }
+                if n == most {
+                    gathered.shared_at_most.push(m.writes_per_second);
+                }
+            }
+            progress!(
+                "control plane: run {}, {} watchers each encoding",
+                run + 1,
+                count(most)
+            );
+            let reference = Config {
+                load: WriteLoad {
+                    writes: self.load.writes / 5,
+                    ..self.load.clone()
+                },
+            };
+            let naive = measure(most, &reference, Encoding::PerWatcher, false);
+            gathered.naive.push(naive.writes_per_second);
+            gathered.encode_micros.push(encode_cost());
+        }
+        gathered
+    }
+
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        let tables = vec![self.table(&gathered), self.reference_table(&gathered)];
+        let mut notes = Vec::new();
+        let mut summary = Vec::new();
+        if let (Some(first), Some(last)) = (gathered.figures.first(), gathered.figures.last()) {
+            self.compare(&gathered, (first, last), report, &mut notes);
+            summary = self.summary(first, last);
+        }
+        notes.push(self.latency_note());
+        for (i, n) in self.load.watchers.iter().enumerate() {
+            report.series(
+                "control plane: commit → watcher",
+                &format!("{} watcher{}", count(*n), if *n == 1 { "" } else { "s" }),
+                gathered.pooled[i].shape(),
+            );
+        }
+        report.sections.push(Section {
+            title: "Demo control plane: writes and watchers".into(),
+            method: self.method(),
+            tables,
+            notes,
+            summary,
+            seconds,
+        });
     }
 }
 
