@@ -1,0 +1,194 @@
+//! One stage's node: its name and what it does, then, when the source
+//! observes it, its numbers and short lines (the Reflector's requests, the
+//! watch cache's answers, the listeners' lanes, the workqueue's keys), else
+//! words saying it cannot.
+
+use super::super::cache_answers::cache_answer_lines;
+use super::super::listener_lanes::listener_lines;
+use super::super::node_lines::node_lines;
+use super::layout::{HEIGHT, LINES_Y, MONO_CHAR_W, NODE_H, NODE_W, NODE_Y, SANS_CHAR_W, node_x};
+use super::numbers::{Numbers, stage_numbers};
+use super::reflector_lines::reflector_lines;
+use super::stage_id::stage_id;
+use crate::animator::index;
+use crate::model::Model;
+use crate::narration::explain;
+use crate::player::Player;
+use leptos::prelude::*;
+use watchlife_protocol::Stage;
+
+/// Keys listed on the workqueue's node; more are counted.
+const QUEUED_SHOWN: usize = 2;
+
+/// One stage's node.
+#[component]
+pub fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
+    let model = expect_context::<Model>();
+    let x = node_x(index(stage));
+    let cx = x + NODE_W / 2.0;
+    let observed = Memo::new(move |_| {
+        model.hello.with(|h| {
+            h.as_ref()
+                .is_some_and(|h| h.observed_stages.contains(&stage))
+        }) || model.stats.with(|s| s.seen.contains(&stage))
+    });
+    let observed = move || observed.get();
+    let side = if stage.is_server_side() {
+        "server"
+    } else {
+        "client"
+    };
+    // What the etcd mark is depends on the source, what the Reflector and
+    // the FIFO do on the release followed (see `explain`).
+    let explained = Memo::new(move |_| model.hello.with(|h| explain(stage, h.as_ref())));
+    let numbers = stage_numbers(model, stage, now);
+    let aria_label = move || {
+        if observed() {
+            let [line1, line2] = explained.get();
+            format!(
+                "{}: {line1} {line2} {}",
+                stage.label(),
+                numbers.get().spoken()
+            )
+        } else {
+            format!("{}: not observed for this source", stage.label())
+        }
+    };
+    view! {
+        <g
+            class=format!("stage {side}")
+            class:unobserved=move || !observed()
+            data-stage=stage_id(stage)
+            data-observed=move || observed().to_string()
+            role="group"
+            aria-roledescription="stage"
+            aria-label=aria_label
+        >
+            <rect class="node" x=x y=NODE_Y width=NODE_W height=NODE_H rx=10/>
+            <text class="stage-name" x=cx y=NODE_Y + 24.0 text-anchor="middle">{stage.label()}</text>
+            <text class="stage-explain" x=cx y=NODE_Y + 44.0 text-anchor="middle">{move || explained.get()[0]}</text>
+            <text class="stage-explain" x=cx y=NODE_Y + 59.0 text-anchor="middle">{move || explained.get()[1]}</text>
+            <line class="node-rule" x1=x + 10.0 x2=x + NODE_W - 10.0 y1=NODE_Y + 70.0 y2=NODE_Y + 70.0/>
+            <Show when=observed fallback=move || view! { <NotObserved cx/> }>
+                <StageNumbers stage x numbers now/>
+            </Show>
+            <NotAnimated stage cx/>
+        </g>
+    }
+}
+
+/// What an observed stage's node shows under its rule: rate, latency,
+/// depth, and the short lines of the stages that have them.
+#[component]
+fn StageNumbers(stage: Stage, x: f64, numbers: Memo<Numbers>, now: RwSignal<f64>) -> impl IntoView {
+    let model = expect_context::<Model>();
+    let cx = x + NODE_W / 2.0;
+    // The short lines under the numbers: one per resource on the
+    // Reflector, one per listener on the handlers (one closure for both, so
+    // that their drawing is in the page once).
+    let lanes = (stage == Stage::Handlers).then(|| listener_lines(now));
+    let lines = move || {
+        let lines = match lanes {
+            Some(lanes) => lanes(),
+            None if stage == Stage::WatchCache => cache_answer_lines(model),
+            None => reflector_lines(model),
+        };
+        node_lines(x, LINES_Y, NODE_W, lines)
+    };
+    view! {
+        <text class="stage-rate" x=cx y=NODE_Y + 90.0 text-anchor="middle">{move || numbers.get().rate}</text>
+        <text
+            class="stage-latency"
+            x=cx
+            y=NODE_Y + 108.0
+            text-anchor="middle"
+            textLength=move || {
+                let chars = numbers.with(|n| n.latency.chars().count()) as f64;
+                (chars * SANS_CHAR_W > NODE_W - 12.0).then_some(NODE_W - 12.0)
+            }
+            lengthAdjust="spacingAndGlyphs"
+        >
+            {move || numbers.get().latency}
+        </text>
+        <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">
+            {move || numbers.get().third}
+            <title>{move || numbers.get().why}</title>
+        </text>
+        {matches!(stage, Stage::WatchCache | Stage::Reflector | Stage::Handlers)
+            .then_some(lines)}
+        {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys x/> })}
+    }
+}
+
+/// What a stage the source cannot measure shows instead of numbers.
+#[component]
+fn NotObserved(cx: f64) -> impl IntoView {
+    view! {
+        <text class="not-observed" x=cx y=NODE_Y + 100.0 text-anchor="middle">"not observed"</text>
+        <text class="stage-explain" x=cx y=NODE_Y + 118.0 text-anchor="middle">"this source cannot"</text>
+        <text class="stage-explain" x=cx y=NODE_Y + 133.0 text-anchor="middle">"measure this stage"</text>
+    }
+}
+
+/// How many events passed the stage without being animated.
+#[component]
+fn NotAnimated(stage: Stage, cx: f64) -> impl IntoView {
+    let player = expect_context::<Player>();
+    let skipped = move || {
+        player.tick.track();
+        player
+            .state
+            .with_value(|s| s.skipped.get(&stage).copied().unwrap_or(0))
+    };
+    view! {
+        <text class="skipped" x=cx y=HEIGHT - 8.0 text-anchor="middle">
+            {move || match skipped() {
+                0 => String::new(),
+                n => format!("+{n} not animated"),
+            }}
+        </text>
+    }
+}
+
+/// The keys waiting in the workqueue, as the tokens show them, on its node:
+/// a key that more than one event merged into says how many.
+#[component]
+fn QueuedKeys(x: f64) -> impl IntoView {
+    let player = expect_context::<Player>();
+    // Recomputed every frame, redrawn only when the keys change.
+    let keys = Memo::new(move |_| {
+        player.tick.track();
+        let step = player.reduced_motion.get();
+        player.state.with_value(|s| s.queued(step))
+    });
+    let lines = move || {
+        let keys = keys.get();
+        let more = keys.len().saturating_sub(QUEUED_SHOWN);
+        keys.into_iter()
+            .take(QUEUED_SHOWN)
+            .enumerate()
+            .map(|(i, ((_, key), n))| {
+                let y = NODE_Y + 142.0 + i as f64 * 16.0;
+                let suffix = match (n, i + 1 == QUEUED_SHOWN && more > 0) {
+                    (1, false) => String::new(),
+                    (1, true) => format!(" +{more}"),
+                    (n, false) => format!(" ×{n}"),
+                    (n, true) => format!(" ×{n} +{more}"),
+                };
+                let chars = key.chars().count() + suffix.chars().count();
+                let fit = (chars as f64 * MONO_CHAR_W > NODE_W - 16.0).then_some(NODE_W - 16.0);
+                view! {
+                    <text class="queued-key" class:merged={n > 1} x=x + 8.0 y=y textLength=fit lengthAdjust="spacingAndGlyphs" data-key=key.clone() data-events=n>
+                        {key.clone()}
+                        <tspan class="queued-count">{suffix}</tspan>
+                    </text>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <g class="queued" aria-label="keys waiting in the workqueue">
+            {lines}
+        </g>
+    }
+}
