@@ -83,7 +83,7 @@ async fn connection(model: Model, token: &str, tape: Tape) -> bool {
     let Ok(socket) = WebSocket::new(&url(&model, token)) else {
         return false;
     };
-    let (over_tx, mut over) = oneshot::channel();
+    let (over_tx, over) = oneshot::channel();
     let shared = Rc::new(Shared {
         greeted: Cell::new(false),
         heard: Cell::new(now_ms()),
@@ -112,45 +112,12 @@ async fn connection(model: Model, token: &str, tape: Tape) -> bool {
         let shared = shared.clone();
         Closure::<dyn FnMut()>::new(move || shared.end())
     };
-    let on_open = {
-        let socket = socket.clone();
-        Closure::<dyn FnMut()>::new(move || {
-            // The writer: messages the page sends go out in order until the
-            // socket fails or the sender (replaced on the next connection)
-            // goes away.
-            let (tx, mut rx) = mpsc::unbounded::<String>();
-            model.outbox.set_value(Some(tx));
-            let socket = socket.clone();
-            spawn_local(async move {
-                while let Some(text) = rx.next().await {
-                    if socket.send_with_str(&text).is_err() {
-                        break;
-                    }
-                }
-            });
-        })
-    };
+    let on_open = writer(model, socket.clone());
     socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     socket.set_onclose(Some(on_end.as_ref().unchecked_ref()));
     socket.set_onerror(Some(on_end.as_ref().unchecked_ref()));
     socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-    // One timer for the silence, set again only when it goes off: a frame
-    // costs a clock reading, not a timer of its own.
-    let mut timer = TimeoutFuture::new(stall_ms(&model));
-    loop {
-        match select(&mut over, &mut timer).await {
-            Either::Left(_) => break,
-            Either::Right(_) => {
-                let silence = now_ms() - shared.heard.get();
-                let allowed = f64::from(stall_ms(&model));
-                if silence >= allowed {
-                    model.link.set(Link::Stalled);
-                    break;
-                }
-                timer = TimeoutFuture::new((allowed - silence).ceil() as u32);
-            }
-        }
-    }
+    until_over_or_silent(model, &shared, over).await;
     shared.end();
     // The handlers go with this function: the socket must not call them.
     socket.set_onmessage(None);
@@ -160,6 +127,46 @@ async fn connection(model: Model, token: &str, tape: Tape) -> bool {
     let _ = socket.close();
     model.outbox.set_value(None);
     shared.greeted.get()
+}
+
+/// The socket's open handler: from then on, the messages the page sends go
+/// out in order until the socket fails or the sender (replaced on the next
+/// connection) goes away.
+fn writer(model: Model, socket: WebSocket) -> Closure<dyn FnMut()> {
+    Closure::<dyn FnMut()>::new(move || {
+        let (tx, mut rx) = mpsc::unbounded::<String>();
+        model.outbox.set_value(Some(tx));
+        let socket = socket.clone();
+        spawn_local(async move {
+            while let Some(text) = rx.next().await {
+                if socket.send_with_str(&text).is_err() {
+                    break;
+                }
+            }
+        });
+    })
+}
+
+/// Waits until the connection is `over`, or has been silent longer than
+/// the heartbeat allows (then the link is stalled). One timer for the
+/// silence, set again only when it goes off: a frame costs a clock reading,
+/// not a timer of its own.
+async fn until_over_or_silent(model: Model, shared: &Shared, mut over: oneshot::Receiver<()>) {
+    let mut timer = TimeoutFuture::new(stall_ms(&model));
+    loop {
+        match select(&mut over, &mut timer).await {
+            Either::Left(_) => return,
+            Either::Right(_) => {
+                let silence = now_ms() - shared.heard.get();
+                let allowed = f64::from(stall_ms(&model));
+                if silence >= allowed {
+                    model.link.set(Link::Stalled);
+                    return;
+                }
+                timer = TimeoutFuture::new((allowed - silence).ceil() as u32);
+            }
+        }
+    }
 }
 
 /// Reads one frame's text into the model. False when the page must stop
