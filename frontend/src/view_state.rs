@@ -169,51 +169,31 @@ impl ViewQuery {
 
     /// The query string (with `?`, or empty for the default view).
     pub fn to_query(&self) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        if self.paused {
-            parts.push("paused=1".into());
-        }
-        if let Some(s) = self.speed.filter(|s| *s != DEFAULT_SPEED) {
-            parts.push(format!("speed={s}"));
-        }
-        for (k, val) in [
-            ("resource", &self.resource),
-            ("ns", &self.namespace),
-            ("type", &self.event_type),
-            ("q", &self.search),
-        ] {
-            if !val.is_empty() {
-                parts.push(format!("{k}={}", encode(val)));
-            }
-        }
-        if let Some(c) = self.captions {
-            parts.push(format!("captions={}", u8::from(c)));
-        }
-        if self.presenter {
-            parts.push("presenter=1".into());
-        }
-        if self.theme != Theme::System {
-            parts.push(format!("theme={}", self.theme.as_str()));
-        }
-        if !self.token.is_empty() {
-            parts.push(format!("token={}", encode(&self.token)));
-        }
-        for (k, val) in [
-            ("replay", &self.replay),
-            ("scenario", &self.scenario),
-            ("kubernetes", &self.kubernetes),
-            ("compare", &self.compare),
-        ] {
-            if !val.is_empty() {
-                parts.push(format!("{k}={}", encode(val)));
-            }
-        }
-        if self.minimal {
-            parts.push("controls=minimal".into());
-        }
-        if self.looping {
-            parts.push("loop=1".into());
-        }
+        // A text parameter is written only when it is not empty.
+        let text = |k: &str, v: &String| (!v.is_empty()).then(|| format!("{k}={}", encode(v)));
+        let parts: Vec<String> = [
+            self.paused.then(|| "paused=1".to_string()),
+            self.speed
+                .filter(|s| *s != DEFAULT_SPEED)
+                .map(|s| format!("speed={s}")),
+            text("resource", &self.resource),
+            text("ns", &self.namespace),
+            text("type", &self.event_type),
+            text("q", &self.search),
+            self.captions.map(|c| format!("captions={}", u8::from(c))),
+            self.presenter.then(|| "presenter=1".to_string()),
+            (self.theme != Theme::System).then(|| format!("theme={}", self.theme.as_str())),
+            text("token", &self.token),
+            text("replay", &self.replay),
+            text("scenario", &self.scenario),
+            text("kubernetes", &self.kubernetes),
+            text("compare", &self.compare),
+            self.minimal.then(|| "controls=minimal".to_string()),
+            self.looping.then(|| "loop=1".to_string()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if parts.is_empty() {
             String::new()
         } else {
