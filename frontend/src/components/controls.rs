@@ -78,27 +78,18 @@ fn Playback() -> impl IntoView {
 #[component]
 fn SpeedSelect() -> impl IntoView {
     let view = expect_context::<ViewState>();
-    view! {
-        <label>
-            "speed "
-            <select
-                id="speed"
-                on:change=move |ev| {
-                    if let Ok(i) = event_target_value(&ev).parse() {
-                        view.speed.set(i);
-                    }
-                }
-            >
-                {SPEEDS
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (name, _))| {
-                        view! { <option value=i.to_string() selected=move || view.speed.get() == i>{*name}</option> }
-                    })
-                    .collect_view()}
-            </select>
-        </label>
-    }
+    let options = SPEEDS
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (i.to_string(), *name))
+        .collect();
+    let is_chosen = move |value: &str| value.parse() == Ok(view.speed.get());
+    let choose = move |value: String| {
+        if let Ok(i) = value.parse() {
+            view.speed.set(i);
+        }
+    };
+    view! { <LabelledSelect words="speed " id="speed" options is_chosen choose/> }
 }
 
 /// Which events the log and the animation show: by resource, namespace,
@@ -181,22 +172,46 @@ fn FilterSelect(
 #[component]
 fn ThemeSelect() -> impl IntoView {
     let view = expect_context::<ViewState>();
+    let options = [Theme::System, Theme::Light, Theme::Dark]
+        .into_iter()
+        .map(|t| (t.as_str().to_string(), t.as_str()))
+        .collect();
+    let is_chosen = move |value: &str| view.theme.get().as_str() == value;
+    let choose = move |value: String| {
+        view.theme.set(match value.as_str() {
+            "light" => Theme::Light,
+            "dark" => Theme::Dark,
+            _ => Theme::System,
+        })
+    };
+    view! { <LabelledSelect words="theme " id="theme" options is_chosen choose/> }
+}
+
+/// A select with its words before it: an option per `(value, text)` of
+/// `options`, selected while `is_chosen` says so of its value; `choose` gets
+/// the value chosen.
+#[component]
+fn LabelledSelect<S, C>(
+    words: &'static str,
+    id: &'static str,
+    options: Vec<(String, &'static str)>,
+    is_chosen: S,
+    choose: C,
+) -> impl IntoView
+where
+    S: Fn(&str) -> bool + Copy + Send + Sync + 'static,
+    C: Fn(String) + 'static,
+{
     view! {
         <label>
-            "theme "
-            <select
-                id="theme"
-                on:change=move |ev| {
-                    view.theme.set(match event_target_value(&ev).as_str() {
-                        "light" => Theme::Light,
-                        "dark" => Theme::Dark,
-                        _ => Theme::System,
-                    })
-                }
-            >
-                {[Theme::System, Theme::Light, Theme::Dark]
+            {words}
+            <select id=id on:change=move |ev| choose(event_target_value(&ev))>
+                {options
                     .into_iter()
-                    .map(|t| view! { <option value=t.as_str() selected=move || view.theme.get() == t>{t.as_str()}</option> })
+                    .map(|(value, text)| {
+                        let v = value.clone();
+                        view! { <option value=value selected=move || is_chosen(&v)>{text}</option> }
+                    })
                     .collect_view()}
             </select>
         </label>
