@@ -152,14 +152,9 @@ fn start_watchlife(setup: &Setup<'_>, streaming: bool) -> Result<Watchlife, Stri
         .kubeconfig
         .to_str()
         .ok_or("a kubeconfig path not UTF-8")?;
-    let mut args = vec![
-        "--kubernetes",
-        "1.36",
-        "--kubeconfig",
-        kubeconfig,
-        "--resources",
-        WATCHLIFE_RESOURCE,
-    ];
+    // v1.36's rules, over the widgets of every namespace.
+    let mut args = vec!["--kubernetes", "1.36", "--kubeconfig", kubeconfig];
+    args.extend(["--resources", WATCHLIFE_RESOURCE]);
     if !streaming {
         args.extend(["--feature-gates", "WatchListClient=false"]);
     }
