@@ -25,7 +25,8 @@
 //! - [`bridge`]: the one file that names the bridge's library API (the in-process sections).
 //! - [`args`]: the flags; [`sections`]: every section in the order it runs, sized by the
 //!   flags; [`scenario`]: the measure-then-report shape each section has.
-//! - [`stats`], [`alloc`], [`machine`]: percentiles and spread, heap counting, `/proc`.
+//! - [`stats`], [`alloc`], [`machine`]: percentiles and spread, heap counting, `/proc`;
+//!   [`process`]: the `watchlife` binary as a child; [`etcd_fill`]: objects straight into etcd.
 //! - [`report`] and [`plot`]: BENCHMARKS.md, the summary, and the SVG; [`merge`]: a run of
 //!   some sections (`--only`) put into the BENCHMARKS.md of an earlier run.
 
