@@ -35,36 +35,25 @@
 # build of main.go, and seconds for an edited one.
 
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
 
-CHECK_ONLY=false
-case ${1:-} in
-  --check) CHECK_ONLY=true ;;
-  "") ;;
-  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
-esac
+parse_check_option "$@"
 
 # Part of the binary's name: changing how it is built must build it again.
 readonly RECIPE="gopath GO111MODULE=off CGO_ENABLED=0 v1"
 # The program's import path, in a GOPATH of its own in front of the packages'.
 readonly PKG=watchlife.example/client-go-reference-modern
 
-if [[ -z ${WATCHLIFE_CACHE:-} && -z ${HOME:-} ]]; then
-  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
-fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly HERE
 SRC=$(cd "$HERE/.." && pwd)/tests/client-go-reference-modern/main.go
 readonly SRC
-readonly CACHE=${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}
+set_cache_root
 readonly DEST=$CACHE/client-go-reference-modern
 # ensure-modern-cluster.sh's record of what it unpacked.
 readonly VERSIONS=$CACHE/modern-cluster/VERSIONS
 
-START=$SECONDS
-
-log() { printf '[client-go-reference-modern] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-elapsed() { printf '%ds' "$((SECONDS - START))"; }
+log_as client-go-reference-modern
 
 [[ -f $SRC ]] || die "$SRC is missing"
 # Without the packages there is nothing to hash them by: then no binary can
@@ -102,12 +91,7 @@ for name in MODERN_GO MODERN_GOROOT MODERN_GOPATH MODERN_GOCACHE; do
   [[ -n ${MODERN[$name]:-} ]] || die "ensure-modern-cluster.sh printed no $name="
 done
 
-mkdir -p "$DEST"
-exec 9>"$DEST/.lock"
-if ! flock -n 9; then
-  log "another invocation is building the client-go reference; waiting for it"
-  flock 9
-fi
+lock_or_wait "$DEST" "building the client-go reference"
 # The packages may have been unpacked just now: the name follows them.
 BIN=$(binary_name)
 readonly BIN

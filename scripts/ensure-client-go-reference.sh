@@ -34,13 +34,9 @@
 # of main.go, and seconds for an edited one (Go's build cache keeps the rest).
 
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
 
-CHECK_ONLY=false
-case ${1:-} in
-  --check) CHECK_ONLY=true ;;
-  "") ;;
-  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
-esac
+parse_check_option "$@"
 
 readonly K8S_VERSION=v1.20.2
 # Part of the binary's name: changing how it is built must build it again.
@@ -48,25 +44,18 @@ readonly RECIPE="gopath GO111MODULE=off CGO_ENABLED=0 tags=selinux,notest v1"
 # The Go package the program becomes inside the tree.
 readonly PKG_DIR=hack/watchlife-client-go-reference
 
-if [[ -z ${WATCHLIFE_CACHE:-} && -z ${HOME:-} ]]; then
-  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
-fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly HERE
 SRC=$(cd "$HERE/.." && pwd)/tests/client-go-reference/main.go
 readonly SRC
-readonly CACHE=${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}
+set_cache_root
 readonly DEST=$CACHE/client-go-reference-$K8S_VERSION
 # ensure-real-cluster.sh's layout: its prepared tree and its Go build cache.
 readonly GOPATH_DIR=$CACHE/kube-apiserver-$K8S_VERSION/build/gopath
 readonly KTREE=$GOPATH_DIR/src/k8s.io/kubernetes
 readonly GO_BUILD_CACHE=$CACHE/go-build
 
-START=$SECONDS
-
-log() { printf '[client-go-reference] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-elapsed() { printf '%ds' "$((SECONDS - START))"; }
+log_as client-go-reference
 
 [[ -f $SRC ]] || die "$SRC is missing"
 HASH=$({ printf '%s\n' "$RECIPE"; cat "$SRC"; } | sha256sum | cut -c1-16)
@@ -90,12 +79,7 @@ fi
 # ---------------------------------------------------------------------------
 # Slow path, serialised between concurrent callers.
 # ---------------------------------------------------------------------------
-mkdir -p "$DEST"
-exec 9>"$DEST/.lock"
-if ! flock -n 9; then
-  log "another invocation is building the client-go reference; waiting for it"
-  flock 9
-fi
+lock_or_wait "$DEST" "building the client-go reference"
 if [[ -x $BIN ]]; then
   # Built by whoever held the lock.
   print_path

@@ -55,13 +55,9 @@
 # ones); seconds with a warm Go cache.
 
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
 
-CHECK_ONLY=false
-case ${1:-} in
-  --check) CHECK_ONLY=true ;;
-  "") ;;
-  *) echo "usage: $0 [--check]" >&2; exit 2 ;;
-esac
+parse_check_option "$@"
 
 # --- What is taken from sid ----------------------------------------------------
 # The Go series: its packages are named after it, and it decides GOROOT.
@@ -90,10 +86,7 @@ readonly KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 readonly ROOT_RECIPE="sid closure of ${GO_PACKAGES[*]} ${K8S_PACKAGES[*]} ${ETCD_PACKAGES[*]} (+${ETCD_OPTIONAL_PACKAGES[*]}) dpkg-x v1"
 readonly BUILD_RECIPE="gopath GO111MODULE=off CGO_ENABLED=0 $APISERVER_PKG ldflags-version v1"
 
-if [[ -z ${WATCHLIFE_CACHE:-} && -z ${HOME:-} ]]; then
-  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
-fi
-readonly CACHE=${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}
+set_cache_root
 readonly DEST=$CACHE/modern-cluster
 readonly ROOT=$DEST/root
 readonly ROOT_MARKER=$DEST/.root-complete
@@ -107,11 +100,7 @@ readonly GO_BUILD_CACHE=$DEST/go-build
 readonly ETCD=$ROOT/usr/bin/etcd
 readonly ETCDCTL=$ROOT/usr/bin/etcdctl
 
-START=$SECONDS
-
-log() { printf '[modern-cluster] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-elapsed() { printf '%ds' "$((SECONDS - START))"; }
+log_as modern-cluster
 
 root_ok() {
   [[ -f $ROOT_MARKER && $(<"$ROOT_MARKER") == "$ROOT_RECIPE" && -x $GO && -x $ETCD && -x $ETCDCTL && -s $VERSIONS ]]
@@ -171,12 +160,7 @@ done
 # ---------------------------------------------------------------------------
 # Slow path, serialised between concurrent callers.
 # ---------------------------------------------------------------------------
-mkdir -p "$DEST"
-exec 9>"$DEST/.lock"
-if ! flock -n 9; then
-  log "another invocation is preparing the modern cluster; waiting for it"
-  flock 9
-fi
+lock_or_wait "$DEST" "preparing the modern cluster"
 
 # --- The private root from sid's packages -------------------------------------
 
@@ -196,11 +180,7 @@ make_root() {
     -o "Dir::State::status=$apt_dir/status"
     -o "Dir::Cache=$apt_dir/cache"
   )
-  # As root, apt downloads as the _apt user, who cannot write into these
-  # root-owned directories (apt would fall back to root with a warning).
-  if ((EUID == 0)); then
-    apt_private+=(-o "APT::Sandbox::User=root")
-  fi
+  add_root_sandbox apt_private
 
   local attempt
   for attempt in 1 2 3 4 5; do

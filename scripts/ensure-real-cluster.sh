@@ -45,6 +45,7 @@
 # 15 while other builds share the cores.
 
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
 
 CHECK_ONLY=false
 SOURCE_ONLY=false
@@ -66,10 +67,7 @@ readonly SUITE=bookworm
 readonly MIRROR=${WATCHLIFE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 readonly KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
-if [[ -z ${WATCHLIFE_CACHE:-} && -z ${HOME:-} ]]; then
-  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
-fi
-readonly CACHE=${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}
+set_cache_root
 readonly DEST=$CACHE/kube-apiserver-$K8S_VERSION
 readonly BIN=$DEST/kube-apiserver
 readonly GO_BUILD_CACHE=$CACHE/go-build
@@ -86,11 +84,7 @@ readonly SOURCE_PACKAGES=(dpkg-dev debian-archive-keyring)
 readonly KTREE_PATH=$DEST/build/gopath/src/k8s.io/kubernetes
 readonly UNPACKED=$DEST/build/.unpacked
 
-START=$SECONDS
-
-log() { printf '[real-cluster] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-elapsed() { printf '%ds' "$((SECONDS - START))"; }
+log_as real-cluster
 
 # Does the cached binary run and report the expected version?
 binary_ok() {
@@ -147,12 +141,7 @@ fi
 # ---------------------------------------------------------------------------
 # Slow path, serialised between concurrent callers.
 # ---------------------------------------------------------------------------
-mkdir -p "$DEST"
-exec 9>"$DEST/.lock"
-if ! flock -n 9; then
-  log "another invocation is preparing the cluster binaries; waiting for it"
-  flock 9
-fi
+lock_or_wait "$DEST" "preparing the cluster binaries"
 
 # --- Debian packages --------------------------------------------------------
 
@@ -249,11 +238,7 @@ if [[ -z $(find_dsc) ]]; then
     -o "Dir::Cache::pkgcache="
     -o "Dir::Cache::srcpkgcache="
   )
-  # As root, apt downloads as the _apt user, who cannot write into these
-  # root-owned directories (apt would fall back to root with a warning).
-  if ((EUID == 0)); then
-    APT_PRIVATE+=(-o "APT::Sandbox::User=root")
-  fi
+  add_root_sandbox APT_PRIVATE
 
   apt-get -q "${APT_PRIVATE[@]}" update >&2 || die "apt-get update (private deb-src list) failed"
   (
