@@ -336,8 +336,9 @@ impl AnimState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_events::pod_event;
     use std::sync::Arc;
-    use watchlife_protocol::{EventType, ObjectRef, StageMark, WatchEvent};
+    use watchlife_protocol::{EventType, WatchEvent};
 
     fn row(seq: u64, event_type: EventType, stages: &[(Stage, u64)]) -> EventRow {
         keyed(seq, event_type, stages, &format!("p{seq}"), false)
@@ -353,23 +354,8 @@ mod tests {
         EventRow {
             seq,
             event: Arc::new(WatchEvent {
-                event_type,
-                target: ObjectRef {
-                    resource: "pods".into(),
-                    kind: "Pod".into(),
-                    namespace: Some("default".into()),
-                    name: name.to_string(),
-                },
-                resource_version: seq.to_string(),
-                object: watchlife_protocol::ObjectJson::null(),
-                stages: stages
-                    .iter()
-                    .map(|(s, at)| (*s, StageMark::at(*at)))
-                    .collect(),
-                initial: false,
                 coalesced,
-                handled: Default::default(),
-                server: None,
+                ..pod_event(event_type, name, &seq.to_string(), stages)
             }),
         }
     }

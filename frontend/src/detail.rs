@@ -180,29 +180,13 @@ pub fn text(seq: u64, e: &WatchEvent, etcd_notifies: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use watchlife_protocol::{
-        Callback, EventType, Handled, HandlerCall, ObjectRef, ReconcileRun, StageMark,
-    };
+    use crate::test_events::pod_event;
+    use watchlife_protocol::{Callback, EventType, Handled, HandlerCall, ReconcileRun, StageMark};
 
     fn event(stages: &[(Stage, u64)], handled: Handled) -> WatchEvent {
         WatchEvent {
-            event_type: EventType::Modified,
-            target: ObjectRef {
-                resource: "pods".into(),
-                kind: "Pod".into(),
-                namespace: Some("default".into()),
-                name: "web-1".into(),
-            },
-            resource_version: "12".into(),
-            object: watchlife_protocol::ObjectJson::null(),
-            stages: stages
-                .iter()
-                .map(|(s, at)| (*s, StageMark::at(*at)))
-                .collect(),
-            initial: false,
-            coalesced: false,
             handled,
-            server: None,
+            ..pod_event(EventType::Modified, "web-1", "12", stages)
         }
     }
 

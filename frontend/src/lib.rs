@@ -59,6 +59,8 @@ pub mod reflector_steps;
 pub mod replay;
 pub mod stats;
 pub mod tape;
+#[cfg(test)]
+pub mod test_events;
 pub mod throttle;
 pub mod view_state;
 

@@ -412,6 +412,7 @@ pub fn from_url() -> ViewState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_events::pod_event;
 
     #[test]
     fn a_query_round_trips() {
@@ -439,21 +440,12 @@ mod tests {
 
     #[test]
     fn a_search_or_a_namespace_never_hides_a_bookmark_or_an_error() {
-        let event = |event_type, name: &str| WatchEvent {
-            event_type,
-            target: watchlife_protocol::ObjectRef {
-                resource: "pods".into(),
-                kind: "Pod".into(),
-                namespace: (!name.is_empty()).then(|| "default".to_string()),
-                name: name.into(),
-            },
-            resource_version: "9".into(),
-            object: watchlife_protocol::ObjectJson::null(),
-            stages: Default::default(),
-            initial: false,
-            coalesced: false,
-            handled: Default::default(),
-            server: None,
+        let event = |event_type, name: &str| {
+            let mut e = pod_event(event_type, name, "9", &[]);
+            if name.is_empty() {
+                e.target.namespace = None;
+            }
+            e
         };
         let pod = event(EventType::Modified, "web-1");
         assert!(passes("", "", "", "web", &pod));
