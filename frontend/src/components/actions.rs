@@ -144,14 +144,22 @@ fn keys(names: Names) -> Memo<Vec<String>> {
     })
 }
 
-/// A select of objects of one kind, remembering the viewer's choice.
+/// A select of objects of one kind, after its `words`, remembering the
+/// viewer's choice.
 #[component]
-fn NameSelect(id: &'static str, select: Select, names: Names) -> impl IntoView {
+fn NameSelect(
+    words: &'static str,
+    id: &'static str,
+    select: Select,
+    names: Names,
+) -> impl IntoView {
     let chosen = RwSignal::new(String::new());
     view! {
-        <select node_ref=select id=id on:change=move |ev| chosen.set(event_target_value(&ev))>
-            <Options values=keys(names) chosen/>
-        </select>
+        <label>{words}
+            <select node_ref=select id=id on:change=move |ev| chosen.set(event_target_value(&ev))>
+                <Options values=keys(names) chosen/>
+            </select>
+        </label>
     }
 }
 
@@ -240,9 +248,7 @@ fn PodRow(pods: Names) -> impl IntoView {
     let pod_select = Select::new();
     view! {
         <div class="action-row">
-            <label>"pod "
-                <NameSelect id="action-pod" select=pod_select names=pods/>
-            </label>
+            <NameSelect words="pod " id="action-pod" select=pod_select names=pods/>
             <PickedButton id="action-delete-pod" select=pod_select offered=pods
                 act=|namespace, name| DemoAction::DeletePod { namespace, name }>"delete pod"</PickedButton>
         </div>
@@ -257,9 +263,7 @@ fn DeploymentRow(deployments: Names) -> impl IntoView {
     let deployment_select = Select::new();
     view! {
         <div class="action-row">
-            <label>"deployment "
-                <NameSelect id="action-deployment" select=deployment_select names=deployments/>
-            </label>
+            <NameSelect words="deployment " id="action-deployment" select=deployment_select names=deployments/>
             <label>"replicas "
                 <input id="replicas" type="number" min="0" max="20" prop:value=move || replicas.get().to_string()
                     on:input=move |ev| if let Ok(n) = event_target_value(&ev).parse() { replicas.set(n) }/>
