@@ -69,9 +69,7 @@ impl ControlPlane {
         rt: ResourceType,
         sleeper: S,
     ) -> impl Future<Output = ()> + use<S> {
-        let cp = self.clone();
-        async move {
-            let at = Self::index_of(rt);
+        self.stage_task(rt, sleeper, |cp, at, sleeper| async move {
             let mut revisions = cp.revisions();
             loop {
                 revisions.borrow_and_update();
@@ -98,7 +96,7 @@ impl ControlPlane {
                     }
                 }
             }
-        }
+        })
     }
 
     /// The task of `rt`'s dispatcher. Runs forever; only a staged control
@@ -108,9 +106,7 @@ impl ControlPlane {
         rt: ResourceType,
         sleeper: S,
     ) -> impl Future<Output = ()> + use<S> {
-        let cp = self.clone();
-        async move {
-            let at = Self::index_of(rt);
+        self.stage_task(rt, sleeper, move |cp, at, sleeper| async move {
             loop {
                 let (progress, took) = {
                     let mut state = cp.lock();
@@ -138,6 +134,25 @@ impl ControlPlane {
                     }
                 }
             }
+        })
+    }
+
+    /// A stage task of `rt`: `stage`, given a handle on this control plane,
+    /// the index of `rt`'s Cacher (found when the task is first polled) and
+    /// the sleeper.
+    fn stage_task<S: Sleeper, F: Future<Output = ()>, G>(
+        &self,
+        rt: ResourceType,
+        sleeper: S,
+        stage: G,
+    ) -> impl Future<Output = ()> + use<S, F, G>
+    where
+        G: FnOnce(ControlPlane, usize, S) -> F,
+    {
+        let cp = self.clone();
+        async move {
+            let at = Self::index_of(rt);
+            stage(cp, at, sleeper).await
         }
     }
 
