@@ -708,6 +708,19 @@ mod tests {
         })
     }
 
+    /// `manager` applies [`deployment`] with `replicas` replicas of nginx
+    /// over `current`, at `now`.
+    fn apply_nginx(
+        current: Option<&Value>,
+        replicas: u64,
+        manager: &str,
+        force: bool,
+        now: &str,
+    ) -> Result<Value, Status> {
+        let applied = deployment(replicas, "nginx");
+        apply(DEPLOYMENTS, current, &applied, manager, force, now)
+    }
+
     #[test]
     fn field_sets_key_containers_by_name() {
         let set = fields_of(&deployment(1, "nginx"), "apps/v1", "Deployment");
@@ -730,15 +743,7 @@ mod tests {
 
     #[test]
     fn apply_creates_merges_conflicts_and_forces() {
-        let created = apply(
-            DEPLOYMENTS,
-            None,
-            &deployment(2, "nginx"),
-            "alice",
-            false,
-            "t0",
-        )
-        .unwrap();
+        let created = apply_nginx(None, 2, "alice", false, "t0").unwrap();
         assert_eq!(created["metadata"]["managedFields"][0]["manager"], "alice");
         assert_eq!(
             created["metadata"]["managedFields"][0]["operation"],
@@ -746,15 +751,7 @@ mod tests {
         );
 
         // Same values from another manager: shared, no conflict.
-        let shared = apply(
-            DEPLOYMENTS,
-            Some(&created),
-            &deployment(2, "nginx"),
-            "bob",
-            false,
-            "t1",
-        )
-        .unwrap();
+        let shared = apply_nginx(Some(&created), 2, "bob", false, "t1").unwrap();
         assert_eq!(
             shared["metadata"]["managedFields"]
                 .as_array()
@@ -764,28 +761,12 @@ mod tests {
         );
 
         // Another value: a conflict naming the field and the owners.
-        let err = apply(
-            DEPLOYMENTS,
-            Some(&shared),
-            &deployment(3, "nginx"),
-            "carol",
-            false,
-            "t2",
-        )
-        .unwrap_err();
+        let err = apply_nginx(Some(&shared), 3, "carol", false, "t2").unwrap_err();
         assert_eq!(err.code, 409);
         assert!(err.message.starts_with("Apply failed with 2 conflicts: conflict with \"alice\" using apps/v1: .spec.replicas"), "{}", err.message);
 
         // Forced: carol owns replicas alone.
-        let forced = apply(
-            DEPLOYMENTS,
-            Some(&shared),
-            &deployment(3, "nginx"),
-            "carol",
-            true,
-            "t2",
-        )
-        .unwrap();
+        let forced = apply_nginx(Some(&shared), 3, "carol", true, "t2").unwrap();
         assert_eq!(forced["spec"]["replicas"], 3);
         let replicas = vec!["f:spec".to_string(), "f:replicas".to_string()];
         for e in entries(&forced) {
@@ -803,15 +784,7 @@ mod tests {
         let mut with_label = deployment(1, "nginx");
         with_label["metadata"]["labels"]["tier"] = json!("front");
         let first = apply(DEPLOYMENTS, None, &with_label, "alice", false, "t0").unwrap();
-        let second = apply(
-            DEPLOYMENTS,
-            Some(&first),
-            &deployment(1, "nginx"),
-            "alice",
-            false,
-            "t1",
-        )
-        .unwrap();
+        let second = apply_nginx(Some(&first), 1, "alice", false, "t1").unwrap();
         assert!(second["metadata"]["labels"].get("tier").is_none());
 
         // An update by someone else keeps the field alive.
@@ -824,29 +797,13 @@ mod tests {
             "kubectl-label",
             "t1",
         );
-        let third = apply(
-            DEPLOYMENTS,
-            Some(&updated),
-            &deployment(1, "nginx"),
-            "alice",
-            false,
-            "t2",
-        )
-        .unwrap();
+        let third = apply_nginx(Some(&updated), 1, "alice", false, "t2").unwrap();
         assert_eq!(third["metadata"]["labels"]["tier"], "back");
     }
 
     #[test]
     fn updates_take_the_fields_they_change() {
-        let created = apply(
-            DEPLOYMENTS,
-            None,
-            &deployment(2, "nginx"),
-            "alice",
-            false,
-            "t0",
-        )
-        .unwrap();
+        let created = apply_nginx(None, 2, "alice", false, "t0").unwrap();
         let mut scaled = created.clone();
         scaled["spec"]["replicas"] = json!(5);
         track_update(
@@ -861,15 +818,7 @@ mod tests {
         assert_eq!(scale.operation, "Update");
         assert_eq!(scale.fields.len(), 1);
         // alice re-applying 2 replicas now conflicts with the scale.
-        let err = apply(
-            DEPLOYMENTS,
-            Some(&scaled),
-            &deployment(2, "nginx"),
-            "alice",
-            false,
-            "t2",
-        )
-        .unwrap_err();
+        let err = apply_nginx(Some(&scaled), 2, "alice", false, "t2").unwrap_err();
         assert!(
             err.message.contains("conflict with \"kubectl-scale\""),
             "{}",
