@@ -9,7 +9,8 @@
 //!   signals, updated by one function per frame.
 //! - [`connection`]: the WebSocket to the bridge, reconnecting with backoff,
 //!   resuming from the last `seq`, noticing a stalled link, and sending.
-//! - [`view_state`]: how the viewer set up the page, kept in the URL.
+//! - [`view_state`]: how the viewer set up the page, as signals, kept in
+//!   the URL as a [`view_query`]; [`filters`]: which events they show.
 //! - [`animator`] and [`player`]: tokens travelling through the stages, and
 //!   the frame loop that moves them.
 //! - [`tape`]: the live stream recorded in the page for download.
@@ -40,6 +41,7 @@ pub mod connection;
 pub mod deletions;
 pub mod detail;
 pub mod event_row;
+pub mod filters;
 pub mod history;
 #[cfg(feature = "in-page")]
 pub mod in_page;
@@ -62,6 +64,7 @@ pub mod tape;
 #[cfg(test)]
 pub mod test_events;
 pub mod throttle;
+pub mod view_query;
 pub mod view_state;
 
 use components::*;

@@ -15,7 +15,8 @@ pub mod side;
 pub mod strip;
 
 use crate::components::keyboard;
-use crate::view_state::{ViewState, encode};
+use crate::view_query::{ViewQuery, encode};
+use crate::view_state::ViewState;
 use leptos::either::Either;
 use leptos::prelude::*;
 use side::{CompareSide, Side};
@@ -27,7 +28,7 @@ pub fn ComparePage(view: ViewState) -> impl IntoView {
     let scenario = view.scenario.get_value();
     let profile = view.compare.get_value();
     mark_root(view);
-    let query = crate::view_state::ViewQuery {
+    let query = ViewQuery {
         scenario: scenario.clone(),
         compare: profile.clone(),
         ..Default::default()

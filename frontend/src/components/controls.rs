@@ -4,7 +4,8 @@
 use crate::model::Model;
 use crate::player::Player;
 use crate::throttle::throttled;
-use crate::view_state::{SPEEDS, Theme, ViewState};
+use crate::view_query::{SPEEDS, Theme};
+use crate::view_state::ViewState;
 use leptos::prelude::*;
 
 /// Event types a viewer can filter on, as the API spells them.

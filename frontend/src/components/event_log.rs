@@ -58,7 +58,7 @@ impl PartialEq for Window {
 /// newest first, cloning only the rows in it.
 fn window(
     events: &VecDeque<EventRow>,
-    filters: &crate::view_state::Filters,
+    filters: &crate::filters::Filters,
     first: usize,
     count: usize,
 ) -> Window {

@@ -1,7 +1,8 @@
 //! Keyboard shortcuts for the whole page (listed in [`super::help::SHORTCUTS`]).
 
 use crate::player::Player;
-use crate::view_state::{SPEEDS, Theme, ViewState};
+use crate::view_query::{SPEEDS, Theme};
+use crate::view_state::ViewState;
 use leptos::ev;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
