@@ -118,8 +118,8 @@ const WIDGET_KINDS: [Kind; 1] = [WIDGETS];
 
 /// A running etcd and apiserver of one release.
 pub enum Cluster {
-    V1_20(RealCluster),
-    V1_36(ModernCluster),
+    V1_20(Box<RealCluster>),
+    V1_36(Box<ModernCluster>),
 }
 
 impl Cluster {
@@ -132,11 +132,11 @@ impl Cluster {
                 let cluster =
                     RealCluster::start_with(&["--storage-media-type=application/json"]).await;
                 super::writer::create_namespaces(&cluster.client(), namespaces).await;
-                Cluster::V1_20(cluster)
+                Cluster::V1_20(Box::new(cluster))
             }
-            Kubernetes::V1_36 => {
-                Cluster::V1_36(ModernCluster::start(modern_cluster::Options::default()).await)
-            }
+            Kubernetes::V1_36 => Cluster::V1_36(Box::new(
+                ModernCluster::start(modern_cluster::Options::default()).await,
+            )),
         }
     }
 
