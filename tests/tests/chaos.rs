@@ -157,7 +157,10 @@ fn the_log_invariant_catches_errors_and_panics() {
                thread 'tokio-runtime-worker' panicked at bridge/src/hub.rs:1:1:\n";
     let bad = bad_log_lines(log, Fault::ProxyReset);
     assert_eq!(bad.len(), 2, "{bad:?}");
-    assert!(bad[0].contains("ERROR watchlife::upstream::source"), "{bad:?}");
+    assert!(
+        bad[0].contains("ERROR watchlife::upstream::source"),
+        "{bad:?}"
+    );
     assert!(bad[1].contains("panicked"), "{bad:?}");
 }
 

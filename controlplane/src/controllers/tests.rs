@@ -1,20 +1,20 @@
 //! The controllers together, on a control plane with a clock the tests move.
 
 use super::*;
+use crate::actions;
 use crate::api_error::ApiError;
 use crate::control_plane::ControlPlane;
-use serde_json::Value;
-use std::sync::Arc;
-use std::time::Duration;
-use watchlife_protocol::Micros;
-use crate::actions;
 use crate::control_plane::Deletion;
 use crate::resource::{DEPLOYMENTS, NODES, PODS, REPLICASETS};
 use crate::story::{DEPLOYMENT, FIRST_IMAGE, NAMESPACE, SECOND_IMAGE};
+use serde_json::Value;
 use serde_json::json;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 use watchlife_protocol::EventType;
+use watchlife_protocol::Micros;
 
 /// A demo with no story, and the handle of its clock.
 fn demo() -> (Demo, Arc<AtomicU64>) {
