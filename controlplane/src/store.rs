@@ -235,18 +235,7 @@ impl Store {
         prefix: &str,
         revision: Revision,
     ) -> Result<BTreeMap<String, Arc<Value>>, StoreError> {
-        if revision < self.compacted {
-            return Err(StoreError::Compacted {
-                requested: revision,
-                compacted: self.compacted,
-            });
-        }
-        if revision > self.revision {
-            return Err(StoreError::FutureRevision {
-                requested: revision,
-                current: self.revision,
-            });
-        }
+        self.check_in_history(revision)?;
         let mut at: BTreeMap<String, Arc<Value>> = self
             .entries(prefix)
             .map(|(k, v)| (k.to_string(), v))
@@ -268,6 +257,25 @@ impl Store {
             }
         }
         Ok(at)
+    }
+
+    /// Fails with [`StoreError::Compacted`] for a revision before the
+    /// history kept, and with [`StoreError::FutureRevision`] for one not
+    /// reached yet.
+    fn check_in_history(&self, revision: Revision) -> Result<(), StoreError> {
+        if revision < self.compacted {
+            return Err(StoreError::Compacted {
+                requested: revision,
+                compacted: self.compacted,
+            });
+        }
+        if revision > self.revision {
+            return Err(StoreError::FutureRevision {
+                requested: revision,
+                current: self.revision,
+            });
+        }
+        Ok(())
     }
 
     /// Writes a new key. Fails when the key exists.
@@ -310,18 +318,7 @@ impl Store {
         prefix: &str,
         after: Revision,
     ) -> Result<Vec<StoreEvent>, StoreError> {
-        if after < self.compacted {
-            return Err(StoreError::Compacted {
-                requested: after,
-                compacted: self.compacted,
-            });
-        }
-        if after > self.revision {
-            return Err(StoreError::FutureRevision {
-                requested: after,
-                current: self.revision,
-            });
-        }
+        self.check_in_history(after)?;
         let start = self.history.partition_point(|e| e.revision <= after);
         Ok(self
             .history

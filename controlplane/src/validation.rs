@@ -33,28 +33,34 @@ pub fn check_key(key: &str) -> Result<(), String> {
         Some((prefix, name)) => (Some(prefix), name),
     };
     if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            return Err("prefix part must be non-empty".into());
-        }
-        if prefix.len() > MAX_LABEL_PREFIX {
-            return Err(format!(
-                "prefix part must be no more than {MAX_LABEL_PREFIX} characters"
-            ));
-        }
-        if !is_dns_subdomain(prefix) {
-            return Err(PREFIX_RULE.into());
-        }
+        check_key_part(
+            "prefix",
+            prefix,
+            MAX_LABEL_PREFIX,
+            is_dns_subdomain,
+            PREFIX_RULE,
+        )?;
     }
-    if name.is_empty() {
-        return Err("name part must be non-empty".into());
+    check_key_part("name", name, MAX_LABEL_NAME, is_label_text, NAME_RULE)
+}
+
+/// Checks the `part` ("prefix" or "name") of a key: not empty, at most `max`
+/// characters, and of the form `valid` accepts (else the error is `rule`).
+fn check_key_part(
+    part: &str,
+    text: &str,
+    max: usize,
+    valid: fn(&str) -> bool,
+    rule: &str,
+) -> Result<(), String> {
+    if text.is_empty() {
+        return Err(format!("{part} part must be non-empty"));
     }
-    if name.len() > MAX_LABEL_NAME {
-        return Err(format!(
-            "name part must be no more than {MAX_LABEL_NAME} characters"
-        ));
+    if text.len() > max {
+        return Err(format!("{part} part must be no more than {max} characters"));
     }
-    if !is_label_text(name) {
-        return Err(NAME_RULE.into());
+    if !valid(text) {
+        return Err(rule.into());
     }
     Ok(())
 }
