@@ -438,6 +438,25 @@ fn text(v: &Value) -> PValue {
     PValue::String(v.as_str().unwrap_or_default().to_string())
 }
 
+/// The gnostic message `openapi.v2.<name>` whose repeated `field` holds each
+/// element of `value` (or `value` alone when it is no array), as `each`
+/// writes it.
+fn one_or_many(
+    desc: &MessageDescriptor,
+    name: &str,
+    field: &str,
+    value: &Value,
+    each: impl Fn(&Value) -> PValue,
+) -> PValue {
+    let mut out = message(desc, name);
+    let list = match value {
+        Value::Array(a) => a.iter().map(&each).collect(),
+        v => vec![each(v)],
+    };
+    out.set_field_by_name(field, PValue::List(list));
+    PValue::Message(out)
+}
+
 /// The gnostic field and value of the schema keyword `key`; `None` for a
 /// keyword gnostic does not keep.
 fn schema_field<'a>(
@@ -453,24 +472,11 @@ fn schema_field<'a>(
             "required",
             PValue::List(value.as_array().into_iter().flatten().map(text).collect()),
         ),
-        "type" => {
-            let mut t = message(desc, "TypeItem");
-            let types = match value {
-                Value::Array(a) => a.iter().map(text).collect(),
-                v => vec![text(v)],
-            };
-            t.set_field_by_name("value", PValue::List(types));
-            ("type", PValue::Message(t))
-        }
-        "items" => {
-            let mut items = message(desc, "ItemsItem");
-            let list = match value {
-                Value::Array(a) => a.iter().map(sub).collect(),
-                v => vec![sub(v)],
-            };
-            items.set_field_by_name("schema", PValue::List(list));
-            ("items", PValue::Message(items))
-        }
+        "type" => ("type", one_or_many(desc, "TypeItem", "value", value, text)),
+        "items" => (
+            "items",
+            one_or_many(desc, "ItemsItem", "schema", value, sub),
+        ),
         "additionalProperties" => {
             let mut ap = message(desc, "AdditionalPropertiesItem");
             match value {

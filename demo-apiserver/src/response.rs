@@ -1,6 +1,7 @@
 //! JSON responses: objects, lists and `Status` objects.
 
 use axum::body::{Body, Bytes};
+use axum::http::response::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -135,6 +136,27 @@ pub struct Streamed;
 /// whole store (32 MiB of objects in memory) fits in far less as JSON.
 const NEGOTIATED_BYTES: usize = 64 * 1024 * 1024;
 
+/// Whether `response` is a JSON answer.
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == JSON.as_bytes())
+}
+
+/// The parts and the whole body of `response`, read to `purpose` it; a
+/// `500 InternalError` when the body weighs more than [`NEGOTIATED_BYTES`].
+async fn whole(response: Response, purpose: &str) -> Result<(Parts, Bytes), Response> {
+    let (parts, body) = response.into_parts();
+    axum::body::to_bytes(body, NEGOTIATED_BYTES)
+        .await
+        .map(|bytes| (parts, bytes))
+        .map_err(|_| {
+            let message = format!("the answer was too large to {purpose}");
+            status(&Status::new(500, "InternalError", message))
+        })
+}
+
 /// Turns a JSON answer into the protobuf the client asked for
 /// (`Accept: application/vnd.kubernetes.protobuf`), keeping its status code.
 /// A kind with no protobuf message stays JSON when the client takes JSON
@@ -142,20 +164,15 @@ const NEGOTIATED_BYTES: usize = 64 * 1024 * 1024;
 /// JSON. A protobuf list is written whole, not in chunks.
 pub async fn negotiate(response: Response, wanted: crate::protobuf::Accept) -> Response {
     use crate::protobuf::{self, Accept};
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes() == JSON.as_bytes());
-    if wanted == Accept::Json || !is_json || response.extensions().get::<Streamed>().is_some() {
+    if wanted == Accept::Json
+        || !is_json(&response)
+        || response.extensions().get::<Streamed>().is_some()
+    {
         return response;
     }
-    let (parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, NEGOTIATED_BYTES).await else {
-        return status(&Status::new(
-            500,
-            "InternalError",
-            "the answer was too large to be written as protobuf",
-        ));
+    let (parts, bytes) = match whole(response, "be written as protobuf").await {
+        Ok(whole) => whole,
+        Err(refused) => return refused,
     };
     let encoded = serde_json::from_slice::<Value>(&bytes)
         .ok()
@@ -195,11 +212,7 @@ pub async fn tabulate(
     clock: watchlife_controlplane::Clock,
 ) -> Response {
     let now = move || (clock.now() / 1_000_000) as i64;
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes() == JSON.as_bytes());
-    if response.status() != StatusCode::OK || !is_json {
+    if response.status() != StatusCode::OK || !is_json(&response) {
         return response;
     }
     if response.extensions().get::<Streamed>().is_some() {
@@ -229,13 +242,9 @@ pub async fn tabulate(
         );
         return Response::from_parts(parts, Body::from_stream(lines));
     }
-    let (parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, NEGOTIATED_BYTES).await else {
-        return status(&Status::new(
-            500,
-            "InternalError",
-            "the answer was too large to tabulate",
-        ));
+    let (parts, bytes) = match whole(response, "tabulate").await {
+        Ok(whole) => whole,
+        Err(refused) => return refused,
     };
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(value) if value.get("kind").and_then(Value::as_str) != Some("Status") => {
