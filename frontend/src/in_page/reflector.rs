@@ -78,6 +78,10 @@ pub(super) struct Read {
     /// How the Cacher carried it, when it came on a watch; `None` for a
     /// LIST's item.
     carried: Option<Delivery>,
+    /// When the page's end of the watch took it from the watcher's buffer:
+    /// the stream's write, read on the control plane's clock apart from the
+    /// Reflector's own read. 0 for a LIST's item.
+    written_at: Micros,
 }
 
 impl Stored for Read {
@@ -165,6 +169,7 @@ impl<T: Timer> ListerWatcher for PageServer<T> {
                 .map(|object| Read {
                     object: Object::from_value(object),
                     carried: None,
+                    written_at: 0,
                 })
                 .collect(),
             resource_version: list.resource_version.to_string(),
@@ -210,7 +215,10 @@ impl<T: Timer> ListerWatcher for PageServer<T> {
         })
         .take_until(deadline)
         .boxed_local();
-        Ok(PageWatch { deliveries })
+        Ok(PageWatch {
+            deliveries,
+            clock: self.cp.clock().clone(),
+        })
     }
 }
 
@@ -296,11 +304,14 @@ fn failure_of(error: ApiError) -> Failure {
 /// page's own timeout.
 pub(super) struct PageWatch<'a> {
     deliveries: LocalBoxStream<'a, Delivery>,
+    /// The control plane's clock, on which each event's writing is read.
+    clock: Clock,
 }
 
 impl WatchStream<Read> for PageWatch<'_> {
     async fn next(&mut self) -> Option<Result<WatchItem<Read>, Failure>> {
         let delivery = self.deliveries.next().await?;
+        let written_at = self.clock.now();
         let event = &delivery.event;
         let event_type = event.event_type;
         if event_type == wire::EventType::Bookmark {
@@ -316,6 +327,7 @@ impl WatchStream<Read> for PageWatch<'_> {
         let read = Read {
             object: Object::from_value(&event.object),
             carried: Some(delivery),
+            written_at,
         };
         Some(Ok(match event_type {
             wire::EventType::Added => WatchItem::Added(read),
@@ -354,7 +366,7 @@ impl Sink<Read> for PageSink<'_> {
                  }| {
                     let mut event = watch_event(rt, wire::EventType::Added, &read.object, read_at);
                     if let Some(delivery) = &read.carried {
-                        stamp_server_path(&mut event, delivery, read_at);
+                        stamp_server_path(&mut event, delivery, read.written_at);
                     }
                     event.initial = true;
                     (event, read.object)
@@ -365,13 +377,14 @@ impl Sink<Read> for PageSink<'_> {
         self.stages.fifo.wake();
     }
 
-    /// One watch event: this watch's reader is its stream's writer, so the
-    /// event is written at `at`, when it was read.
+    /// One watch event: written to the stream when the page's end of the
+    /// watch took it from the watcher's buffer, read by the Reflector at
+    /// `at`: two reads of the clock, as the page has no wire between them.
     fn delta(&mut self, event_type: EventType, read: Read, at: Micros) {
         let event_type = convert::event_type(event_type);
         let mut event = watch_event(self.stages.rt, event_type, &read.object, at);
         if let Some(delivery) = &read.carried {
-            stamp_server_path(&mut event, delivery, at);
+            stamp_server_path(&mut event, delivery, read.written_at);
         }
         self.stages
             .informer

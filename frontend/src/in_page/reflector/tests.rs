@@ -389,3 +389,27 @@ fn a_paged_list_goes_on_from_its_continue_token() {
     assert_eq!(second.resource_version, first.resource_version);
     assert_eq!(second.continue_token, None);
 }
+
+/// The page has no wire between a watcher's buffer and its Reflector, yet
+/// the stream's write is read when the page's end of the watch takes the
+/// event, not when the Reflector reads it: two reads of the clock.
+#[test]
+fn an_event_is_written_when_taken_from_its_buffer() {
+    let v1_20 = Profile::new(Release::V1_20);
+    let run = Run::new(v1_20, v1_20);
+    let server = PageServer::new(run.cp.clone(), PODS, run.timer.clone());
+    let mut watch = ready(server.watch(WatchRequest {
+        resource_version: &run.cp.revision().to_string(),
+        timeout_seconds: 60,
+        send_initial_events: false,
+    }))
+    .unwrap();
+    run.create("a");
+    run.timer.advance(Duration::from_millis(3));
+    let taken_at = run.timer.now();
+    let Some(Ok(WatchItem::Added(read))) = ready(watch.next()) else {
+        panic!("an ADDED")
+    };
+    assert_eq!(read.written_at, taken_at);
+    assert!(read.carried.unwrap().buffered_at < taken_at);
+}
