@@ -68,19 +68,7 @@ pub fn ReplayBar() -> impl IntoView {
                 <RateSelect id="replay-rate" label="Replay speed" head=replay.head/>
                 <Timeline ids=("replay-timeline", "replay-time") label="Time in the recording"
                     head=replay.head duration_ms=replay.duration_ms seek=move |t| replay.seek(t)/>
-                <select id="replay-markers" aria-label="Jump to a moment worth seeing"
-                    on:change=move |ev| {
-                        if let Ok(t) = event_target_value(&ev).parse::<f64>() {
-                            replay.seek(t);
-                        }
-                    }>
-                    <option value="">"jump to…"</option>
-                    {move || replay.markers.get().into_iter().map(|m| view! {
-                        <option value=m.t_ms.to_string() class="replay-marker" class:alarming=m.alarming>
-                            {format!("{} at {}", m.label, seconds(m.t_ms as f64))}
-                        </option>
-                    }).collect_view()}
-                </select>
+                <MarkerSelect replay/>
                 <LoopToggle id="replay-loop" text=" loop " looping=view.looping/>
                 <input id="replay-seq" type="number" min="1" aria-label="Event number"
                     placeholder="event #" on:input=move |ev| seq.set(event_target_value(&ev))/>
@@ -90,6 +78,27 @@ pub fn ReplayBar() -> impl IntoView {
                 {move || replay.problems.get().into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}
             </ul>
         </section>
+    }
+}
+
+/// The moments worth jumping to ([`crate::replay::Marker`]), each with its
+/// time; choosing one seeks there.
+#[component]
+fn MarkerSelect(replay: Replay) -> impl IntoView {
+    view! {
+        <select id="replay-markers" aria-label="Jump to a moment worth seeing"
+            on:change=move |ev| {
+                if let Ok(t) = event_target_value(&ev).parse::<f64>() {
+                    replay.seek(t);
+                }
+            }>
+            <option value="">"jump to…"</option>
+            {move || replay.markers.get().into_iter().map(|m| view! {
+                <option value=m.t_ms.to_string() class="replay-marker" class:alarming=m.alarming>
+                    {format!("{} at {}", m.label, seconds(m.t_ms as f64))}
+                </option>
+            }).collect_view()}
+        </select>
     }
 }
 
