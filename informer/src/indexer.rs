@@ -5,7 +5,6 @@
 //! DELETED removes.
 
 use crate::object::{Object, Stored};
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -157,31 +156,6 @@ impl<O: Stored> Indexer<O> {
     }
 }
 
-/// The store key of an object: `namespace/name`, or `name` for a
-/// cluster-scoped one (client-go's `MetaNamespaceKeyFunc`).
-pub fn key_of(object: &Value) -> String {
-    let meta = |field: &str| {
-        object
-            .get("metadata")
-            .and_then(|m| m.get(field))
-            .and_then(Value::as_str)
-    };
-    let name = meta("name").unwrap_or_default();
-    match meta("namespace").filter(|ns| !ns.is_empty()) {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_string(),
-    }
-}
-
-/// `metadata.resourceVersion`, or "" when absent.
-pub fn resource_version(object: &Value) -> &str {
-    object
-        .get("metadata")
-        .and_then(|m| m.get("resourceVersion"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 fn namespace_of(key: &str) -> Option<&str> {
     key.split_once('/').map(|(ns, _)| ns)
 }
@@ -189,6 +163,7 @@ fn namespace_of(key: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::key_of;
     use serde_json::json;
 
     #[test]

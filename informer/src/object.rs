@@ -169,11 +169,36 @@ impl Stored for Object {
 
 impl Stored for Arc<serde_json::Value> {
     fn key(&self) -> Arc<str> {
-        crate::indexer::key_of(self).into()
+        key_of(self).into()
     }
     fn resource_version(&self) -> &str {
-        crate::indexer::resource_version(self)
+        resource_version(self)
     }
+}
+
+/// The store key of an object: `namespace/name`, or `name` for a
+/// cluster-scoped one (client-go's `MetaNamespaceKeyFunc`).
+pub fn key_of(object: &serde_json::Value) -> String {
+    let meta = |field: &str| {
+        object
+            .get("metadata")
+            .and_then(|m| m.get(field))
+            .and_then(serde_json::Value::as_str)
+    };
+    let name = meta("name").unwrap_or_default();
+    match meta("namespace").filter(|ns| !ns.is_empty()) {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// `metadata.resourceVersion`, or "" when absent.
+pub fn resource_version(object: &serde_json::Value) -> &str {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("resourceVersion"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
 }
 
 impl std::fmt::Debug for Object {

@@ -57,7 +57,7 @@ impl Stored for StoreItem {
             StoreItem::Listed { value, .. } => value,
             StoreItem::Changed(event) => &event.object,
         };
-        watchlife_informer::indexer::resource_version(object)
+        watchlife_informer::object::resource_version(object)
     }
 }
 

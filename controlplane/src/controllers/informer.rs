@@ -34,7 +34,7 @@ use watchlife_informer::shared_informer::{Kind, QueueModel, SharedInformer};
 use watchlife_informer::{EventType, Micros};
 use watchlife_protocol::EventType as CacheEventType;
 
-pub use watchlife_informer::indexer::key_of;
+pub use watchlife_informer::object::key_of;
 
 /// The index of objects by the uid of the controller managing them, as
 /// client-go's indexer keeps one: a controller asks for its own objects on
