@@ -34,7 +34,6 @@ use watchlife_protocol::{
     EventType, ObjectJson, ObjectRef, ReflectorState, Stage, StageMark, StageTimes, WatchEvent,
 };
 
-pub use crate::upstream::source::stages::ServerStages;
 pub use watchlife_informer::reflector::Config;
 
 /// How many times a request is sent while each try meets a pooled
