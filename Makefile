@@ -61,8 +61,14 @@ test-setup: setup
 	@scripts/setup-test.sh
 
 ## test: formatting, lints and every test (unit, integration, browser)
+# Every process the tests start carries WATCHLIFE_TEST_RUN; when they are
+# done, any still running was left behind by a test, and fails the run.
 test: test-setup build embed lint image test-break
-	WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_TEST_BIN=$(WATCHLIFE_TEST_BIN) WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace
+	@mark=watchlife-test-$$$$-$$(date +%s); status=0; \
+	WATCHLIFE_TEST_RUN=$$mark WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_TEST_BIN=$(WATCHLIFE_TEST_BIN) \
+		WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace || status=$$?; \
+	WATCHLIFE_TEST_RUN=$$mark scripts/check-leftovers.sh $$mark || status=1; \
+	exit $$status
 
 ## test-break: a debug `watchlife` with the test-only faults of bridge/src/test_break.rs, for the
 ##             chaos tests that prove their invariants can fail; copied aside, as `cargo test`

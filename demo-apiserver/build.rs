@@ -69,6 +69,12 @@ fn main() {
             (descriptors(&tree), served_swagger(&tree))
         }
         None => {
+            // Cargo reruns this script when a watched folder's entries
+            // change: watching the deepest part of the tree's path that
+            // exists, the build that follows its unpacking picks it up.
+            if let Some(existing) = tree_path().as_deref().and_then(deepest_existing) {
+                println!("cargo:rerun-if-changed={}", existing.display());
+            }
             println!(
                 "cargo:warning=Kubernetes' v1.20.2 source tree was not found (run scripts/ensure-real-cluster.sh, or set WATCHLIFE_KUBE_SOURCE): the demo API is built without protobuf bodies and OpenAPI documents"
             );
@@ -79,7 +85,22 @@ fn main() {
     std::fs::write(out.join("swagger.json"), swagger).expect("write swagger.json");
 }
 
+/// The source tree, when it is there (its OpenAPI document is the sign).
 fn tree() -> Option<PathBuf> {
+    let candidate = tree_path()?;
+    candidate
+        .join("api/openapi-spec/swagger.json")
+        .is_file()
+        .then_some(candidate)
+}
+
+/// `path` itself or its nearest ancestor that exists.
+fn deepest_existing(path: &Path) -> Option<&Path> {
+    path.ancestors().find(|p| p.is_dir())
+}
+
+/// Where the source tree is looked for.
+fn tree_path() -> Option<PathBuf> {
     let candidate = match std::env::var_os("WATCHLIFE_KUBE_SOURCE") {
         Some(dir) => PathBuf::from(dir),
         None => {
@@ -91,10 +112,7 @@ fn tree() -> Option<PathBuf> {
             cache.join(TREE_UNDER_CACHE)
         }
     };
-    candidate
-        .join("api/openapi-spec/swagger.json")
-        .is_file()
-        .then_some(candidate)
+    Some(candidate)
 }
 
 fn descriptors(tree: &Path) -> Vec<u8> {

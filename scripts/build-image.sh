@@ -17,6 +17,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 say() { echo "[image] $*" >&2; }
+. "$ROOT/scripts/lib/ensure.sh"
+log_as image
 
 MUSL_TARGET=x86_64-unknown-linux-musl
 VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
@@ -36,9 +38,9 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
     say "installing ${missing[*]} from Debian (about a minute, once)"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-    $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
+    apt_get update -qq || { say "apt-get update failed: see above"; exit 1; }
+    apt_get install -y -qq "${missing[@]}" >/dev/null \
+        || { say "could not install ${missing[*]}: see above"; exit 1; }
 fi
 if ! rustup target list --installed 2>/dev/null | grep -qx "$MUSL_TARGET"; then
     say "adding the $MUSL_TARGET target (a few seconds)"

@@ -145,39 +145,6 @@ lock_or_wait "$DEST" "preparing the cluster binaries"
 
 # --- Debian packages --------------------------------------------------------
 
-wait_for_apt() {
-  # apt itself waits for the dpkg lock (DPkg::Lock::Timeout below); this also
-  # covers the lists lock that `apt-get update` needs, and tells the user why
-  # nothing seems to happen.
-  command -v fuser >/dev/null || return 0
-  local waited=0
-  while fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock \
-      /var/lib/apt/lists/lock /var/cache/apt/archives/lock >/dev/null 2>&1; do
-    if ((waited == 0)); then
-      log "another apt/dpkg process is running; waiting for it to finish"
-    fi
-    if ((waited >= 1800)); then
-      log "still locked after ${waited}s; trying anyway"
-      return 0
-    fi
-    sleep 5
-    waited=$((waited + 5))
-  done
-}
-
-apt_get() {
-  local attempt
-  for attempt in 1 2 3 4 5; do
-    wait_for_apt
-    if DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600 "$@" >&2; then
-      return 0
-    fi
-    log "apt-get $1 failed (attempt $attempt of 5); retrying in 15s"
-    sleep 15
-  done
-  return 1
-}
-
 if [[ $SOURCE_ONLY == true ]]; then
   NEEDED=("${SOURCE_PACKAGES[@]}")
 else

@@ -24,6 +24,8 @@ CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
 export PATH="$CARGO_BIN:$PATH"
 
 say() { echo "[setup] $*"; }
+. "$ROOT/scripts/lib/ensure.sh"
+log_as setup
 
 # `cargo build` of the bridge runs protoc (or the one $PROTOC names).
 if [ -z "${PROTOC:-}" ] && ! command -v protoc >/dev/null; then
@@ -36,16 +38,20 @@ if [ -z "${PROTOC:-}" ] && ! command -v protoc >/dev/null; then
         exit 1
     fi
     say "installing Debian's protobuf-compiler (protoc, for the etcd-client crate; seconds)"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-    $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq protobuf-compiler >/dev/null
+    apt_get update -qq || { say "apt-get update failed: see above" >&2; exit 1; }
+    apt_get install -y -qq protobuf-compiler >/dev/null \
+        || { say "could not install protobuf-compiler: see above" >&2; exit 1; }
 fi
 
 # The demo API's schemas, read when it is built (demo-apiserver/build.rs).
 if [ -z "${WATCHLIFE_KUBE_SOURCE:-}" ]; then
     mkdir -p "$CACHE"
+    # Required: a demo API built without them cannot serve kubectl, so a
+    # failure stops the build here rather than leave a lesser binary.
     if ! "$ROOT/scripts/ensure-real-cluster.sh" --source >/dev/null 2>"$CACHE/kube-source.log"; then
-        say "could not unpack Kubernetes' source tree (see $CACHE/kube-source.log): the demo API will refuse protobuf bodies and serve no OpenAPI" >&2
+        tail -n 5 "$CACHE/kube-source.log" >&2
+        say "could not unpack Kubernetes' source tree, which the demo API's protobuf bodies and OpenAPI documents are built from (whole log: $CACHE/kube-source.log); run the command again once the cause is fixed" >&2
+        exit 1
     fi
 fi
 

@@ -229,7 +229,14 @@ impl Rootfs {
                 "mount --bind \"$SA\" \"$ROOT{SERVICE_ACCOUNT_DIR}\"\nmount -o remount,bind,ro \"$ROOT{SERVICE_ACCOUNT_DIR}\"\n"
             ));
         }
-        script.push_str("exec chroot --userspec=\"$USERSPEC\" \"$ROOT\" \"$@\"\n");
+        // The shell stays, as the first process of a PID namespace of its
+        // own, and runs the entrypoint as its child. `--kill-child` kills
+        // the shell when `unshare` dies, and the kernel then kills every
+        // process in the namespace. It could not kill the entrypoint
+        // itself: changing to the image's user clears a process's
+        // parent-death signal, so an entrypoint `exec`ed from here outlived
+        // its test.
+        script.push_str("chroot --userspec=\"$USERSPEC\" \"$ROOT\" \"$@\" &\nwait \"$!\"\n");
         let log_file = std::fs::File::create(log).unwrap();
         let mut command = Command::new("unshare");
         command
@@ -237,6 +244,7 @@ impl Rootfs {
                 "--mount",
                 "--propagation",
                 "private",
+                "--pid",
                 "--fork",
                 "--kill-child",
             ])
@@ -249,6 +257,10 @@ impl Rootfs {
             .env("USERSPEC", user);
         if let Some(sa) = service_account {
             command.env("SA", sa);
+        }
+        // `make test`'s mark, by which it finds a process a test left behind.
+        if let Ok(mark) = std::env::var("WATCHLIFE_TEST_RUN") {
+            command.env("WATCHLIFE_TEST_RUN", mark);
         }
         // The runtime's environment is the image's plus the pod's; the
         // mount helpers above need PATH, which the process keeps (as the
@@ -282,12 +294,12 @@ pub struct Running {
 }
 
 impl Running {
-    /// The id of the entrypoint's process: the child of `unshare --fork`
-    /// (the shell there execs `chroot`, which execs the entrypoint).
+    /// The id (in the host's PID namespace) of the entrypoint's process:
+    /// the child of the shell that is the child of `unshare --fork` (the
+    /// shell runs `chroot`, which execs the entrypoint).
     pub fn entrypoint_pid(&self) -> Option<u32> {
-        let pid = self.child.id();
-        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
-        children.split_whitespace().next()?.parse().ok()
+        let shell = first_child(self.child.id())?;
+        first_child(shell)
     }
 
     /// Whether it is still running.
@@ -296,9 +308,16 @@ impl Running {
     }
 }
 
+/// The first child of process `pid`, if it has one.
+fn first_child(pid: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
-        // `--kill-child`: the entrypoint dies with unshare.
+        // `--kill-child`: the namespace's first process, and with it every
+        // process in the namespace, dies with unshare.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
