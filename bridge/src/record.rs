@@ -248,7 +248,10 @@ mod tests {
         .unwrap();
         let frame = ServerFrame {
             seq: 4,
-            body: FrameBody::Heartbeat(Heartbeat { at: 9 }),
+            body: FrameBody::Heartbeat(Heartbeat {
+                at: 9,
+                watches_open: None,
+            }),
         };
         r.frame(17, &encode(&frame)).unwrap();
         r.finish().unwrap();

@@ -168,6 +168,12 @@ pub struct Hello {
 pub struct Heartbeat {
     /// Bridge time when sent.
     pub at: Micros,
+    /// How many of the bridge's WATCH requests on its source are open now
+    /// (each Reflector holds at most one): a Reflector whose last request
+    /// failed is watching again once this reaches the number of resources.
+    /// Absent from older bridges and from recordings' synthetic beats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watches_open: Option<u64>,
 }
 
 /// The viewer's cursor fell out of the bridge's window, or the viewer fell too
@@ -262,7 +268,13 @@ mod tests {
         let text = r#"{"data":{"at":4},"type":"heartbeat","seq":2}"#;
         let frame: ServerFrame = serde_json::from_str(text).unwrap();
         assert_eq!(frame.seq, 2);
-        assert_eq!(frame.body, FrameBody::Heartbeat(Heartbeat { at: 4 }));
+        assert_eq!(
+            frame.body,
+            FrameBody::Heartbeat(Heartbeat {
+                at: 4,
+                watches_open: None
+            })
+        );
     }
 
     #[test]

@@ -219,7 +219,10 @@ mod tests {
             t_ms,
             frame: ServerFrame {
                 seq,
-                body: FrameBody::Heartbeat(Heartbeat { at: seq }),
+                body: FrameBody::Heartbeat(Heartbeat {
+                    at: seq,
+                    watches_open: None,
+                }),
             },
         })
         .unwrap()

@@ -95,7 +95,10 @@ mod tests {
         let line = r#"{"seq":0,"type":"heartbeat","at":5}"#;
         assert_eq!(
             frame_from_v1(line).unwrap().body,
-            FrameBody::Heartbeat(crate::Heartbeat { at: 5 })
+            FrameBody::Heartbeat(crate::Heartbeat {
+                at: 5,
+                watches_open: None
+            })
         );
         assert!(frame_from_v1(r#"{"seq":0,"type":"nope"}"#).is_err());
         assert!(frame_from_v1("[1]").is_err());

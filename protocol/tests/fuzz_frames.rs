@@ -82,7 +82,10 @@ fn frame() -> impl Strategy<Value = ServerFrame> {
         snapshot(),
         any::<u64>().prop_map(|at| ServerFrame {
             seq: at,
-            body: FrameBody::Heartbeat(Heartbeat { at }),
+            body: FrameBody::Heartbeat(Heartbeat {
+                at,
+                watches_open: None,
+            }),
         }),
     ]
 }

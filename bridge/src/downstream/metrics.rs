@@ -443,6 +443,11 @@ impl Metrics {
         self.0.up.upstream_watches_opened.inc();
     }
 
+    /// How many upstream watches are open now.
+    pub fn upstream_watches_open(&self) -> u64 {
+        self.0.up.upstream_watches.get().max(0) as u64
+    }
+
     /// An upstream watch ended (closed by the server, failed, or dropped).
     pub fn upstream_watch_closed(&self) {
         self.0.up.upstream_watches.dec();

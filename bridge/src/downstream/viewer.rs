@@ -228,7 +228,10 @@ where
                 format!("no answer from you for {} s", DEAD_AFTER.as_secs()),
             );
         }
-        let beat = FrameBody::Heartbeat(Heartbeat { at: self.app.now() });
+        let beat = FrameBody::Heartbeat(Heartbeat {
+            at: self.app.now(),
+            watches_open: Some(self.app.hub.metrics().upstream_watches_open()),
+        });
         Step::Ping(control(self.cursor, beat))
     }
 
