@@ -126,19 +126,40 @@ pub fn watch_event(options: &Options, traced: Traced<WatchEvent>) -> WatchEvent 
 /// The event of a relist's deletion or a resync: no watch event is behind
 /// it, so no Reflector mark.
 fn made_by_informer(options: &Options, object: &Object) -> WatchEvent {
+    object_event(
+        &options.resource,
+        &options.kind,
+        EventType::Modified,
+        object,
+        StageTimes::new(),
+        false,
+    )
+}
+
+/// An event of `event_type` about `object`, of `kind`, in `resource`
+/// (`initial`: it came with the initial list), as far as `stages` took it:
+/// not coalesced, not handled yet, no server answer.
+pub fn object_event(
+    resource: &str,
+    kind: &str,
+    event_type: EventType,
+    object: &Object,
+    stages: StageTimes,
+    initial: bool,
+) -> WatchEvent {
     let meta = object.meta();
     WatchEvent {
-        event_type: EventType::Modified,
+        event_type,
         target: ObjectRef {
-            resource: options.resource.clone(),
-            kind: options.kind.clone(),
+            resource: resource.to_string(),
+            kind: kind.to_string(),
             namespace: meta.namespace().map(String::from),
             name: meta.name().to_string(),
         },
         resource_version: object.resource_version().to_string(),
         object: object.json().clone(),
-        stages: StageTimes::new(),
-        initial: false,
+        stages,
+        initial,
         coalesced: false,
         handled: Handled::default(),
         server: None,

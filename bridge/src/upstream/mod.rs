@@ -10,10 +10,13 @@
 //! - [`pipeline`]: the informer stages (FIFO → Indexer → handlers →
 //!   workqueue → reconcile) as tasks, publishing each finished event.
 //! - [`etcd`]: a real cluster's etcd stage, by watching etcd directly.
+//! - [`error_chain`]: an error told with its causes, as the Reflector and
+//!   etcd's watch log and report it.
 //! - [`redact`]: what never leaves the bridge (Secret values, managed fields).
 //! - [`fanout`]: the demo watch cache's own fan-out, reported to viewers.
 //! - [`runtime`]: the threads all of this runs on, apart from the viewers'.
 
+pub mod error_chain;
 pub mod etcd;
 pub mod fanout;
 pub mod pipeline;

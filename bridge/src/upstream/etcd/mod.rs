@@ -15,6 +15,7 @@
 
 mod tls;
 
+use crate::upstream::error_chain::with_causes;
 use crate::upstream::source::stages::ServerStages;
 use etcd_client::{Client, WatchOptions, WatchResponse};
 use futures_util::future::BoxFuture;
@@ -233,22 +234,6 @@ impl EtcdStages {
     }
 }
 
-/// `error` and its causes: tonic's transport error alone says only
-/// "transport error", its causes say which (a refused certificate, a reset).
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        let more = e.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = e.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,18 +283,6 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(*stages.latest.borrow(), 0);
         assert!(stages.stages_of("1").await.is_empty());
-    }
-
-    #[test]
-    fn an_error_is_told_with_its_causes() {
-        #[derive(Debug, thiserror::Error)]
-        #[error("transport error")]
-        struct Transport(#[source] std::io::Error);
-        let refused = std::io::Error::new(std::io::ErrorKind::InvalidData, "UnknownIssuer");
-        assert_eq!(
-            with_causes(&Transport(refused)),
-            "transport error: UnknownIssuer"
-        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What can go wrong in a list-watch, named by phase and keeping its source,
 //! and how each is sorted into the Reflector machine's [`Failure`]s.
 
+use crate::upstream::error_chain::with_causes;
 use watchlife_informer::reflector::{Failure, WatchEnd};
 
 /// `details.causes[].reason` of a LIST the watch cache could not serve yet.
@@ -24,24 +25,9 @@ pub enum ReflectorError {
 }
 
 impl ReflectorError {
-    /// The error and every source below it, as one line.
-    pub fn chain(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(e) = source {
-            let next = e.to_string();
-            if !text.contains(&next) {
-                text.push_str(": ");
-                text.push_str(&next);
-            }
-            source = e.source();
-        }
-        text
-    }
-
     /// The failure as the Reflector machine sorts it.
     pub fn failure(&self) -> Failure {
-        let message = self.chain();
+        let message = with_causes(self);
         let source = match self {
             ReflectorError::List { source }
             | ReflectorError::Watch { source }

@@ -14,6 +14,7 @@ mod error;
 pub mod requests;
 
 use crate::downstream::hub::Hub;
+use crate::upstream::error_chain::with_causes;
 use crate::upstream::pipeline::Pipeline;
 use crate::upstream::redact::{Received, redact_text};
 use crate::upstream::target::Target;
@@ -31,7 +32,7 @@ use watchlife_informer::reflector::{self as machine, Failure, WatchEnd};
 use watchlife_informer::{Micros, Object};
 use watchlife_informer_frames::convert;
 use watchlife_protocol::{
-    EventType, ObjectJson, ObjectRef, ReflectorState, Stage, StageMark, StageTimes, WatchEvent,
+    EventType, ObjectJson, ReflectorState, Stage, StageMark, StageTimes, WatchEvent,
 };
 
 pub use watchlife_informer::reflector::Config;
@@ -150,6 +151,30 @@ impl Reflector {
         })
     }
 
+    /// Sends a request with `send`, again while each try meets a pooled
+    /// connection the server closed before answering, [`REPLAYS`] tries in
+    /// all; a last error is logged and sorted into the machine's
+    /// [`Failure`].
+    async fn replayed<T, F>(&self, send: impl Fn() -> F) -> Result<T, Failure>
+    where
+        F: Future<Output = Result<T, ReflectorError>>,
+    {
+        let mut answer = send().await;
+        for _ in 1..REPLAYS {
+            if !answer
+                .as_ref()
+                .is_err_and(ReflectorError::closed_before_answer)
+            {
+                break;
+            }
+            answer = send().await;
+        }
+        answer.map_err(|e| {
+            tracing::warn!(resource = %self.target.name, "{}", with_causes(&e));
+            e.failure()
+        })
+    }
+
     /// Reports who answered the LIST (`list`) or WATCH just made, where the
     /// source tells.
     fn report_answer(&self, list: bool) {
@@ -182,6 +207,7 @@ impl Reflector {
         }))
     }
 
+    /// An event about `object`, one of the target's.
     fn event(
         &self,
         event_type: EventType,
@@ -189,23 +215,14 @@ impl Reflector {
         stages: StageTimes,
         initial: bool,
     ) -> WatchEvent {
-        let meta = object.meta();
-        WatchEvent {
+        convert::object_event(
+            &self.target.name,
+            &self.target.resource.kind,
             event_type,
-            target: ObjectRef {
-                resource: self.target.name.clone(),
-                kind: self.target.resource.kind.clone(),
-                namespace: meta.namespace().map(String::from),
-                name: meta.name().to_string(),
-            },
-            resource_version: meta.resource_version.to_string(),
-            object: object.json().clone(),
+            object,
             stages,
             initial,
-            coalesced: false,
-            handled: Default::default(),
-            server: None,
-        }
+        )
     }
 }
 
@@ -214,37 +231,11 @@ impl ListerWatcher for Reflector {
     type Stream<'a> = KubeWatch<'a>;
 
     async fn list(&self, request: ListRequest<'_>) -> Result<Page<Object>, Failure> {
-        let mut page = self.list_page(request).await;
-        for _ in 1..REPLAYS {
-            if !page
-                .as_ref()
-                .is_err_and(ReflectorError::closed_before_answer)
-            {
-                break;
-            }
-            page = self.list_page(request).await;
-        }
-        page.map_err(|e| {
-            tracing::warn!(resource = %self.target.name, "{}", e.chain());
-            e.failure()
-        })
+        self.replayed(|| self.list_page(request)).await
     }
 
     async fn watch<'a>(&'a self, request: WatchRequest<'_>) -> Result<KubeWatch<'a>, Failure> {
-        let mut watch = self.open_watch(request).await;
-        for _ in 1..REPLAYS {
-            if !watch
-                .as_ref()
-                .is_err_and(ReflectorError::closed_before_answer)
-            {
-                break;
-            }
-            watch = self.open_watch(request).await;
-        }
-        watch.map_err(|e| {
-            tracing::warn!(resource = %self.target.name, "{}", e.chain());
-            e.failure()
-        })
+        self.replayed(|| self.open_watch(request)).await
     }
 }
 
@@ -266,7 +257,7 @@ impl WatchStream<Object> for KubeWatch<'_> {
                     // A connection that went away ends the stream normally.
                     WatchEnd::Closed => None,
                     WatchEnd::Failed(failure) => {
-                        tracing::warn!(resource = %self.reflector.target.name, "{}", e.chain());
+                        tracing::warn!(resource = %self.reflector.target.name, "{}", with_causes(&e));
                         Some(Err(failure))
                     }
                 };
