@@ -186,7 +186,8 @@ pub enum ProfileError {
     #[error("unknown Kubernetes release {0:?}: watchlife models 1.20 and 1.36")]
     UnknownRelease(String),
     #[error(
-        "unknown feature gate {0:?}; known: WatchListClient, InOrderInformers, AtomicFIFO, UnlockWhileProcessingFIFO, InformerResourceVersion, WatchList, ConsistentListFromCache, ListFromCacheSnapshot, ResilientWatchCacheInitialization, WatchCacheInitializationPostStartHook"
+        "unknown feature gate {0:?}; known: {known}",
+        known = Gate::ALL.map(Gate::name).join(", ")
     )]
     UnknownGate(String),
     #[error("feature gate {gate} does not exist in Kubernetes {release}")]
