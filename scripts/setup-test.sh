@@ -31,51 +31,47 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Python's MODULE (PyPI), told first WHY: into the system's site-packages,
+# else the user's own when pip cannot write the system's.
+pip_install() {
+    local module=$1 why=$2 pip=(python3 -m pip install --quiet --disable-pip-version-check)
+    python3 -c "import $module" 2>/dev/null && return
+    say "$why: installing it with pip (seconds)"
+    "${pip[@]}" "$module" 2>/dev/null \
+        || "${pip[@]}" --user "$module" 2>/dev/null \
+        || "${pip[@]}" --user --break-system-packages "$module"
+}
+
 # The metrics test reads /metrics with the reference parser of the format,
-# Python's prometheus_client (PyPI; the user's own site-packages when pip
-# cannot write the system's).
-if ! python3 -c 'import prometheus_client' 2>/dev/null; then
-    say "the metrics test needs Python's prometheus_client: installing it with pip (seconds)"
-    python3 -m pip install --quiet --disable-pip-version-check prometheus_client 2>/dev/null \
-        || python3 -m pip install --quiet --disable-pip-version-check --user prometheus_client 2>/dev/null \
-        || python3 -m pip install --quiet --disable-pip-version-check --user --break-system-packages prometheus_client
-fi
+# Python's prometheus_client.
+pip_install prometheus_client "the metrics test needs Python's prometheus_client"
 
 # The kubectl compatibility test also drives Python's `kubernetes` client
-# (PyPI) against the demo and the real cluster.
-if ! python3 -c 'import kubernetes' 2>/dev/null; then
-    say "the kubectl compatibility test needs Python's kubernetes client: installing it with pip (seconds)"
-    python3 -m pip install --quiet --disable-pip-version-check kubernetes 2>/dev/null \
-        || python3 -m pip install --quiet --disable-pip-version-check --user kubernetes 2>/dev/null \
-        || python3 -m pip install --quiet --disable-pip-version-check --user --break-system-packages kubernetes
-fi
+# against the demo and the real cluster.
+pip_install kubernetes "the kubectl compatibility test needs Python's kubernetes client"
+
+# Runs scripts/NAME.sh, told first WHY when its `--check` says it has work
+# to do. Each script reports its own progress; its stdout (where the
+# binaries are) is not needed.
+here=$(dirname "$0")
+ensure() {
+    local script=$here/$1.sh why=$2
+    "$script" --check 2>/dev/null || say "$why"
+    "$script" >/dev/null
+}
 
 # etcd and etcdctl from Debian; kube-apiserver v1.20.2 compiled from Debian's
-# source package with Debian's Go, cached in ~/.cache/watchlife. The script
-# reports its own progress; its stdout (where the binaries are) is not needed.
-here=$(dirname "$0")
-if ! "$here/ensure-real-cluster.sh" --check 2>/dev/null; then
-    say "the cluster tests need a real etcd and kube-apiserver: installing etcd-server, etcd-client and golang-go, then building kube-apiserver v1.20.2 from Debian's source package (about 10 minutes, up to 20 on 2 busy cores; once per machine)"
-fi
-"$here/ensure-real-cluster.sh" >/dev/null
+# source package with Debian's Go, cached in ~/.cache/watchlife.
+ensure ensure-real-cluster "the cluster tests need a real etcd and kube-apiserver: installing etcd-server, etcd-client and golang-go, then building kube-apiserver v1.20.2 from Debian's source package (about 10 minutes, up to 20 on 2 busy cores; once per machine)"
 
 # The client-go v1.20.2 reference informer of the differential tests, built
 # in the same source tree with the same Go cache; cached under ~/.cache/watchlife
 # by a hash of its source, so this is instant unless it changed.
-if ! "$here/ensure-client-go-reference.sh" --check 2>/dev/null; then
-    say "the differential tests need client-go's informer: building tests/client-go-reference (one to two minutes)"
-fi
-"$here/ensure-client-go-reference.sh" >/dev/null
+ensure ensure-client-go-reference "the differential tests need client-go's informer: building tests/client-go-reference (one to two minutes)"
 
 # A Kubernetes v1.36 apiserver (apiextensions-apiserver), etcd 3.5 and Go
 # 1.26 from Debian sid's packages, unpacked into a private root (nothing is
 # installed), and the client-go v0.36 reference informer built with them;
 # all cached under ~/.cache/watchlife, so this is instant once done.
-if ! "$here/ensure-modern-cluster.sh" --check 2>/dev/null; then
-    say "the modern-cluster tests need a v1.36 apiserver: downloading Go 1.26, etcd 3.5 and the Kubernetes v0.36 sources from Debian sid into ~/.cache/watchlife (nothing is installed) and building apiextensions-apiserver (about 6 minutes, up to 12 on 2 busy cores; once per machine)"
-fi
-"$here/ensure-modern-cluster.sh" >/dev/null
-if ! "$here/ensure-client-go-reference-modern.sh" --check 2>/dev/null; then
-    say "the modern reference tests need client-go v0.36's informer: building tests/client-go-reference-modern (under a minute)"
-fi
-"$here/ensure-client-go-reference-modern.sh" >/dev/null
+ensure ensure-modern-cluster "the modern-cluster tests need a v1.36 apiserver: downloading Go 1.26, etcd 3.5 and the Kubernetes v0.36 sources from Debian sid into ~/.cache/watchlife (nothing is installed) and building apiextensions-apiserver (about 6 minutes, up to 12 on 2 busy cores; once per machine)"
+ensure ensure-client-go-reference-modern "the modern reference tests need client-go v0.36's informer: building tests/client-go-reference-modern (under a minute)"
