@@ -6,6 +6,7 @@
 //! no queue or task in between: under load the page receives thousands a
 //! second, and what each one costs is what the animation does not get.
 
+use crate::cluster_status::ClusterStatus;
 use crate::model::{Link, Model, now_ms};
 use crate::tape::Tape;
 use futures::StreamExt;
@@ -33,13 +34,16 @@ const DEFAULT_STALL_MS: u64 = 15_000;
 
 /// Starts the connection loop; it runs for the life of the page. `token`
 /// (from the page's URL, possibly empty) is passed on to the bridge; `tape`
-/// keeps the frames while the viewer records.
+/// keeps the frames while the viewer records. Provides the cluster's status
+/// (an `RwSignal<ClusterStatus>`), kept as frames arrive.
 pub fn connect(model: Model, token: String, tape: Tape) {
+    let status = RwSignal::new(ClusterStatus::default());
+    provide_context(status);
     spawn_local(async move {
         let mut retry_ms = FIRST_RETRY_MS;
         loop {
             model.link.set(Link::Connecting);
-            if connection(model, &token, tape).await {
+            if connection(model, &token, tape, status).await {
                 retry_ms = FIRST_RETRY_MS;
             }
             if matches!(model.link.get_untracked(), Link::Incompatible { .. }) {
@@ -79,7 +83,12 @@ impl Shared {
 
 /// One connection, until the socket closes or goes silent. True when the
 /// bridge said hello (so the next failure starts the backoff afresh).
-async fn connection(model: Model, token: &str, tape: Tape) -> bool {
+async fn connection(
+    model: Model,
+    token: &str,
+    tape: Tape,
+    status: RwSignal<ClusterStatus>,
+) -> bool {
     let Ok(socket) = WebSocket::new(&url(&model, token)) else {
         return false;
     };
@@ -101,7 +110,7 @@ async fn connection(model: Model, token: &str, tape: Tape) -> bool {
             };
             // The page asks for batches: several frames to a message.
             for line in watchlife_protocol::connection::split_batch(&text) {
-                if !read_frame(line, model, tape, &shared.greeted) {
+                if !read_frame(line, model, tape, &shared.greeted, status) {
                     shared.end();
                     return;
                 }
@@ -170,8 +179,15 @@ async fn until_over_or_silent(model: Model, shared: &Shared, mut over: oneshot::
 }
 
 /// Reads one frame's text into the model. False when the page must stop
-/// reading: the bridge speaks a newer protocol.
-fn read_frame(text: &str, model: Model, tape: Tape, greeted: &Cell<bool>) -> bool {
+/// reading: the bridge speaks a newer protocol. The cluster's `status`
+/// takes the frame first, at the wall time it arrived.
+fn read_frame(
+    text: &str,
+    model: Model,
+    tape: Tape,
+    greeted: &Cell<bool>,
+    status: RwSignal<ClusterStatus>,
+) -> bool {
     match serde_json::from_str::<ServerFrame>(text) {
         Ok(frame) => {
             if matches!(frame.body, FrameBody::Hello(_)) {
@@ -179,6 +195,9 @@ fn read_frame(text: &str, model: Model, tape: Tape, greeted: &Cell<bool>) -> boo
             }
             if frame.body.is_stream() {
                 tape.capture(text);
+            }
+            if ClusterStatus::concerns(&frame.body) {
+                status.update(|s| s.observe(&frame.body, js_sys::Date::now()));
             }
             model.receive(frame);
             !matches!(model.link.get_untracked(), Link::Incompatible { .. })

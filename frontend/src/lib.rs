@@ -7,6 +7,8 @@
 //! - [`model`]: what the page knows — connection status, the bridge's hello,
 //!   recent events, objects with their histories, per-stage numbers — as
 //!   signals, updated by one function per frame.
+//! - [`cluster_status`] and [`plain_words`]: whether the bridge reaches its
+//!   cluster, and its errors in plain words.
 //! - [`connection`]: the WebSocket to the bridge, reconnecting with backoff,
 //!   resuming from the last `seq`, noticing a stalled link, and sending.
 //! - [`view_state`]: how the viewer set up the page, as signals, kept in
@@ -37,6 +39,7 @@ pub mod bodies;
 #[cfg(all(feature = "replay", not(feature = "in-page")))]
 pub mod compare;
 pub mod components;
+pub mod cluster_status;
 pub mod connection;
 pub mod deletions;
 pub mod detail;
@@ -51,6 +54,7 @@ pub mod micros;
 pub mod model;
 pub mod narration;
 pub mod notice;
+pub mod plain_words;
 pub mod player;
 #[cfg(feature = "replay")]
 pub mod playhead;
@@ -69,7 +73,6 @@ pub mod view_state;
 
 use components::*;
 use leptos::prelude::*;
-use watchlife_protocol::Source;
 
 /// The whole page.
 #[component]
@@ -89,16 +92,6 @@ pub fn App() -> impl IntoView {
     provide_context(player);
     start_source(model, view);
     keyboard::install(view, player);
-    // Captions are on by default for the demo, off for a real cluster,
-    // unless the URL says otherwise.
-    Effect::new(move |_| {
-        let cluster = model
-            .hello
-            .with(|h| matches!(h.as_ref().map(|h| &h.source), Some(Source::Cluster { .. })));
-        if cluster && view.captions.get_untracked().is_none() {
-            view.captions.set(Some(false));
-        }
-    });
     // Theme and presenter mode are attributes of the root element, for the stylesheet.
     Effect::new(move |_| {
         if let Some(root) = document().document_element() {

@@ -1,4 +1,5 @@
-//! The top bar: name, source, and the state of the link.
+//! The top bar: name, source, the state of the link to the bridge, and the
+//! cluster's own status beside it.
 
 use crate::model::{Link, Model};
 use leptos::prelude::*;
@@ -51,10 +52,11 @@ pub fn Header() -> impl IntoView {
             <span class="source" id="source">{source}</span>
             <span class="resources" id="resources">{resources}</span>
             <span class="kubernetes" id="kubernetes" title="whose list-watch rules the Reflectors and the demo's apiserver follow, and the apiserver's own version">{kubernetes}</span>
-            <span id="link" class="link" data-link=move || link().label() role="status" aria-live="polite">
+            <span id="link" class="link" data-link=move || link().label() role="status" aria-live="polite" title="this page's link to the bridge (the cluster's own status is beside it)">
                 {move || link().label()}
             </span>
             <span class="link-detail">{detail}</span>
+            <super::cluster_status::ClusterStatusLine/>
         </header>
     }
 }
