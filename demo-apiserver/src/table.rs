@@ -26,83 +26,191 @@ pub fn wanted(accept: Option<&str>) -> bool {
         })
 }
 
-/// One column: name, type, and priority (1: only with `-o wide`).
-type Column = (&'static str, &'static str, u8);
+/// How a column's cell is read from an object, given the server's clock in
+/// seconds since the epoch (for ages).
+type Cell = fn(&Value, i64) -> Value;
+
+/// One column of a type's Table: name, type, priority (1: only with
+/// `-o wide`), and its cell.
+struct Column {
+    name: &'static str,
+    kind: &'static str,
+    priority: u8,
+    cell: Cell,
+}
+
+/// A column of text that `kubectl get` always prints.
+const fn string(name: &'static str, cell: Cell) -> Column {
+    Column {
+        name,
+        kind: "string",
+        priority: 0,
+        cell,
+    }
+}
+
+/// A column of numbers that `kubectl get` always prints.
+const fn integer(name: &'static str, cell: Cell) -> Column {
+    Column {
+        kind: "integer",
+        ..string(name, cell)
+    }
+}
+
+/// A column of text that only `kubectl get -o wide` prints.
+const fn wide(name: &'static str, cell: Cell) -> Column {
+    Column {
+        priority: 1,
+        ..string(name, cell)
+    }
+}
+
+/// The cell of a column the demo has nothing to put in.
+const NOTHING: Cell = |_, _| json!("<none>");
+
+const NAME: Column = string("Name", |o, _| json!(text(o, "/metadata/name")));
+const AGE: Column = string("Age", |o, now| {
+    json!(age(text(o, "/metadata/creationTimestamp"), now))
+});
+const CONTAINERS: Column = wide("Containers", |o, _| json!(template_containers(o, "name")));
+const IMAGES: Column = wide("Images", |o, _| json!(template_containers(o, "image")));
+const SELECTOR: Column = wide("Selector", |o, _| json!(selector(o)));
+
+const POD_COLUMNS: &[Column] = &[
+    NAME,
+    string("Ready", |o, _| json!(pod_ready(o))),
+    string("Status", |o, _| json!(pod_status(o))),
+    string("Restarts", |o, _| json!(pod_restarts(o).to_string())),
+    AGE,
+    wide("IP", |o, _| json!(or_none(text(o, "/status/podIP")))),
+    wide("Node", |o, _| json!(or_none(text(o, "/spec/nodeName")))),
+    wide("Nominated Node", NOTHING),
+    wide("Readiness Gates", NOTHING),
+];
+
+const DEPLOYMENT_COLUMNS: &[Column] = &[
+    NAME,
+    string("Ready", |o, _| {
+        json!(format!(
+            "{}/{}",
+            number(o, "/status/readyReplicas"),
+            desired_replicas(o)
+        ))
+    }),
+    integer("Up-to-date", |o, _| {
+        json!(number(o, "/status/updatedReplicas"))
+    }),
+    integer("Available", |o, _| {
+        json!(number(o, "/status/availableReplicas"))
+    }),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+];
+
+const REPLICASET_COLUMNS: &[Column] = &[
+    NAME,
+    integer("Desired", |o, _| json!(desired_replicas(o))),
+    integer("Current", |o, _| json!(number(o, "/status/replicas"))),
+    integer("Ready", |o, _| json!(number(o, "/status/readyReplicas"))),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+];
+
+const EVENT_COLUMNS: &[Column] = &[
+    string("Last Seen", |o, now| json!(age(last_seen(o), now))),
+    string("Type", |o, _| json!(text(o, "/type"))),
+    string("Reason", |o, _| json!(text(o, "/reason"))),
+    string("Object", |o, _| {
+        json!(format!(
+            "{}/{}",
+            text(o, "/involvedObject/kind").to_ascii_lowercase(),
+            text(o, "/involvedObject/name")
+        ))
+    }),
+    string("Message", |o, _| json!(text(o, "/message"))),
+];
+
+const NODE_COLUMNS: &[Column] = &[
+    NAME,
+    string("Status", |o, _| json!(node_status(o))),
+    string("Roles", NOTHING),
+    AGE,
+    string("Version", |o, _| {
+        json!(text(o, "/status/nodeInfo/kubeletVersion"))
+    }),
+    wide("Internal-IP", |o, _| json!(or_none(internal_ip(o)))),
+];
+
+const NAMESPACE_COLUMNS: &[Column] = &[
+    NAME,
+    string("Status", |o, _| {
+        json!(if is_deleting(o) {
+            "Terminating"
+        } else {
+            "Active"
+        })
+    }),
+    AGE,
+];
+
+const SERVICE_COLUMNS: &[Column] = &[
+    NAME,
+    string("Type", |o, _| json!(text_or(o, "/spec/type", "ClusterIP"))),
+    string("Cluster-IP", |o, _| {
+        json!(or_none(text(o, "/spec/clusterIP")))
+    }),
+    string("External-IP", NOTHING),
+    string("Port(s)", |o, _| json!(or_none(&service_ports(o)))),
+    AGE,
+    SELECTOR,
+];
+
+const CONFIGMAP_COLUMNS: &[Column] = &[
+    NAME,
+    integer("Data", |o, _| {
+        json!(
+            ["data", "binaryData"]
+                .iter()
+                .filter_map(|f| o.get(*f).and_then(Value::as_object))
+                .map(|m| m.len())
+                .sum::<usize>()
+        )
+    }),
+    AGE,
+];
+
+const SECRET_COLUMNS: &[Column] = &[
+    NAME,
+    string("Type", |o, _| json!(text_or(o, "/type", "Opaque"))),
+    integer("Data", |o, _| {
+        json!(
+            o.get("data")
+                .and_then(Value::as_object)
+                .map_or(0, |m| m.len())
+        )
+    }),
+    AGE,
+];
+
+/// Any other type's columns.
+const DEFAULT_COLUMNS: &[Column] = &[NAME, AGE];
 
 fn columns(rt: ResourceType) -> &'static [Column] {
     match rt.plural {
-        "pods" => &[
-            ("Name", "string", 0),
-            ("Ready", "string", 0),
-            ("Status", "string", 0),
-            ("Restarts", "string", 0),
-            ("Age", "string", 0),
-            ("IP", "string", 1),
-            ("Node", "string", 1),
-            ("Nominated Node", "string", 1),
-            ("Readiness Gates", "string", 1),
-        ],
-        "deployments" => &[
-            ("Name", "string", 0),
-            ("Ready", "string", 0),
-            ("Up-to-date", "integer", 0),
-            ("Available", "integer", 0),
-            ("Age", "string", 0),
-            ("Containers", "string", 1),
-            ("Images", "string", 1),
-            ("Selector", "string", 1),
-        ],
-        "replicasets" => &[
-            ("Name", "string", 0),
-            ("Desired", "integer", 0),
-            ("Current", "integer", 0),
-            ("Ready", "integer", 0),
-            ("Age", "string", 0),
-            ("Containers", "string", 1),
-            ("Images", "string", 1),
-            ("Selector", "string", 1),
-        ],
-        "events" => &[
-            ("Last Seen", "string", 0),
-            ("Type", "string", 0),
-            ("Reason", "string", 0),
-            ("Object", "string", 0),
-            ("Message", "string", 0),
-        ],
-        "nodes" => &[
-            ("Name", "string", 0),
-            ("Status", "string", 0),
-            ("Roles", "string", 0),
-            ("Age", "string", 0),
-            ("Version", "string", 0),
-            ("Internal-IP", "string", 1),
-        ],
-        "namespaces" => &[
-            ("Name", "string", 0),
-            ("Status", "string", 0),
-            ("Age", "string", 0),
-        ],
-        "services" => &[
-            ("Name", "string", 0),
-            ("Type", "string", 0),
-            ("Cluster-IP", "string", 0),
-            ("External-IP", "string", 0),
-            ("Port(s)", "string", 0),
-            ("Age", "string", 0),
-            ("Selector", "string", 1),
-        ],
-        "configmaps" => &[
-            ("Name", "string", 0),
-            ("Data", "integer", 0),
-            ("Age", "string", 0),
-        ],
-        "secrets" => &[
-            ("Name", "string", 0),
-            ("Type", "string", 0),
-            ("Data", "integer", 0),
-            ("Age", "string", 0),
-        ],
-        _ => &[("Name", "string", 0), ("Age", "string", 0)],
+        "pods" => POD_COLUMNS,
+        "deployments" => DEPLOYMENT_COLUMNS,
+        "replicasets" => REPLICASET_COLUMNS,
+        "events" => EVENT_COLUMNS,
+        "nodes" => NODE_COLUMNS,
+        "namespaces" => NAMESPACE_COLUMNS,
+        "services" => SERVICE_COLUMNS,
+        "configmaps" => CONFIGMAP_COLUMNS,
+        "secrets" => SECRET_COLUMNS,
+        _ => DEFAULT_COLUMNS,
     }
 }
 
@@ -110,13 +218,13 @@ fn column_definitions(rt: ResourceType) -> Value {
     Value::Array(
         columns(rt)
             .iter()
-            .map(|(name, kind, priority)| {
+            .map(|column| {
                 json!({
-                    "name": name,
-                    "type": kind,
-                    "format": if *name == "Name" { "name" } else { "" },
+                    "name": column.name,
+                    "type": column.kind,
+                    "format": if column.name == "Name" { "name" } else { "" },
                     "description": "",
-                    "priority": priority,
+                    "priority": column.priority,
                 })
             })
             .collect(),
@@ -126,19 +234,13 @@ fn column_definitions(rt: ResourceType) -> Value {
 /// A list (`{Kind}List`) or one object as a Table; `now` is the server's
 /// clock in seconds since the epoch, for the ages.
 pub fn of(rt: ResourceType, value: &Value, now: i64) -> Value {
-    let (items, rv) = match value.get("items").and_then(Value::as_array) {
-        Some(items) => (
-            items.clone(),
-            value.pointer("/metadata/resourceVersion").cloned(),
-        ),
-        None => (
-            vec![value.clone()],
-            value.pointer("/metadata/resourceVersion").cloned(),
-        ),
+    let items = match value.get("items").and_then(Value::as_array) {
+        Some(items) => items.clone(),
+        None => vec![value.clone()],
     };
     let mut metadata = json!({});
-    if let Some(rv) = rv {
-        metadata["resourceVersion"] = rv;
+    if let Some(rv) = value.pointer("/metadata/resourceVersion") {
+        metadata["resourceVersion"] = rv.clone();
     }
     if let Some(token) = value.pointer("/metadata/continue") {
         metadata["continue"] = token.clone();
@@ -173,8 +275,12 @@ fn row(rt: ResourceType, obj: &Value, now: i64) -> Value {
     if let Some(m) = metadata.as_object_mut() {
         m.remove("managedFields");
     }
+    let cells: Vec<Value> = columns(rt)
+        .iter()
+        .map(|column| (column.cell)(obj, now))
+        .collect();
     json!({
-        "cells": cells(rt, obj, now),
+        "cells": cells,
         "object": {
             "kind": "PartialObjectMetadata",
             "apiVersion": "meta.k8s.io/v1",
@@ -185,6 +291,14 @@ fn row(rt: ResourceType, obj: &Value, now: i64) -> Value {
 
 fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The text at `pointer`, or `default` when there is none.
+fn text_or<'a>(obj: &'a Value, pointer: &str, default: &'a str) -> &'a str {
+    match text(obj, pointer) {
+        "" => default,
+        t => t,
+    }
 }
 
 fn number(obj: &Value, pointer: &str) -> i64 {
@@ -199,8 +313,20 @@ fn or_none(s: &str) -> String {
     }
 }
 
-fn containers(obj: &Value, pointer: &str, field: &str) -> String {
-    obj.pointer(pointer)
+fn is_deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp").is_some()
+}
+
+/// A Deployment's or ReplicaSet's `spec.replicas`, 1 when unset.
+fn desired_replicas(obj: &Value) -> i64 {
+    obj.pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
+/// One `field` of each container of the pod template, comma-separated.
+fn template_containers(obj: &Value, field: &str) -> String {
+    obj.pointer("/spec/template/spec/containers")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -224,188 +350,86 @@ fn selector(obj: &Value) -> String {
     )
 }
 
-fn cells(rt: ResourceType, obj: &Value, now: i64) -> Vec<Value> {
-    let name = text(obj, "/metadata/name");
-    let age = age(text(obj, "/metadata/creationTimestamp"), now);
-    match rt.plural {
-        "pods" => pod_cells(obj, name, age),
-        "deployments" => deployment_cells(obj, name, age),
-        "replicasets" => replicaset_cells(obj, name, age),
-        "events" => event_cells(obj, now),
-        "nodes" => node_cells(obj, name, age),
-        "namespaces" => vec![
-            json!(name),
-            json!(if obj.pointer("/metadata/deletionTimestamp").is_some() {
-                "Terminating"
-            } else {
-                "Active"
-            }),
-            json!(age),
-        ],
-        "services" => service_cells(obj, name, age),
-        "configmaps" => {
-            let count = ["data", "binaryData"]
-                .iter()
-                .filter_map(|f| obj.get(*f).and_then(Value::as_object))
-                .map(|m| m.len())
-                .sum::<usize>();
-            vec![json!(name), json!(count), json!(age)]
-        }
-        "secrets" => vec![
-            json!(name),
-            json!(match text(obj, "/type") {
-                "" => "Opaque",
-                t => t,
-            }),
-            json!(
-                obj.get("data")
-                    .and_then(Value::as_object)
-                    .map_or(0, |m| m.len())
-            ),
-            json!(age),
-        ],
-        _ => vec![json!(name), json!(age)],
-    }
+fn container_statuses(pod: &Value) -> impl Iterator<Item = &Value> {
+    pod.pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
 }
 
-/// A pod's row: its containers ready and restarted, and its status as
-/// kubectl words it.
-fn pod_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
-    let statuses = obj
-        .pointer("/status/containerStatuses")
-        .and_then(Value::as_array);
-    let total = obj
+/// A pod's containers ready of all its containers (`1/2`).
+fn pod_ready(pod: &Value) -> String {
+    let total = pod
         .pointer("/spec/containers")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
-    let ready = statuses
-        .into_iter()
-        .flatten()
+    let ready = container_statuses(pod)
         .filter(|c| c["ready"] == true)
         .count();
-    let restarts: i64 = statuses
-        .into_iter()
-        .flatten()
-        .map(|c| c["restartCount"].as_i64().unwrap_or(0))
-        .sum();
-    let status = if obj.pointer("/metadata/deletionTimestamp").is_some() {
+    format!("{ready}/{total}")
+}
+
+/// A pod's status as kubectl words it.
+fn pod_status(pod: &Value) -> String {
+    if is_deleting(pod) {
         "Terminating".to_string()
     } else {
-        match text(obj, "/status/phase") {
-            "Pending" if !text(obj, "/spec/nodeName").is_empty() => "ContainerCreating".to_string(),
+        match text(pod, "/status/phase") {
+            "Pending" if !text(pod, "/spec/nodeName").is_empty() => "ContainerCreating".to_string(),
             "" => "Pending".to_string(),
             phase => phase.to_string(),
         }
-    };
-    vec![
-        json!(name),
-        json!(format!("{ready}/{total}")),
-        json!(status),
-        json!(restarts.to_string()),
-        json!(age),
-        json!(or_none(text(obj, "/status/podIP"))),
-        json!(or_none(text(obj, "/spec/nodeName"))),
-        json!("<none>"),
-        json!("<none>"),
-    ]
+    }
 }
 
-/// A Deployment's row: its replicas ready, up to date and available.
-fn deployment_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
-    vec![
-        json!(name),
-        json!(format!(
-            "{}/{}",
-            number(obj, "/status/readyReplicas"),
-            obj.pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(1)
-        )),
-        json!(number(obj, "/status/updatedReplicas")),
-        json!(number(obj, "/status/availableReplicas")),
-        json!(age),
-        json!(containers(obj, "/spec/template/spec/containers", "name")),
-        json!(containers(obj, "/spec/template/spec/containers", "image")),
-        json!(selector(obj)),
-    ]
+fn pod_restarts(pod: &Value) -> i64 {
+    container_statuses(pod)
+        .map(|c| c["restartCount"].as_i64().unwrap_or(0))
+        .sum()
 }
 
-/// A ReplicaSet's row: its replicas desired, current and ready.
-fn replicaset_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
-    vec![
-        json!(name),
-        json!(
-            obj.pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(1)
-        ),
-        json!(number(obj, "/status/replicas")),
-        json!(number(obj, "/status/readyReplicas")),
-        json!(age),
-        json!(containers(obj, "/spec/template/spec/containers", "name")),
-        json!(containers(obj, "/spec/template/spec/containers", "image")),
-        json!(selector(obj)),
-    ]
-}
-
-/// An event's row: when it was last seen, and about what.
-fn event_cells(obj: &Value, now: i64) -> Vec<Value> {
-    let last = [
+/// When an event was last seen: the first of its times that is set.
+fn last_seen(event: &Value) -> &str {
+    [
         "/lastTimestamp",
         "/eventTime",
         "/firstTimestamp",
         "/metadata/creationTimestamp",
     ]
     .iter()
-    .map(|p| text(obj, p))
+    .map(|p| text(event, p))
     .find(|t| !t.is_empty())
-    .unwrap_or("");
-    vec![
-        json!(self::age(last, now)),
-        json!(text(obj, "/type")),
-        json!(text(obj, "/reason")),
-        json!(format!(
-            "{}/{}",
-            text(obj, "/involvedObject/kind").to_ascii_lowercase(),
-            text(obj, "/involvedObject/name")
-        )),
-        json!(text(obj, "/message")),
-    ]
+    .unwrap_or("")
 }
 
-/// A node's row: its readiness and its internal IP.
-fn node_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
-    let ready = obj
+/// A node's readiness, and whether pods may be scheduled on it.
+fn node_status(node: &Value) -> String {
+    let ready = node
         .pointer("/status/conditions")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .any(|c| c["type"] == "Ready" && c["status"] == "True");
-    let ip = obj
-        .pointer("/status/addresses")
+    let mut status = if ready { "Ready" } else { "NotReady" }.to_string();
+    if node.pointer("/spec/unschedulable") == Some(&json!(true)) {
+        status.push_str(",SchedulingDisabled");
+    }
+    status
+}
+
+fn internal_ip(node: &Value) -> &str {
+    node.pointer("/status/addresses")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .find(|a| a["type"] == "InternalIP")
         .and_then(|a| a["address"].as_str())
-        .unwrap_or("");
-    let mut status = if ready { "Ready" } else { "NotReady" }.to_string();
-    if obj.pointer("/spec/unschedulable") == Some(&json!(true)) {
-        status.push_str(",SchedulingDisabled");
-    }
-    vec![
-        json!(name),
-        json!(status),
-        json!("<none>"),
-        json!(age),
-        json!(text(obj, "/status/nodeInfo/kubeletVersion")),
-        json!(or_none(ip)),
-    ]
+        .unwrap_or("")
 }
 
-/// A Service's row: its type, cluster IP and ports.
-fn service_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
-    let ports = obj
+/// A Service's ports (`80/TCP,53/UDP`).
+fn service_ports(service: &Value) -> String {
+    service
         .pointer("/spec/ports")
         .and_then(Value::as_array)
         .into_iter()
@@ -418,19 +442,7 @@ fn service_cells(obj: &Value, name: &str, age: String) -> Vec<Value> {
             )
         })
         .collect::<Vec<_>>()
-        .join(",");
-    vec![
-        json!(name),
-        json!(match text(obj, "/spec/type") {
-            "" => "ClusterIP",
-            t => t,
-        }),
-        json!(or_none(text(obj, "/spec/clusterIP"))),
-        json!("<none>"),
-        json!(or_none(&ports)),
-        json!(age),
-        json!(selector(obj)),
-    ]
+        .join(",")
 }
 
 /// An RFC 3339 time's age as kubectl prints it (`42s`, `3m20s`, `5h`,
@@ -448,28 +460,28 @@ fn human_duration(seconds: i64) -> String {
     if seconds < 120 {
         format!("{seconds}s")
     } else if minutes < 10 {
-        match seconds % 60 {
-            0 => format!("{minutes}m"),
-            s => format!("{minutes}m{s}s"),
-        }
+        two_units(minutes, "m", seconds % 60, "s")
     } else if minutes < 180 {
         format!("{minutes}m")
     } else if hours < 8 {
-        match minutes % 60 {
-            0 => format!("{hours}h"),
-            m => format!("{hours}h{m}m"),
-        }
+        two_units(hours, "h", minutes % 60, "m")
     } else if hours < 48 {
         format!("{hours}h")
     } else if hours < 24 * 8 {
-        match hours % 24 {
-            0 => format!("{}d", hours / 24),
-            h => format!("{}d{h}h", hours / 24),
-        }
+        two_units(hours / 24, "d", hours % 24, "h")
     } else if hours < 24 * 365 * 2 {
         format!("{}d", hours / 24)
     } else {
         format!("{}y", hours / 24 / 365)
+    }
+}
+
+/// A duration in a unit and the next smaller one (`3m20s`), the smaller
+/// left out when it is zero (`3m`).
+fn two_units(large: i64, large_unit: &str, small: i64, small_unit: &str) -> String {
+    match small {
+        0 => format!("{large}{large_unit}"),
+        small => format!("{large}{large_unit}{small}{small_unit}"),
     }
 }
 
