@@ -5,6 +5,7 @@
 //! handler panic.
 
 use crate::apply;
+use crate::params::CollectionParams;
 use crate::patch::{self, PatchType};
 use crate::path::{self, Subresource, Target};
 use crate::protobuf::{self, Accept};
@@ -17,7 +18,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use watchlife_controlplane::control_plane::Deletion;
 use watchlife_controlplane::resource::{NAMESPACES, PODS};
-use watchlife_controlplane::selector::{FieldOp, FieldRequirement};
+use watchlife_controlplane::selector::{FieldOp, FieldRequirement, FieldSelector};
 use watchlife_controlplane::status::Status;
 use watchlife_controlplane::store::Revision;
 use watchlife_controlplane::{ApiError, ControlPlane, ResourceType, WatchFilter, object};
@@ -237,23 +238,46 @@ fn namespace(target: &Target) -> Option<&str> {
     target.namespace.as_deref().filter(|_| target.rt.namespaced)
 }
 
+/// A request's collection parameters, and what it asked of a watch's
+/// initial events (see [`watch_list::check`]).
+fn collection_params(
+    cp: &ControlPlane,
+    target: &Target,
+    pairs: &[(String, String)],
+) -> Result<(CollectionParams, Option<bool>), Status> {
+    let params = params::collection(pairs, target.rt, target.watch_prefix)?;
+    let send_initial_events = watch_list::check(pairs, &params, &cp.profile())?;
+    Ok((params, send_initial_events))
+}
+
+/// A watch of `target`'s collection (in its namespace), narrowed to the
+/// objects the request's label selector and `fields` select.
+async fn watch_collection(
+    cp: &ControlPlane,
+    target: &Target,
+    params: &CollectionParams,
+    fields: FieldSelector,
+    send_initial_events: Option<bool>,
+    client: Option<&str>,
+) -> Answer {
+    let filter = WatchFilter {
+        namespace: namespace(target).map(str::to_owned),
+        labels: params.list.labels.clone(),
+        fields,
+    };
+    Ok(watch::respond(cp, target.rt, filter, params, send_initial_events, client).await)
+}
+
 async fn collection(
     cp: &ControlPlane,
     target: &Target,
     pairs: &[(String, String)],
     client: Option<&str>,
 ) -> Answer {
-    let params = params::collection(pairs, target.rt, target.watch_prefix)?;
-    let send_initial_events = watch_list::check(pairs, &params, &cp.profile())?;
+    let (params, send_initial_events) = collection_params(cp, target, pairs)?;
     if params.watch {
-        let filter = WatchFilter {
-            namespace: target.namespace.clone().filter(|_| target.rt.namespaced),
-            labels: params.list.labels.clone(),
-            fields: params.list.fields.clone(),
-        };
-        return Ok(
-            watch::respond(cp, target.rt, filter, &params, send_initial_events, client).await,
-        );
+        let fields = params.list.fields.clone();
+        return watch_collection(cp, target, &params, fields, send_initial_events, client).await;
     }
     let list = lists::answer(cp, target.rt, namespace(target), &params.list, client).await?;
     Ok(response::list(target.rt, &list))
@@ -266,8 +290,7 @@ async fn get(
     client: Option<&str>,
 ) -> Answer {
     let name = target.name.as_deref().unwrap_or_default();
-    let params = params::collection(pairs, target.rt, target.watch_prefix)?;
-    let send_initial_events = watch_list::check(pairs, &params, &cp.profile())?;
+    let (params, send_initial_events) = collection_params(cp, target, pairs)?;
     if params.watch && target.subresource.is_none() {
         // A watch of one object is a watch of its collection narrowed to
         // its name, as the apiserver serves it.
@@ -277,14 +300,7 @@ async fn get(
             op: FieldOp::Equals,
             value: name.into(),
         });
-        let filter = WatchFilter {
-            namespace: target.namespace.clone().filter(|_| target.rt.namespaced),
-            labels: params.list.labels.clone(),
-            fields,
-        };
-        return Ok(
-            watch::respond(cp, target.rt, filter, &params, send_initial_events, client).await,
-        );
+        return watch_collection(cp, target, &params, fields, send_initial_events, client).await;
     }
     let obj = cp.get(target.rt, namespace(target), name)?;
     Ok(match target.subresource {
