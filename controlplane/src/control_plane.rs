@@ -502,25 +502,24 @@ fn api_error(rt: ResourceType, name: &str, e: StoreError) -> ApiError {
         StoreError::TooLarge {
             size,
             limit,
-            in_memory: false,
+            in_memory,
             ..
-        } => ApiError::Invalid(format!(
-            "{} \"{name}\" is invalid: the object is {} as JSON; the demo stores objects of at most {} (the limit on a ConfigMap's data)",
-            validation::kind_group(rt),
-            show_bytes(size),
-            show_bytes(limit)
-        )),
-        StoreError::TooLarge {
-            size,
-            limit,
-            in_memory: true,
-            ..
-        } => ApiError::Invalid(format!(
-            "{} \"{name}\" is invalid: the object would take {} in memory once parsed; the demo holds objects of at most {} each",
-            validation::kind_group(rt),
-            show_bytes(size),
-            show_bytes(limit)
-        )),
+        } => {
+            let (size, limit) = (show_bytes(size), show_bytes(limit));
+            let why = if in_memory {
+                format!(
+                    "the object would take {size} in memory once parsed; the demo holds objects of at most {limit} each"
+                )
+            } else {
+                format!(
+                    "the object is {size} as JSON; the demo stores objects of at most {limit} (the limit on a ConfigMap's data)"
+                )
+            };
+            ApiError::Invalid(format!(
+                "{} \"{name}\" is invalid: {why}",
+                validation::kind_group(rt)
+            ))
+        }
         StoreError::NoSpace {
             used, grow, quota, ..
         } => ApiError::Forbidden(format!(
