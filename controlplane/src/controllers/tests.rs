@@ -49,18 +49,11 @@ fn settle(demo: &mut Demo, clock: &AtomicU64) {
     run_for(demo, clock, 5_000_000, |_| {});
 }
 
+/// The story's Deployment with `replicas` replicas.
 fn deployment(replicas: u64) -> serde_json::Value {
-    json!({
-        "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": DEPLOYMENT}},
-            "template": {
-                "metadata": {"labels": {"app": DEPLOYMENT}},
-                "spec": {"containers": [{"name": DEPLOYMENT, "image": FIRST_IMAGE}]}
-            }
-        }
-    })
+    let mut deployment = crate::story::deployment();
+    deployment["spec"]["replicas"] = json!(replicas);
+    deployment
 }
 
 fn pods(cp: &ControlPlane) -> Vec<Arc<Value>> {
