@@ -3,11 +3,12 @@
 //! so that a person can follow it.
 //!
 //! The animation has its own clock, which stops while paused: a paused token
-//! stays where it is. Events arriving faster than they can be followed wait
-//! in a bounded queue; beyond it the oldest ordinary events are not animated
-//! but counted on the stages they passed. ERROR events and the objects of a
-//! LIST (the initial list, or a relist after 410 Gone) are never dropped:
-//! while they crowd the queue, tokens travel faster to catch up instead.
+//! stays where it is, and so does everything the page shows: an event's
+//! numbers, and the frames after it, are shown when its token is launched
+//! (see [`crate::backlog`]). Events arriving faster than they can be
+//! followed are shown in their turn without a token. ERROR events and the
+//! objects of a LIST (the initial list, or a relist after 410 Gone) always
+//! get one: while they crowd the queue, tokens travel faster instead.
 //!
 //! An event whose key was already waiting in the workqueue (coalesced) ends
 //! its journey there: its token merges into the queued key rather than
@@ -18,15 +19,14 @@
 //! reached in the shortest hop, and the token is marked
 //! [`Token::reordered`]; the event log gives the signed number.
 
-use crate::event_row::{EventRow, protected};
-use std::collections::{BTreeMap, VecDeque};
+pub use crate::backlog::MAX_WAITING;
+use crate::backlog::{Backlog, Pending};
+use crate::event_row::EventRow;
+use std::collections::VecDeque;
 use watchlife_protocol::{Stage, WatchEvent};
 
 /// Tokens on screen at once, one lane each: more cannot be followed.
 pub const LANES: usize = 6;
-/// Events waiting for a lane; beyond this the oldest ordinary one is counted
-/// instead of animated (about two journeys' worth at normal speed).
-pub const MAX_WAITING: usize = 24;
 /// Shortest hop on screen, so that a microsecond hop is still seen.
 pub const MIN_HOP_MS: f64 = 140.0;
 /// Animation time between two launches, so tokens do not overlap.
@@ -155,18 +155,22 @@ pub fn schedule(row: &EventRow, start: f64, journey_ms: Option<f64>) -> Vec<(Sta
     hops
 }
 
-/// The animation's state: its clock, waiting events, tokens on screen.
+/// The animation's state: its clock and the tokens on screen. The events
+/// waiting for a token are held in the page's [`Backlog`], in arrival order
+/// with everything else the page shows; each frame lets go of what the
+/// animation has reached (see [`crate::backlog`]).
 #[derive(Debug, Default)]
 pub struct AnimState {
     /// Animation time (ms); stands still while paused.
     pub clock: f64,
-    pub waiting: VecDeque<EventRow>,
+    /// Events shown already that the viewer asked to see travel again,
+    /// launched before anything held.
+    pub reruns: VecDeque<EventRow>,
     pub active: Vec<Token>,
     /// Tokens launched since the page opened.
     pub launched: u64,
-    /// Events not animated because too many came at once, by stage passed.
-    pub skipped: BTreeMap<Stage, u64>,
-    /// Events not animated in all.
+    /// Events shown without a token: too many came at once, or the viewer
+    /// caught up.
     pub skipped_total: u64,
     /// Coalesced events whose token merged into a queued key.
     pub merged: u64,
@@ -180,27 +184,27 @@ pub struct AnimState {
     next_id: u64,
 }
 
-impl AnimState {
-    /// An event arrived. When the queue is full, the oldest ordinary waiting
-    /// event is counted on its stages instead of animated.
-    pub fn push(&mut self, row: EventRow) {
-        if self.waiting.len() >= MAX_WAITING
-            && let Some(i) = self.waiting.iter().position(|r| !protected(&r.event))
-        {
-            let dropped = self.waiting.remove(i).expect("index from position");
-            self.skipped_total += 1;
-            for stage in dropped.event.stages.keys() {
-                *self.skipped.entry(*stage).or_default() += 1;
-            }
-        }
-        self.waiting.push_back(row);
-    }
+/// What one frame of the animation works on: the held things, which events
+/// the viewer's filters show, and where what it lets go is put.
+pub struct Feed<'a, F: Fn(&WatchEvent) -> bool> {
+    pub backlog: &'a mut Backlog,
+    pub shows: F,
+    pub out: &'a mut Vec<Pending>,
+}
 
-    /// Replays an event next, and narrates it.
+impl<F: Fn(&WatchEvent) -> bool> Feed<'_, F> {
+    /// Whether an event waits for a token.
+    fn waiting(&self, reruns: &VecDeque<EventRow>) -> bool {
+        !reruns.is_empty() || self.backlog.animated() > 0
+    }
+}
+
+impl AnimState {
+    /// Replays an event already shown next, and narrates it.
     pub fn follow(&mut self, row: EventRow) {
         self.followed = Some(row.seq);
-        self.waiting.retain(|r| r.seq != row.seq);
-        self.waiting.push_front(row);
+        self.reruns.retain(|r| r.seq != row.seq);
+        self.reruns.push_front(row);
     }
 
     /// Asks for one event to travel while paused.
@@ -208,8 +212,24 @@ impl AnimState {
         self.step_requested = true;
     }
 
-    /// Advances by `dt` ms of page time.
-    pub fn frame(&mut self, dt: f64, paused: bool, journey_ms: Option<f64>) {
+    /// Lets go of everything held at once, with no tokens: the page shows
+    /// what has arrived. Returns how many events were let go.
+    pub fn catch_up(&mut self, backlog: &mut Backlog, out: &mut Vec<Pending>) -> usize {
+        let events = backlog.events();
+        backlog.release_all(out);
+        self.skipped_total += events as u64;
+        events
+    }
+
+    /// Advances by `dt` ms of page time: launches what is due and lets go,
+    /// into `feed.out`, of what the animation has reached.
+    pub fn frame<F: Fn(&WatchEvent) -> bool>(
+        &mut self,
+        dt: f64,
+        paused: bool,
+        journey_ms: Option<f64>,
+        feed: &mut Feed<'_, F>,
+    ) {
         if !paused {
             self.stepping = None;
             self.step_requested = false;
@@ -218,7 +238,7 @@ impl AnimState {
         // until one is free, as a step in progress does.
         let step_waits_for_lane = self.step_requested
             && self.stepping.is_none()
-            && !self.waiting.is_empty()
+            && feed.waiting(&self.reruns)
             && self.free_lane().is_none();
         if !paused || self.stepping.is_some() || step_waits_for_lane {
             self.clock += dt.clamp(0.0, MAX_FRAME_MS);
@@ -233,19 +253,32 @@ impl AnimState {
         {
             self.stepping = None;
         }
+        let first = feed.out.len();
         if paused {
             if self.step_requested
                 && self.stepping.is_none()
-                && !self.waiting.is_empty()
-                && let Some(id) = self.launch(journey_ms)
+                && feed.waiting(&self.reruns)
+                && let Some(id) = self.launch(journey_ms, feed)
             {
                 self.step_requested = false;
                 self.stepping = Some(id);
+                feed.backlog.release_ready(&feed.shows, feed.out);
             }
-            return;
+        } else {
+            self.launch_due(journey_ms, feed);
+            feed.backlog.release_ready(&feed.shows, feed.out);
         }
+        self.skipped_total += feed.out[first..].iter().filter(|p| p.skipped()).count() as u64;
+    }
+
+    /// Launches the waiting events whose turn has come.
+    fn launch_due<F: Fn(&WatchEvent) -> bool>(
+        &mut self,
+        journey_ms: Option<f64>,
+        feed: &mut Feed<'_, F>,
+    ) {
         // Only protected events are left beyond the bound: hurry them along.
-        let catch_up = self.waiting.len() > MAX_WAITING;
+        let catch_up = feed.backlog.animated() > MAX_WAITING;
         let journey_ms = match journey_ms {
             Some(j) if catch_up => Some(j.min(CATCH_UP_JOURNEY_MS)),
             j => j,
@@ -255,8 +288,8 @@ impl AnimState {
         } else {
             LIVE_LAUNCH_GAP_MS
         };
-        while !self.waiting.is_empty() && self.clock - self.last_launch >= gap {
-            if self.launch(journey_ms).is_none() {
+        while feed.waiting(&self.reruns) && self.clock - self.last_launch >= gap {
+            if self.launch(journey_ms, feed).is_none() {
                 break;
             }
         }
@@ -267,10 +300,18 @@ impl AnimState {
         (0..LANES).find(|l| !self.active.iter().any(|t| t.lane == *l))
     }
 
-    /// Launches the next waiting event in a free lane.
-    fn launch(&mut self, journey_ms: Option<f64>) -> Option<u64> {
+    /// Launches the next event to rerun, else the next held one, in a free
+    /// lane; what is held before it is let go with it.
+    fn launch<F: Fn(&WatchEvent) -> bool>(
+        &mut self,
+        journey_ms: Option<f64>,
+        feed: &mut Feed<'_, F>,
+    ) -> Option<u64> {
         let lane = self.free_lane()?;
-        let row = self.waiting.pop_front()?;
+        let row = match self.reruns.pop_front() {
+            Some(row) => row,
+            None => feed.backlog.next_token(&feed.shows, feed.out)?,
+        };
         self.next_id += 1;
         self.launched += 1;
         self.last_launch = self.clock;
@@ -336,6 +377,7 @@ impl AnimState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backlog::Backlog;
     use crate::test_events::pod_event;
     use std::sync::Arc;
     use watchlife_protocol::{EventType, WatchEvent};
@@ -360,6 +402,29 @@ mod tests {
         }
     }
 
+    /// An animation with its backlog, every event shown by the filters.
+    #[derive(Default)]
+    struct Rig {
+        a: AnimState,
+        backlog: Backlog,
+        out: Vec<Pending>,
+    }
+
+    impl Rig {
+        fn push(&mut self, row: EventRow) {
+            self.backlog.push_event(row, None, 0.0);
+        }
+
+        fn frame(&mut self, dt: f64, paused: bool, journey_ms: Option<f64>) {
+            let mut feed = Feed {
+                backlog: &mut self.backlog,
+                shows: |_: &WatchEvent| true,
+                out: &mut self.out,
+            };
+            self.a.frame(dt, paused, journey_ms, &mut feed);
+        }
+    }
+
     const PATH: [(Stage, u64); 3] = [
         (Stage::Etcd, 0),
         (Stage::WatchCache, 100),
@@ -377,72 +442,100 @@ mod tests {
 
     #[test]
     fn a_paused_clock_stands_still_and_a_step_launches_exactly_one() {
-        let mut a = AnimState::default();
+        let mut r = Rig::default();
         for seq in 1..=3 {
-            a.push(row(seq, EventType::Modified, &PATH));
+            r.push(row(seq, EventType::Modified, &PATH));
         }
-        a.frame(16.0, true, Some(2_000.0));
-        assert_eq!((a.clock, a.launched), (0.0, 0));
-        a.step();
+        r.frame(16.0, true, Some(2_000.0));
+        assert_eq!((r.a.clock, r.a.launched), (0.0, 0));
+        r.a.step();
         for _ in 0..400 {
-            a.frame(16.0, true, Some(2_000.0));
+            r.frame(16.0, true, Some(2_000.0));
         }
-        assert_eq!(a.launched, 1);
-        assert!(a.clock >= 2_000.0 && a.clock < 2_100.0, "clock {}", a.clock);
-        let place = a.active[0].place(a.clock, false).unwrap();
+        assert_eq!(r.a.launched, 1);
+        assert!(
+            r.a.clock >= 2_000.0 && r.a.clock < 2_100.0,
+            "clock {}",
+            r.a.clock
+        );
+        let place = r.a.active[0].place(r.a.clock, false).unwrap();
         assert_eq!(place.stage, Stage::Reflector);
     }
 
     #[test]
     fn a_step_with_every_lane_taken_waits_for_one_then_launches_one() {
-        let mut a = AnimState::default();
+        let mut r = Rig::default();
         for seq in 1..=20 {
-            a.push(row(seq, EventType::Modified, &PATH));
+            r.push(row(seq, EventType::Modified, &PATH));
         }
-        while a.active.len() < LANES {
-            a.frame(16.0, false, Some(8_000.0));
+        while r.a.active.len() < LANES {
+            r.frame(16.0, false, Some(8_000.0));
         }
-        let before = a.launched;
-        a.frame(16.0, true, Some(8_000.0));
-        a.step();
+        let before = r.a.launched;
+        r.frame(16.0, true, Some(8_000.0));
+        r.a.step();
         for _ in 0..2_000 {
-            a.frame(16.0, true, Some(8_000.0));
+            r.frame(16.0, true, Some(8_000.0));
         }
-        assert_eq!(a.launched, before + 1, "exactly one, once a lane was free");
-        assert!(!a.step_requested);
+        assert_eq!(
+            r.a.launched,
+            before + 1,
+            "exactly one, once a lane was free"
+        );
+        assert!(!r.a.step_requested);
     }
 
     #[test]
-    fn a_flood_is_sampled_but_errors_are_kept() {
-        let mut a = AnimState::default();
-        a.push(row(0, EventType::Error, &PATH));
+    fn a_flood_is_sampled_but_errors_are_kept_and_nothing_is_lost() {
+        let mut r = Rig::default();
+        r.push(row(0, EventType::Error, &PATH));
         for seq in 1..100 {
-            a.push(row(seq, EventType::Modified, &PATH));
+            r.push(row(seq, EventType::Modified, &PATH));
         }
-        assert_eq!(a.waiting.len(), MAX_WAITING);
-        assert_eq!(a.waiting[0].event.event_type, EventType::Error);
-        assert_eq!(a.skipped_total, 100 - MAX_WAITING as u64);
-        assert_eq!(a.skipped[&Stage::Etcd], a.skipped_total);
+        while r.a.launched == 0 {
+            r.frame(16.0, false, Some(2_000.0));
+        }
+        assert_eq!(r.a.active[0].row.event.event_type, EventType::Error);
+        assert_eq!(r.a.skipped_total, 100 - MAX_WAITING as u64);
+        assert_eq!(r.out.len() as u64, 1 + r.a.skipped_total, "shown in order");
+        assert_eq!(r.backlog.events(), MAX_WAITING - 1);
+    }
+
+    #[test]
+    fn paused_nothing_is_shown_until_it_runs_or_catches_up() {
+        let mut r = Rig::default();
+        for seq in 1..=10 {
+            r.push(row(seq, EventType::Modified, &PATH));
+        }
+        for _ in 0..100 {
+            r.frame(16.0, true, Some(2_000.0));
+        }
+        assert!(r.out.is_empty(), "nothing shown while paused");
+        while r.a.launched == 0 {
+            r.frame(16.0, false, Some(2_000.0));
+        }
+        assert_eq!(r.out.len(), 1, "the first token's event, as it is launched");
+        let caught = r.a.catch_up(&mut r.backlog, &mut r.out);
+        assert_eq!((caught, r.out.len(), r.a.skipped_total), (9, 10, 9));
     }
 
     #[test]
     fn a_relist_is_never_sampled_away_and_drains_faster() {
-        let mut a = AnimState::default();
+        let mut r = Rig::default();
         for seq in 0..100 {
-            let mut r = row(seq, EventType::Added, &PATH);
-            Arc::make_mut(&mut r.event).initial = true;
-            a.push(r);
+            let mut listed = row(seq, EventType::Added, &PATH);
+            Arc::make_mut(&mut listed.event).initial = true;
+            r.push(listed);
         }
-        assert_eq!(a.skipped_total, 0);
-        assert_eq!(a.waiting.len(), 100);
+        assert_eq!(r.backlog.animated(), 100);
         // Ordinary events arriving now are the ones sampled.
-        a.push(row(100, EventType::Modified, &PATH));
-        a.push(row(101, EventType::Modified, &PATH));
-        assert_eq!(a.skipped_total, 1);
+        r.push(row(100, EventType::Modified, &PATH));
+        r.push(row(101, EventType::Modified, &PATH));
+        assert_eq!(r.backlog.animated(), 101, "one ordinary event is skipped");
         for _ in 0..5 {
-            a.frame(16.0, false, Some(8_000.0));
+            r.frame(16.0, false, Some(8_000.0));
         }
-        let t = &a.active[0];
+        let t = &r.a.active[0];
         assert!(
             t.arrival() - t.hops[0].1 <= CATCH_UP_JOURNEY_MS,
             "a backlog travels at catch-up speed"
@@ -458,26 +551,26 @@ mod tests {
 
     #[test]
     fn a_coalesced_event_merges_into_the_queued_key() {
-        let mut a = AnimState::default();
-        a.push(keyed(1, EventType::Modified, &QUEUED, "web-1", false));
-        a.push(keyed(2, EventType::Modified, &QUEUED, "web-1", true));
+        let mut r = Rig::default();
+        r.push(keyed(1, EventType::Modified, &QUEUED, "web-1", false));
+        r.push(keyed(2, EventType::Modified, &QUEUED, "web-1", true));
         for _ in 0..50 {
-            a.frame(16.0, false, Some(2_000.0));
+            r.frame(16.0, false, Some(2_000.0));
         }
-        let merging = a.active.iter().find(|t| t.merges).expect("launched");
+        let merging = r.a.active.iter().find(|t| t.merges).expect("launched");
         assert_eq!(merging.hops.last().unwrap().0, Stage::Workqueue);
-        assert_eq!(a.merged, 1);
+        assert_eq!(r.a.merged, 1);
         // Both are at the workqueue a while later: one key holding two events.
         for _ in 0..30 {
-            a.frame(16.0, false, Some(2_000.0));
+            r.frame(16.0, false, Some(2_000.0));
         }
-        let queued = a.queued(false);
+        let queued = r.a.queued(false);
         assert_eq!(
             queued,
             vec![(("pods".to_string(), "default/web-1".to_string()), 2)]
         );
-        let merging = a.active.iter().find(|t| t.merges).unwrap();
-        assert!(merging.merge_progress(a.clock).is_some());
+        let merging = r.a.active.iter().find(|t| t.merges).unwrap();
+        assert!(merging.merge_progress(r.a.clock).is_some());
     }
 
     #[test]

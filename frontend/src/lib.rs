@@ -35,6 +35,7 @@
 //! - [`components`]: what is drawn.
 
 pub mod animator;
+pub mod backlog;
 pub mod bodies;
 #[cfg(all(feature = "replay", not(feature = "in-page")))]
 pub mod compare;

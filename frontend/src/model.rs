@@ -1,7 +1,16 @@
 //! What the page knows, as signals, and how each frame changes it.
+//!
+//! One clock: a stream frame (an event, a Reflector's change, a watch
+//! cache's report) is held in the [`Backlog`] when it arrives and applied
+//! when the animation lets go of it ([`Model::show`]), so that every number,
+//! notice and panel shows what the tokens have reached, no more. The page's
+//! time ([`Model::now`]) is the arrival time of what is shown, and stands
+//! still while the animation is paused. Control frames (hello, snapshot,
+//! errors, demo actions' outcomes) are applied at once.
 
+use crate::backlog::{Backlog, Held, Pending};
 use crate::deletions::Deletions;
-use crate::event_row::{EventRow, protected};
+use crate::event_row::EventRow;
 use crate::history::{ObjectHistory, ObjectKey, Version};
 use crate::notice::{Notice, incompatible_message, reflector_alarming, reflector_caption};
 use crate::stats::{PipelineStats, RateSeries};
@@ -17,12 +26,10 @@ use watchlife_protocol::{
 /// Events kept for the log. Older ones are dropped and counted, so the page's
 /// memory stays bounded however long it runs.
 pub const EVENT_RING: usize = 2_000;
-/// Events waiting to be handed to the animation. It drains them every frame;
-/// this bounds the queue while frames do not run (a hidden tab).
-pub const ARRIVALS_CAP: usize = 1_024;
-/// Stream frames held for the next animation frame at most: beyond it (a
-/// hidden tab, where animation frames stop) they are applied at once.
-pub const INBOX_CAP: usize = 2_048;
+/// Stream frames held for the animation at most: beyond it (a hidden tab,
+/// where animation frames stop, or a long pause under a flood) the oldest
+/// are shown at once, with no token, so that memory stays bounded.
+pub const BACKLOG_CAP: usize = 4_096;
 
 /// The state of the link to the bridge.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,21 +106,23 @@ pub struct Model {
     pub last_error: RwSignal<Option<String>>,
     /// The latest notice for the caption bar.
     pub notice: RwSignal<Option<Notice>>,
-    /// Events not yet handed to the animation (not reactive: drained per frame).
-    pub arrivals: StoredValue<VecDeque<EventRow>>,
+    /// Stream frames arrived and not shown yet, in order (not reactive:
+    /// the animation lets go of them frame by frame).
+    pub backlog: StoredValue<Backlog>,
+    /// Events shown with no token because the backlog was full.
+    pub overflowed: StoredValue<u64>,
+    /// Tokens on their way to their last stage, as the animation last said.
+    pub in_flight: StoredValue<usize>,
     /// The open connection's writer, when there is one.
     pub outbox: StoredValue<Option<UnboundedSender<String>>>,
     /// The deleted objects in `objects`, oldest deletion first.
     deletions: StoredValue<Deletions>,
-    /// Stream frames received and not yet applied. They are applied together
-    /// once per animation frame ([`Model::flush`]), so the page recomputes
-    /// and redraws once per frame however many events arrived, instead of
-    /// once per event.
-    inbox: StoredValue<Vec<ServerFrame>>,
-    /// The recording's clock while replaying (ms since it started): rates,
-    /// windows and expiry then follow the recording, not the wall, so a
-    /// replay always ends in the same state.
+    /// The recording's clock while replaying (ms since it started): what
+    /// arrives is stamped with it, not the wall, so that rates, windows and
+    /// expiry follow the recording and a replay always ends in one state.
     clock: StoredValue<Option<f64>>,
+    /// The page's time as shown (see [`Model::now`]).
+    shown: StoredValue<f64>,
     /// The signals every event writes, written without notice and notified
     /// once at the end of the frame or batch ([`Model::batch`]).
     unnotified: StoredValue<Unnotified>,
@@ -147,50 +156,93 @@ impl Model {
             cursor: RwSignal::new(None),
             last_error: RwSignal::new(None),
             notice: RwSignal::new(None),
-            arrivals: StoredValue::new(VecDeque::new()),
+            backlog: StoredValue::new(Backlog::default()),
+            overflowed: StoredValue::new(0),
+            in_flight: StoredValue::new(0),
             outbox: StoredValue::new(None),
             deletions: StoredValue::new(Deletions::default()),
             clock: StoredValue::new(None),
-            inbox: StoredValue::new(Vec::new()),
+            shown: StoredValue::new(0.0),
             unnotified: StoredValue::new(Unnotified::default()),
         }
     }
 
-    /// Takes a frame from the bridge: stream frames wait for the next
-    /// animation frame, a control frame is applied at once (after the
-    /// frames before it, so the order is kept).
+    /// Takes a frame from the bridge: a stream frame is held until the
+    /// animation reaches it; a control frame is applied at once, except that
+    /// a hello or a snapshot (which replace what the page knows) first shows
+    /// everything held, so that nothing older lands after them.
     pub fn receive(&self, frame: ServerFrame) {
-        if frame.body.is_stream() {
-            let held = self
-                .inbox
-                .try_update_value(|inbox| {
-                    inbox.push(frame);
-                    inbox.len()
-                })
-                .unwrap_or(0);
-            if held >= INBOX_CAP {
-                self.flush();
+        let at = self.arrival_time();
+        self.cursor.update_untracked(|c| {
+            if let Some((_, last)) = c {
+                *last = (*last).max(frame.seq);
             }
-        } else {
-            self.flush();
+        });
+        if !frame.body.is_stream() {
+            if matches!(frame.body, FrameBody::Hello(_) | FrameBody::Snapshot(_)) {
+                self.show_all();
+            }
             self.apply(frame);
+            return;
+        }
+        let mut overflow = Vec::new();
+        self.backlog.update_value(|b| {
+            match frame.body {
+                FrameBody::Event(event) => {
+                    let (row, object) = split_event(frame.seq, event);
+                    b.push_event(row, object, at);
+                }
+                _ => b.push_frame(frame, at),
+            }
+            b.release_beyond(BACKLOG_CAP, &mut overflow);
+        });
+        if !overflow.is_empty() {
+            let events = overflow
+                .iter()
+                .filter(|p| matches!(p.held, Held::Event { .. }))
+                .count() as u64;
+            self.overflowed.update_value(|n| *n += events);
+            self.show(overflow);
         }
     }
 
-    /// Applies the frames held by [`Model::receive`], in order, as one batch.
-    pub fn flush(&self) {
-        let frames = self
-            .inbox
-            .try_update_value(std::mem::take)
-            .unwrap_or_default();
-        if frames.is_empty() {
+    /// Shows at once everything held, with no tokens (a jump, or a frame
+    /// that replaces what the page knows). Returns how many events it held.
+    pub fn show_all(&self) -> usize {
+        let mut out = Vec::new();
+        let events = self
+            .backlog
+            .try_update_value(|b| {
+                let n = b.events();
+                b.release_all(&mut out);
+                n
+            })
+            .unwrap_or(0);
+        self.show(out);
+        events
+    }
+
+    /// Applies what the animation let go of, in order, as one batch; the
+    /// page's time moves on to the arrival of the last of them.
+    pub fn show(&self, released: Vec<Pending>) {
+        if released.is_empty() {
             return;
         }
         self.batch(|| {
-            for frame in frames {
-                self.apply(frame);
+            for p in released {
+                self.shown.update_value(|s| *s = s.max(p.at));
+                match p.held {
+                    Held::Event { row, object, .. } => self.apply_row(row, object, p.at),
+                    Held::Frame(frame) => self.apply(frame),
+                }
             }
         });
+    }
+
+    /// Whether nothing is held and no token is on its way: the page shows
+    /// all that has arrived.
+    pub fn caught_up(&self) -> bool {
+        self.backlog.with_value(Backlog::is_empty) && self.in_flight.get_value() == 0
     }
 
     /// Runs `f`, which applies frames, notifying the signals that events
@@ -234,15 +286,36 @@ impl Model {
         }
     }
 
-    /// The page's time in ms: the recording's clock when replaying, else
-    /// `performance.now()`.
+    /// The page's time in ms, as shown: the arrival time of what the page
+    /// shows, or, with nothing held, the time now. It stands still while the
+    /// animation is paused, so rates and ages do too. Arrival times are the
+    /// recording's clock when replaying, else `performance.now()`.
     pub fn now(&self) -> f64 {
+        self.shown.get_value()
+    }
+
+    /// The time a frame arriving now is stamped with.
+    pub fn arrival_time(&self) -> f64 {
         self.clock.get_value().unwrap_or_else(now_ms)
     }
 
-    /// Sets the replay clock (see [`Model::now`]).
+    /// Sets the replay clock (see [`Model::arrival_time`]).
     pub fn set_clock(&self, ms: f64) {
         self.clock.set_value(Some(ms));
+    }
+
+    /// Moves the page's time on to the arrival time now, when nothing is
+    /// held: what the animation does each frame it runs.
+    pub fn keep_time(&self) {
+        if self.backlog.with_value(Backlog::is_empty) {
+            let now = self.arrival_time();
+            self.shown.update_value(|s| *s = s.max(now));
+        }
+    }
+
+    /// Sets the page's time (a replay's seek, which may go back).
+    pub fn set_shown(&self, ms: f64) {
+        self.shown.set_value(ms);
     }
 
     /// Forgets every frame applied: the state of a page that has received
@@ -261,7 +334,7 @@ impl Model {
         self.cursor.set(None);
         self.last_error.set(None);
         self.notice.set(None);
-        self.arrivals.set_value(VecDeque::new());
+        self.backlog.set_value(Backlog::default());
         self.deletions.set_value(Deletions::default());
     }
 
@@ -310,8 +383,8 @@ impl Model {
                 self.connected();
             }
             FrameBody::Event(event) => {
-                self.apply_event(seq, event);
-                self.notify_events();
+                let (row, object) = split_event(seq, event);
+                self.apply_row(row, object, self.arrival_time());
                 return;
             }
             FrameBody::Reflector(update) => {
@@ -360,16 +433,10 @@ impl Model {
         }
     }
 
-    /// Records one event. The signals it writes are not notified here (see
-    /// [`Model::notify_events`]).
-    fn apply_event(&self, seq: u64, mut event: WatchEvent) {
-        // The object is kept by its history only (see [`EventRow`]).
-        let object = Some(std::mem::take(&mut event.object));
-        let row = EventRow {
-            seq,
-            event: Arc::new(event),
-        };
-        let now = self.now();
+    /// Records one event that arrived at page time `now`, and notifies the
+    /// signals it writes unless a batch is under way.
+    fn apply_row(&self, row: EventRow, object: Option<ObjectJson>, now: f64) {
+        let seq = row.seq;
         self.stats.try_update_untracked(|s| {
             s.record(&row.event.stages, now);
             s.listeners
@@ -383,16 +450,6 @@ impl Model {
             }
         });
         self.track_object(&row, object, now);
-        self.arrivals.update_value(|a| {
-            // Make room by dropping the oldest ordinary event: an error or a
-            // listed object is always handed on.
-            if a.len() >= ARRIVALS_CAP
-                && let Some(i) = a.iter().position(|r| !protected(&r.event))
-            {
-                a.remove(i);
-            }
-            a.push_back(row.clone());
-        });
         let full = self.events.try_update_untracked(|events| {
             let full = events.len() >= EVENT_RING;
             if full {
@@ -405,6 +462,7 @@ impl Model {
             self.dropped.try_update_untracked(|d| *d += 1);
         }
         self.unnotified.update_value(|u| u.events = true);
+        self.notify_events();
     }
 
     fn track_object(&self, row: &EventRow, object: Option<ObjectJson>, now: f64) {
@@ -523,6 +581,16 @@ impl Model {
         });
         self.roster.notify();
     }
+}
+
+/// An event as the page keeps it, and its object apart (see [`EventRow`]).
+fn split_event(seq: u64, mut event: WatchEvent) -> (EventRow, Option<ObjectJson>) {
+    let object = Some(std::mem::take(&mut event.object));
+    let row = EventRow {
+        seq,
+        event: Arc::new(event),
+    };
+    (row, object)
 }
 
 impl Default for Model {

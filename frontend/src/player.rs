@@ -1,12 +1,15 @@
-//! Drives the animation: one `requestAnimationFrame` loop hands new events
-//! to the tokens' state, advances its clock unless paused, and bumps a tick
-//! signal that the token layer redraws on.
+//! Drives the animation: one `requestAnimationFrame` loop advances its clock
+//! unless paused, launches the held events whose turn has come, shows the
+//! model what the animation has reached (the page's one clock, see
+//! [`crate::backlog`]), and bumps a tick signal that the token layer redraws
+//! on.
 
-use crate::animator::AnimState;
+use crate::animator::{AnimState, Feed};
 use crate::event_row::EventRow;
 use crate::model::{Model, now_ms};
 use crate::view_state::ViewState;
 use leptos::prelude::*;
+use watchlife_protocol::WatchEvent;
 
 /// The animation, shared by the pipeline (draws it), the controls (pause,
 /// step) and the event log (follow). `Copy`: handles only.
@@ -19,6 +22,8 @@ pub struct Player {
     /// The viewer prefers reduced motion: tokens step instead of glide.
     /// Follows the system setting as it changes, without a reload.
     pub reduced_motion: RwSignal<bool>,
+    /// What the animation shows: it lets go of what the model holds.
+    model: Model,
 }
 
 impl Player {
@@ -28,6 +33,7 @@ impl Player {
             state: StoredValue::new(AnimState::default()),
             tick: RwSignal::new(0),
             reduced_motion: RwSignal::new(false),
+            model,
         };
         follow_reduced_motion(player.reduced_motion);
         next_frame(player, model, view, now_ms());
@@ -45,10 +51,13 @@ impl Player {
         self.tick.update(|t| *t += 1);
     }
 
-    /// Events waiting for a lane, followed frame by frame.
+    /// Events not shown yet (waiting for a token, or behind one), followed
+    /// frame by frame.
     pub fn waiting(&self) -> usize {
         self.tick.track();
-        self.state.with_value(|s| s.waiting.len())
+        self.model
+            .backlog
+            .with_value(|b| b.events() + self.state.with_value(|s| s.reruns.len()))
     }
 
     /// While paused, lets the next event travel.
@@ -56,33 +65,52 @@ impl Player {
         self.state.update_value(AnimState::step);
         self.tick.update(|t| *t += 1);
     }
+
+    /// Shows at once everything held, with no tokens: the page catches up
+    /// with what has arrived.
+    pub fn catch_up(&self) {
+        let mut out = Vec::new();
+        self.model.backlog.update_value(|b| {
+            self.state.update_value(|s| {
+                s.catch_up(b, &mut out);
+            });
+        });
+        self.model.show(out);
+        self.model.keep_time();
+        self.tick.update(|t| *t += 1);
+    }
 }
 
 fn next_frame(player: Player, model: Model, view: ViewState, last: f64) {
     request_animation_frame(move || {
-        // The frames received since the last animation frame, all at once.
-        model.flush();
         let now = now_ms();
-        let incoming = model
-            .arrivals
-            .try_update_value(std::mem::take)
-            .unwrap_or_default();
         let paused = view.paused.get_untracked();
         let journey = view.journey_ms_untracked();
         let filters = view.filters_untracked();
-        let changed = player
-            .state
-            .try_update_value(|s| {
-                let before = (s.launched, s.waiting.len(), s.skipped_total);
-                for row in incoming {
-                    if filters.shows(&row.event) {
-                        s.push(row);
-                    }
-                }
-                s.frame(now - last, paused, journey);
-                !s.active.is_empty() || before != (s.launched, s.waiting.len(), s.skipped_total)
+        let mut out = Vec::new();
+        let changed = model
+            .backlog
+            .try_update_value(|backlog| {
+                player.state.try_update_value(|s| {
+                    let before = (s.launched, backlog.len(), s.skipped_total);
+                    let mut feed = Feed {
+                        backlog,
+                        shows: |e: &WatchEvent| filters.shows(e),
+                        out: &mut out,
+                    };
+                    s.frame(now - last, paused, journey, &mut feed);
+                    let clock = s.clock;
+                    let in_flight = s.active.iter().filter(|t| t.arrival() > clock).count();
+                    model.in_flight.set_value(in_flight);
+                    !s.active.is_empty() || before != (s.launched, backlog.len(), s.skipped_total)
+                })
             })
+            .flatten()
             .unwrap_or(false);
+        model.show(out);
+        if !paused {
+            model.keep_time();
+        }
         if changed {
             player.tick.update(|t| *t += 1);
         }

@@ -1,11 +1,15 @@
 //! Replaying a recording with no bridge: `?replay=URL`, `?scenario=NAME`, or
 //! a file dropped on the page.
 //!
-//! The frames go through [`Model::apply`] exactly as live ones do, so the
-//! pipeline, the tables and the plots are the live page's. The model's clock
-//! is the recording's (see [`Model::now`]): seeking re-applies every frame
-//! up to the point from a reset model, so the state at any time is the same
-//! however it was reached, and a replay always ends in the same state.
+//! The frames go through [`Model::receive`] exactly as live ones do, so the
+//! pipeline, the tables and the plots are the live page's, on the page's one
+//! clock: the recording is fed at its pace, and the timeline shows the
+//! recording's time of what the animation has reached ([`Model::now`]). The
+//! replay ends when its last event has been drawn, not when its last frame
+//! was fed. Arrivals are stamped with the recording's clock, and seeking
+//! re-applies every frame up to the point from a reset model, so the state
+//! at any time is the same however it was reached, and a replay always ends
+//! in the same state.
 
 use crate::model::{Link, Model};
 use crate::notice::reflector_alarming;
@@ -60,6 +64,9 @@ pub struct Replay {
     pub problems: RwSignal<Vec<String>>,
     pub markers: RwSignal<Vec<Marker>>,
     recording: StoredValue<Option<Arc<Recording>>>,
+    /// How far the recording has been fed to the model (ms): ahead of the
+    /// position shown while the animation is behind.
+    fed_ms: StoredValue<f64>,
     /// Index of the next frame to apply.
     next: StoredValue<usize>,
     model: Model,
@@ -76,6 +83,7 @@ impl Replay {
             problems: RwSignal::new(Vec::new()),
             markers: RwSignal::new(Vec::new()),
             recording: StoredValue::new(None),
+            fed_ms: StoredValue::new(0.0),
             next: StoredValue::new(0),
             model,
             view,
@@ -156,7 +164,9 @@ impl Replay {
         self.seek(0.0);
     }
 
-    /// Starts the clock; it runs for the life of the page.
+    /// Starts the clock; it runs for the life of the page. It feeds the
+    /// recording at its pace, shows on the timeline where the animation is,
+    /// and ends (or loops) once everything fed has been drawn.
     pub fn start_clock(self) {
         every_tick(move |elapsed| {
             let running = self.status.get_untracked() == Status::Ready
@@ -166,17 +176,29 @@ impl Replay {
                 return;
             }
             let duration = self.duration_ms.get_untracked();
-            let target = self.head.position_ms.get_untracked() + elapsed * self.head.speed();
-            self.advance_to(target.min(duration));
-            if target >= duration {
+            let fed = self.fed_ms.get_value();
+            if fed < duration {
+                self.advance_to((fed + elapsed * self.head.speed()).min(duration));
+            }
+            self.follow_animation();
+            if self.fed_ms.get_value() >= duration && self.model.caught_up() {
                 if self.view.looping.get_untracked() {
                     self.seek(0.0);
                 } else {
+                    self.head.position_ms.set(duration);
                     self.head.ended.set(true);
                     self.model.settle();
                 }
             }
         });
+    }
+
+    /// Moves the timeline to the recording's time of what the page shows.
+    fn follow_animation(&self) {
+        let shown = self.model.now().min(self.fed_ms.get_value());
+        if self.head.position_ms.get_untracked() != shown {
+            self.head.position_ms.set(shown);
+        }
     }
 
     /// Shows the recording as it was at `t_ms`: every frame up to it applied
@@ -186,13 +208,16 @@ impl Replay {
         self.model.reset();
         self.model.link.set(Link::Replay);
         self.next.set_value(0);
+        self.fed_ms.set_value(0.0);
         self.head
             .ended
             .set(t_ms >= self.duration_ms.get_untracked() && t_ms > 0.0);
         self.advance_to(t_ms);
-        self.model.settle();
         // Tokens are for what happens while watching, not for a jump.
-        self.model.arrivals.update_value(|a| a.clear());
+        self.model.show_all();
+        self.model.set_shown(t_ms);
+        self.head.position_ms.set(t_ms);
+        self.model.settle();
     }
 
     /// Plays from the start again.
@@ -226,11 +251,12 @@ impl Replay {
         self.recording.get_value()
     }
 
-    /// Applies the frames due by `t_ms`, each at its own recorded time, as
-    /// one batch. `t_ms` only moves forward from the last call or
-    /// [`Replay::seek`]; a clock other than [`Replay::start_clock`] (a
-    /// compare view's, driving two replays) calls this with a time no later
-    /// than [`Replay::duration_ms`].
+    /// Feeds the model the frames due by `t_ms`, each stamped with its own
+    /// recorded time (stream frames are then held for the animation). `t_ms`
+    /// only moves forward from the last call or [`Replay::seek`]; a clock
+    /// other than [`Replay::start_clock`] (a compare view's, driving two
+    /// replays) calls this with a time no later than
+    /// [`Replay::duration_ms`].
     pub fn advance_to(&self, t_ms: f64) {
         let Some(recording) = self.recording.get_value() else {
             return;
@@ -242,13 +268,13 @@ impl Replay {
                     break;
                 }
                 self.model.set_clock(f.t_ms as f64);
-                self.model.apply(for_replay(&f.frame));
+                self.model.receive(for_replay(&f.frame));
                 next += 1;
             }
         });
         self.next.set_value(next);
         self.model.set_clock(t_ms);
-        self.head.position_ms.set(t_ms);
+        self.fed_ms.set_value(t_ms);
     }
 }
 

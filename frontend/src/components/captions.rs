@@ -1,6 +1,9 @@
-//! The caption bar: what the narrated token is doing, in plain words, and
-//! the latest notice (a demo action's outcome, an error, a 410).
+//! The caption bar: what the narrated token is doing, in plain words, the
+//! latest notice (a demo action's outcome, an error, a 410), and the one
+//! control that says the animation is behind ([`CatchUp`]). All of it
+//! follows the animation: a notice shows when the token before it is drawn.
 
+use super::catch_up::CatchUp;
 use crate::model::Model;
 use crate::narration::caption;
 use crate::player::Player;
@@ -23,12 +26,14 @@ pub fn Captions() -> impl IntoView {
             Some(caption(place.stage, &token.row.event))
         })
     });
+    let waiting = Memo::new(move |_| player.waiting());
+    let idle = move || idle_words(view.paused.get(), waiting.get());
     let on = move || view.captions.get().unwrap_or(true);
     view! {
         <section class="captions" aria-label="Captions">
             <Show when=on>
                 <p class="narration" id="narration" aria-live="polite" aria-atomic="true">
-                    {move || narration.get().unwrap_or_else(|| "Waiting for the next event…".into())}
+                    {move || narration.get().unwrap_or_else(idle)}
                 </p>
             </Show>
             <p
@@ -40,6 +45,35 @@ pub fn Captions() -> impl IntoView {
             >
                 {move || model.notice.with(|n| n.as_ref().map(|n| n.text.clone()).unwrap_or_default())}
             </p>
+            <CatchUp/>
         </section>
+    }
+}
+
+/// What the narration says when no token is on the picture: whether events
+/// wait their turn (`waiting`), and whether the animation is `paused`.
+fn idle_words(paused: bool, waiting: usize) -> String {
+    let wait = if waiting == 1 {
+        "event waits its turn"
+    } else {
+        "events wait their turn"
+    };
+    match (paused, waiting) {
+        (true, 0) => "Paused.".into(),
+        (true, n) => format!("Paused: {n} {wait}."),
+        (false, 0) => "Waiting for the next event…".into(),
+        (false, n) => format!("{n} {wait}…"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::idle_words;
+
+    #[test]
+    fn an_idle_caption_says_what_waits() {
+        assert_eq!(idle_words(false, 0), "Waiting for the next event…");
+        assert_eq!(idle_words(true, 3), "Paused: 3 events wait their turn.");
+        assert_eq!(idle_words(false, 1), "1 event waits its turn…");
     }
 }

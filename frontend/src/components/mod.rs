@@ -3,6 +3,7 @@
 pub mod actions;
 pub mod cache_answers;
 pub mod captions;
+pub mod catch_up;
 pub mod cluster_status;
 pub mod controls;
 pub mod event_detail;

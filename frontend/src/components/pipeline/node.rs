@@ -6,7 +6,7 @@
 use super::super::cache_answers::cache_answer_lines;
 use super::super::listener_lanes::listener_lines;
 use super::super::node_lines::node_lines;
-use super::layout::{HEIGHT, LINES_Y, MONO_CHAR_W, NODE_H, NODE_W, NODE_Y, SANS_CHAR_W, node_x};
+use super::layout::{LINES_Y, MONO_CHAR_W, NODE_H, NODE_W, NODE_Y, SANS_CHAR_W, node_x};
 use super::numbers::{Numbers, stage_numbers};
 use super::reflector_lines::reflector_lines;
 use super::stage_id::stage_id;
@@ -72,7 +72,6 @@ pub fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
             <Show when=observed fallback=move || view! { <NotObserved cx/> }>
                 <StageNumbers stage x numbers now/>
             </Show>
-            <NotAnimated stage cx/>
         </g>
     }
 }
@@ -127,26 +126,6 @@ fn NotObserved(cx: f64) -> impl IntoView {
         <text class="not-observed" x=cx y=NODE_Y + 100.0 text-anchor="middle">"not observed"</text>
         <text class="stage-explain" x=cx y=NODE_Y + 118.0 text-anchor="middle">"this source cannot"</text>
         <text class="stage-explain" x=cx y=NODE_Y + 133.0 text-anchor="middle">"measure this stage"</text>
-    }
-}
-
-/// How many events passed the stage without being animated.
-#[component]
-fn NotAnimated(stage: Stage, cx: f64) -> impl IntoView {
-    let player = expect_context::<Player>();
-    let skipped = move || {
-        player.tick.track();
-        player
-            .state
-            .with_value(|s| s.skipped.get(&stage).copied().unwrap_or(0))
-    };
-    view! {
-        <text class="skipped" x=cx y=HEIGHT - 8.0 text-anchor="middle">
-            {move || match skipped() {
-                0 => String::new(),
-                n => format!("+{n} not animated"),
-            }}
-        </text>
     }
 }
 
