@@ -19,8 +19,8 @@
 use crate::machine::now_micros;
 use crate::report::{Report, Section, Table};
 use crate::scenario::WriteLoad;
-use crate::scenario::{Runs, Scenario};
-use crate::stats::{Histogram, Spread, count, micros, num, ratio};
+use crate::scenario::{Runs, Scenario, stopped_early};
+use crate::stats::{Histogram, Spread, count, micros, num, plural, ratio, times};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::sync::Arc;
@@ -118,9 +118,7 @@ impl Scenario for Config {
              demo's numbers mean beside the real thing, not which is better."
                 .to_string(),
         ];
-        if let Some(e) = gathered.failure {
-            notes.push(format!("The measurement stopped early: {e}."));
-        }
+        notes.extend(stopped_early(gathered.failure.as_deref()));
         report.sections.push(Section {
             title: "The demo control plane beside kube-apiserver + etcd".into(),
             method: self.method(),
@@ -149,11 +147,6 @@ async fn serve_demo_api() -> (
         let _ = stopped.await;
     }));
     (demo_addr, stop, server)
-}
-
-/// "" for one, "s" for more.
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 impl Config {
@@ -220,18 +213,17 @@ impl Config {
     /// The headlines, demo beside kube-apiserver; returns the summary's lines.
     fn compare(&self, figures: &[Vec<Figures>], report: &mut Report) -> Vec<String> {
         let mut summary = Vec::new();
-        let times = |v| format!("{}×", num(v));
         for (i, n) in self.load.watchers.iter().enumerate() {
             let (demo, kube) = (&figures[0][i], &figures[1][i]);
-            let writes = ratio(&demo.writes_per_second, &kube.writes_per_second);
             let latency = ratio(&kube.p50, &demo.p50);
-            report.headline(
+            report.ratio_headline(
                 format!(
                     "demo API ÷ kube-apiserver + etcd, writes/s delivered to {} watcher{}",
                     count(*n),
                     plural(*n)
                 ),
-                writes.show(times),
+                &demo.writes_per_second,
+                &kube.writes_per_second,
             );
             if i + 1 == self.load.watchers.len() {
                 report.headline(

@@ -53,15 +53,14 @@
 
 use crate::apiserver::Api;
 use crate::browser::Driver;
-use crate::etcd_fill::{PER_TXN, TXNS_AT_ONCE, put_all};
-use crate::machine::{fd_limit, rss_bytes};
+use crate::etcd_fill::{PER_TXN, TXNS_AT_ONCE, put_all, settings_text, uid};
+use crate::machine::{fd_limit, kib_field, process_tree, rss_bytes, status};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
 use crate::scenario::Scenario;
-use crate::stats::{bytes, count, micros, num};
+use crate::stats::{bytes, count, micros, num, share};
 use futures_util::StreamExt;
 use serde::Deserialize;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -284,7 +283,7 @@ fn size_row(f: &Figures, empty: &Empty) -> Vec<String> {
             _ => "–".into(),
         },
         f.events_seen.map_or("–".to_string(), |v| {
-            format!("{:.0}% ({})", v * 100.0, f.resyncs)
+            format!("{} ({})", share(v), f.resyncs)
         }),
         or_dash(f.page_fps, num),
     ]
@@ -591,24 +590,14 @@ async fn fill(
 fn stored_configmap(i: usize) -> (String, String) {
     let ns = format!("big-{}", i % NAMESPACES);
     let name = format!("settings-{i:07}");
-    // About DATA_BYTES of properties, different in every object.
-    let mut properties = String::with_capacity(DATA_BYTES + 64);
-    let mut x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut k = 0;
-    while properties.len() < DATA_BYTES {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        properties.push_str(&format!("service.setting-{k:02}.value={x:016x}\n"));
-        k += 1;
-    }
+    let properties = settings_text(i, "service", DATA_BYTES);
     let object = serde_json::json!({
         "kind": "ConfigMap",
         "apiVersion": "v1",
         "metadata": {
             "name": name,
             "namespace": ns,
-            "uid": format!("{:08x}-0000-4000-8000-{:012x}", i >> 16, i),
+            "uid": uid(i),
             "creationTimestamp": "2026-01-01T00:00:00Z",
             "labels": {"app": "settings", "shard": format!("s{}", i % 16)},
             "annotations": {"owner": "platform-team"}
@@ -1010,51 +999,20 @@ struct Renderers {
 /// The processes under `root` started with `--type=renderer` (Chromium
 /// rewrites its command line into one string, so it is searched, not split).
 fn renderers(root: u32) -> Renderers {
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The parent is the second field after the command name, which may hold spaces.
-        let ppid = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 2..].split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            children.entry(ppid).or_default().push(pid);
-        }
-    }
     let mut found = Renderers {
         processes: 0,
         rss: 0.0,
         tab_rss: 0.0,
         tab_anon: 0.0,
     };
-    let mut stack = vec![root];
-    while let Some(pid) = stack.pop() {
-        if let Some(kids) = children.get(&pid) {
-            stack.extend(kids);
-        }
+    for pid in process_tree(root) {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         if !String::from_utf8_lossy(&cmdline).contains("--type=renderer") {
             continue;
         }
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-                .map(|kib| kib * 1024.0)
-        };
-        let (Some(rss), Some(anon)) = (field("VmRSS:"), field("RssAnon:")) else {
+        let status = status(pid).unwrap_or_default();
+        let field = |name| kib_field(&status, name).map(|b| b as f64);
+        let (Some(rss), Some(anon)) = (field("VmRSS"), field("RssAnon")) else {
             continue;
         };
         found.processes += 1;

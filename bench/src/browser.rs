@@ -10,7 +10,7 @@
 
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, stopped_early};
 use crate::stats::{Spread, count, micros, num};
 use fantoccini::{Client, ClientBuilder};
 use std::os::unix::process::CommandExt;
@@ -120,9 +120,7 @@ impl Scenario for Config {
              whole page, every panel drawing at once."
                 .to_string(),
         ];
-        if let Some(e) = failure {
-            notes.push(format!("The measurement stopped early: {e}."));
-        }
+        notes.extend(stopped_early(failure.as_deref()));
         let summary = figures
             .iter()
             .map(|f| {

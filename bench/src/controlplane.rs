@@ -23,7 +23,7 @@ use crate::objects::{pod, pod_name};
 use crate::report::{Report, Section, Table};
 use crate::scenario::Scenario;
 use crate::scenario::WriteLoad;
-use crate::stats::{Histogram, Spread, bytes, count, micros, num, ratio};
+use crate::stats::{Histogram, Spread, bytes, count, micros, num, plural, ratio, times};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -137,7 +137,6 @@ impl Config {
     ) {
         let most = self.most_watchers();
         let shown = count(most);
-        let times = |v| format!("{}×", num(v));
         let cost = ratio(&last.write_call_micros, &first.write_call_micros);
         let rate = ratio(&first.writes_per_second, &last.writes_per_second);
         let shared = ratio(&gathered.shared_at_most, &gathered.naive);
@@ -301,7 +300,7 @@ impl Scenario for Config {
         for (i, n) in self.load.watchers.iter().enumerate() {
             report.series(
                 "control plane: commit → watcher",
-                &format!("{} watcher{}", count(*n), if *n == 1 { "" } else { "s" }),
+                &format!("{} watcher{}", count(*n), plural(*n)),
                 gathered.pooled[i].shape(),
             );
         }

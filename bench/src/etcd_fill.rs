@@ -44,3 +44,25 @@ pub async fn put_all(
     }
     Ok(json)
 }
+
+/// About `bytes` of lines `{prefix}.setting-NN.value=HEX`, different for
+/// every `i` and the same on every run: the data of the `i`-th object of a
+/// fill, as a service's properties file would hold it.
+pub fn settings_text(i: usize, prefix: &str, bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 64);
+    let mut x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut k = 0;
+    while text.len() < bytes {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.push_str(&format!("{prefix}.setting-{k:02}.value={x:016x}\n"));
+        k += 1;
+    }
+    text
+}
+
+/// The uid of the `i`-th object of a fill: one of its own, in a UUID's form.
+pub fn uid(i: usize) -> String {
+    format!("{:08x}-0000-4000-8000-{:012x}", i >> 16, i)
+}

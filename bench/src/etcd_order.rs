@@ -17,7 +17,7 @@ use crate::apiserver::Api;
 use crate::process::BridgeRuns;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
-use crate::scenario::{Runs, Scenario};
+use crate::scenario::{Runs, Scenario, stopped_early};
 use crate::stats::{Spread, micros};
 use futures_util::StreamExt;
 use std::collections::HashMap;
@@ -176,9 +176,7 @@ fn section(config: &Config, figures: &[Figures], failure: Option<String>, second
          notification was the later of the two."
             .to_string(),
     ];
-    if let Some(e) = failure {
-        notes.push(format!("The measurement stopped early: {e}."));
-    }
+    notes.extend(stopped_early(failure.as_deref()));
     let summary = figures
         .iter()
         .zip(PACES)

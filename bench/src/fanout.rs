@@ -23,8 +23,8 @@ use crate::bridge;
 use crate::machine::{cpu_time, fd_limit, now_micros, rss_bytes};
 use crate::process::{Watchlife, get, metric, metric_sum};
 use crate::report::{Report, Section, Table};
-use crate::scenario::Scenario;
-use crate::stats::{Histogram, Spread, bytes, count, micros, num, ratio};
+use crate::scenario::{Scenario, stopped_early};
+use crate::stats::{Histogram, Spread, bytes, count, micros, num, percent, plural, share};
 use futures_util::StreamExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -274,11 +274,6 @@ impl Config {
     }
 }
 
-/// "1 viewer", "100 viewers".
-fn viewers_plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 /// One row per step under load; each step's latencies go to the plot.
 fn steps_table(gathered: &Gathered, report: &mut Report) -> Table {
     let mut table = Table::new(
@@ -321,12 +316,12 @@ fn steps_table(gathered: &Gathered, report: &mut Report) -> Table {
             f.hub_p50.show(micros),
             f.hub_p99.show(micros),
             f.informer_p50.show(micros),
-            f.delivered_share.show(|v| format!("{:.0}%", v * 100.0)),
+            f.delivered_share.show(share),
             f.resyncs_per_viewer_minute.show(num),
-            f.cpu_percent.show(|v| format!("{v:.0}%")),
+            f.cpu_percent.show(percent),
             f.cpu_per_frame.show(micros),
             f.cpu_per_message.show(micros),
-            f.viewers_cpu_percent.show(|v| format!("{v:.0}%")),
+            f.viewers_cpu_percent.show(percent),
             f.rss.show(bytes),
         ]);
         let changes = if busy.contains(s) {
@@ -339,7 +334,7 @@ fn steps_table(gathered: &Gathered, report: &mut Report) -> Table {
             &format!(
                 "{} viewer{}, {} {changes}/s",
                 count(s.viewers),
-                viewers_plural(s.viewers),
+                plural(s.viewers),
                 count(s.rate as usize),
             ),
             f.reflector.shape(),
@@ -377,7 +372,7 @@ fn notes(gathered: &Gathered) -> Vec<String> {
          those the hub published; a viewer still reading an earlier backlog can exceed \
          100%.",
         gathered.quiet_rate.show(num),
-        gathered.quiet_cpu.show(|v| format!("{v:.0}%"))
+        gathered.quiet_cpu.show(percent)
     )];
     notes.extend(gathered.plan.limited.clone());
     notes.extend(informer_note(gathered));
@@ -393,9 +388,7 @@ fn notes(gathered: &Gathered) -> Vec<String> {
             gathered.failures
         ));
     }
-    if let Some(e) = &gathered.failure {
-        notes.push(format!("The measurement stopped early: {e}."));
-    }
+    notes.extend(stopped_early(gathered.failure.as_deref()));
     notes
 }
 
@@ -413,7 +406,7 @@ fn informer_note(gathered: &Gathered) -> Option<String> {
                 "{} with {} viewer{}",
                 micros(f.informer_p50.median()),
                 count(s.viewers),
-                viewers_plural(s.viewers)
+                plural(s.viewers)
             )
         })
         .collect();
@@ -490,15 +483,17 @@ fn headlines(gathered: &Gathered, report: &mut Report) {
         return;
     };
     let most = count(busy.last().map_or(1, |s| s.viewers));
-    report.headline(
+    report.ratio_headline(
         format!("fan-out: hub → viewer p50, {most} viewers ÷ 1 viewer, at {FULL_RATE} changes/s"),
-        ratio(&last.hub_p50, &first.hub_p50).show(|v| format!("{}×", num(v))),
+        &last.hub_p50,
+        &first.hub_p50,
     );
-    report.headline(
+    report.ratio_headline(
         format!(
             "fan-out: upstream arrival → hub p50 (the informer inside watchlife), {most} viewers ÷ 1 viewer"
         ),
-        ratio(&last.informer_p50, &first.informer_p50).show(|v| format!("{}×", num(v))),
+        &last.informer_p50,
+        &first.informer_p50,
     );
 }
 

@@ -26,8 +26,8 @@ use crate::machine::now_micros;
 use crate::process::BridgeRuns;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
-use crate::scenario::Scenario;
-use crate::stats::{Histogram, Spread, micros, num, ratio};
+use crate::scenario::{Scenario, stopped_early};
+use crate::stats::{Histogram, Spread, micros, num, share};
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -189,7 +189,7 @@ fn table(figures: &[Figures], report: &mut Report) -> Table {
             f.early.show(num),
             f.sent_p50.show(micros),
             f.sent_p99.show(micros),
-            f.seen.show(|v| format!("{:.0}%", v * 100.0)),
+            f.seen.show(share),
         ]);
         report.series(
             "real kube-apiserver: write request → seen",
@@ -210,12 +210,13 @@ fn headlines(figures: &[Figures], report: &mut Report) {
         // From the write's request: from its response, kubectl's median is
         // often 0 (it printed the line first), and a ratio to 0 says nothing.
         if !f.sent_p50.runs.is_empty() && !kubectl.sent_p50.runs.is_empty() {
-            report.headline(
+            report.ratio_headline(
                 format!(
                     "real kube-apiserver: p50 latency from the write's request to {what} of \
                      watchlife ÷ to `kubectl get -w`"
                 ),
-                ratio(&f.sent_p50, &kubectl.sent_p50).show(|v| format!("{}×", num(v))),
+                &f.sent_p50,
+                &kubectl.sent_p50,
             );
         }
     }
@@ -240,9 +241,7 @@ fn notes(gathered: &Gathered) -> Vec<String> {
     if !gathered.browser {
         notes.push("Chromium or chromedriver is not installed: the page was not measured.".into());
     }
-    if let Some(e) = &gathered.failure {
-        notes.push(format!("The measurement stopped early: {e}."));
-    }
+    notes.extend(stopped_early(gathered.failure.as_deref()));
     notes
 }
 

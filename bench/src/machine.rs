@@ -1,6 +1,7 @@
 //! What the numbers were measured on, and what a process costs: read from
 //! `/proc`, so the bench needs no system library.
 
+use std::collections::HashMap;
 use std::process::Command;
 use std::time::Duration;
 
@@ -27,11 +28,8 @@ impl Machine {
             .and_then(|l| l.split_once(':'))
             .map(|(_, m)| m.trim().to_string())
             .unwrap_or_else(|| "unknown".into());
-        let memory = read("/proc/meminfo")
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|l| l.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map(|kib| format!("{:.1} GiB", kib / 1024.0 / 1024.0))
+        let memory = kib_field(&read("/proc/meminfo"), "MemTotal")
+            .map(|b| format!("{:.1} GiB", b as f64 / 1024.0 / 1024.0 / 1024.0))
             .unwrap_or_else(|| "unknown".into());
         let commit = output("git", &["rev-parse", "--short=12", "HEAD"]);
         let dirty = !output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
@@ -64,25 +62,29 @@ pub fn now_micros() -> u64 {
         .unwrap_or(0)
 }
 
-/// Resident memory of a process, in bytes (`VmRSS`).
-pub fn rss_bytes(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+/// The text of a process's `/proc/PID/status`.
+pub fn status(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).ok()
+}
+
+/// The field `name` of a `/proc` file's text (`status`, `meminfo`) given in
+/// kB (`VmRSS:   1234 kB`), in bytes.
+pub fn kib_field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map(|kib| kib * 1024)
+}
+
+/// Resident memory of a process, in bytes (`VmRSS`).
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    kib_field(&status(pid)?, "VmRSS")
 }
 
 /// Peak resident memory of a process, in bytes (`VmHWM`): the most `VmRSS`
 /// has been since it started or since [`reset_peak_rss`].
 pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kib| kib * 1024)
+    kib_field(&status(pid)?, "VmHWM")
 }
 
 /// Sets a process's `VmHWM` back to its `VmRSS` now (writing `5` to
@@ -92,15 +94,48 @@ pub fn reset_peak_rss(pid: u32) -> bool {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
 }
 
+/// The fields of `/proc/PID/stat` after the command name, which may hold
+/// spaces (the fields after it are plain): the state is the first of them.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    Some(after.split_whitespace().map(String::from).collect())
+}
+
 /// CPU time a process has used so far (user + system, all its threads).
 pub fn cpu_time(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces; the fields after it are plain.
-    let after = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
+    let fields = stat_fields(pid)?;
     // utime and stime are fields 14 and 15 of the whole line, 12 and 13 here.
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     Some(Duration::from_secs_f64(ticks as f64 / clock_ticks()))
+}
+
+/// `root` and every process under it, children after their parent.
+pub fn process_tree(root: u32) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // The parent is the second field after the command name.
+        let ppid = stat_fields(pid).and_then(|f| f.get(1)?.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut tree = Vec::new();
+    let mut stack = vec![root];
+    while let Some(pid) = stack.pop() {
+        if let Some(kids) = children.get(&pid) {
+            stack.extend(kids);
+        }
+        tree.push(pid);
+    }
+    tree
 }
 
 /// Clock ticks per second of `/proc` times (`getconf CLK_TCK`, 100 on Linux).
@@ -142,4 +177,19 @@ pub fn two_thread_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("a runtime")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_field_in_kilobytes_as_bytes() {
+        let status = "Name:\tx\nVmHWM:\t   2048 kB\nVmRSS:\t   1024 kB\nRssAnon:\t 512 kB\n";
+        assert_eq!(kib_field(status, "VmRSS"), Some(1024 * 1024));
+        assert_eq!(kib_field(status, "RssAnon"), Some(512 * 1024));
+        assert_eq!(kib_field(status, "VmSwap"), None);
+        assert!(rss_bytes(std::process::id()).is_some_and(|b| b > 0));
+        assert!(process_tree(std::process::id()).contains(&std::process::id()));
+    }
 }

@@ -101,9 +101,9 @@ fn merge_headlines(chunk: &str, report: &Report) -> String {
 mod tests {
     use super::*;
     use crate::machine::Machine;
-    use crate::report::{Headline, Section};
+    use crate::report::Section;
 
-    fn report(sections: Vec<Section>, headlines: Vec<Headline>) -> Report {
+    fn report(sections: Vec<Section>) -> Report {
         Report {
             machine: Machine {
                 cpus: 2,
@@ -117,7 +117,7 @@ mod tests {
             },
             command: "make bench".into(),
             sections,
-            headlines,
+            headlines: Vec::new(),
             series: Vec::new(),
             not_measured: Vec::new(),
             plot_path: String::new(),
@@ -125,16 +125,20 @@ mod tests {
         }
     }
 
+    fn section(title: &str, method: &str) -> Section {
+        Section {
+            title: title.into(),
+            method: method.into(),
+            ..Section::default()
+        }
+    }
+
     const EARLIER: &str = "# Benchmarks\n\nintro\n\n## Headline: ratios measured in the same run\n\n| | median |\n| --- | --- |\n| a | 1× |\n| b | 2× |\n\n## One\n\nold one\n\n## Two\n\nold two\n\n## Not measured yet\n\n- x\n";
 
     #[test]
     fn replaces_a_measured_section_and_keeps_the_others() {
-        let one = Section {
-            title: "One".into(),
-            method: "new one".into(),
-            ..Section::default()
-        };
-        let merged = merge(EARLIER, &report(vec![one], vec![]), "bench --only one");
+        let one = section("One", "new one");
+        let merged = merge(EARLIER, &report(vec![one]), "bench --only one");
         assert!(merged.contains("## One\n\nnew one\n"));
         assert!(!merged.contains("old one"));
         assert!(merged.contains("## Two\n\nold two\n\n## Not measured yet"));
@@ -143,22 +147,10 @@ mod tests {
 
     #[test]
     fn adds_a_new_section_before_not_measured_and_new_ratios_to_the_table() {
-        let three = Section {
-            title: "Three".into(),
-            method: "third".into(),
-            ..Section::default()
-        };
-        let headlines = vec![
-            Headline {
-                what: "b".into(),
-                value: "3×".into(),
-            },
-            Headline {
-                what: "c".into(),
-                value: "4×".into(),
-            },
-        ];
-        let merged = merge(EARLIER, &report(vec![three], headlines), "bench");
+        let mut measured = report(vec![section("Three", "third")]);
+        measured.headline("b", "3×");
+        measured.headline("c", "4×");
+        let merged = merge(EARLIER, &measured, "bench");
         assert!(merged.contains("| a | 1× |\n| b | 3× |\n| c | 4× |\n\n## One"));
         let three_at = merged.find("## Three").unwrap();
         assert!(merged.find("## Two").unwrap() < three_at);

@@ -1,7 +1,7 @@
 //! What a bench run found, as BENCHMARKS.md and as a one-screen summary.
 
 use crate::machine::Machine;
-use crate::stats::Shape;
+use crate::stats::{Shape, Spread, ratio, times};
 use std::fmt::Write as _;
 
 /// One measurement's part of the report.
@@ -111,6 +111,11 @@ impl Report {
             what: what.into(),
             value: value.into(),
         });
+    }
+
+    /// The headline `what`: `a ÷ b`, run by run (see [`ratio`]), as `1.23× (…)`.
+    pub fn ratio_headline(&mut self, what: impl Into<String>, a: &Spread, b: &Spread) {
+        self.headline(what, ratio(a, b).show(times));
     }
 
     pub fn series(&mut self, group: &str, label: &str, shape: Option<Shape>) {

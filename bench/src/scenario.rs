@@ -71,6 +71,12 @@ pub struct Runs<F> {
     pub failure: Option<String>,
 }
 
+/// The note of a section whose runs stopped early, saying why; `None` when
+/// they did not.
+pub fn stopped_early(failure: Option<&str>) -> Option<String> {
+    failure.map(|e| format!("The measurement stopped early: {e}."))
+}
+
 /// Writes delivered to watchers, repeated: in each of `runs`, each count of
 /// `watchers` in turn takes `writes` for throughput (each batch waited for
 /// until every watcher has it), then `paced_writes` at a steady pace for

@@ -5,7 +5,7 @@
 use crate::args::Args;
 use crate::process::BridgeRuns;
 use crate::report::Report;
-use crate::scenario::{self, OnRealCluster, WriteLoad};
+use crate::scenario::{self, OnRealCluster, Scenario, WriteLoad};
 use crate::{
     apiserver, big_cluster, browser, controlplane, etcd_order, fanout, first_sync, informer,
     kubectl_latency, page, pipeline, scale, server_stages, upstream_cost,
@@ -140,43 +140,37 @@ fn run_apiserver(args: &Args, report: &mut Report) {
             paced_writes: args.sized(50, 100),
         },
     };
-    let on_cluster = OnRealCluster {
-        scenario: &config,
-        missing: "**kube-apiserver + etcd under the same writes** as the demo API: etcd and \
-             kube-apiserver v1.20.2 are not installed here (`make test` installs and builds \
-             them once).",
-    };
-    scenario::run(&on_cluster, report);
+    run_on_real_cluster(
+        &config,
+        "**kube-apiserver + etcd under the same writes** as the demo API: etcd and \
+         kube-apiserver v1.20.2 are not installed here (`make test` installs and builds \
+         them once).",
+        report,
+    );
 }
 
 fn run_latency(args: &Args, report: &mut Report) {
     let config = kubectl_latency::Config {
-        bridge: BridgeRuns {
-            runs: args.process_runs(),
-            watchlife: args.watchlife.clone(),
-        },
+        bridge: bridge_runs(args),
     };
-    let on_cluster = OnRealCluster {
-        scenario: &config,
-        missing: "**Latency on a real kube-apiserver** (kubectl beside watchlife): etcd and \
-             kube-apiserver v1.20.2 are not installed here (`make test` installs them).",
-    };
-    scenario::run(&on_cluster, report);
+    run_on_real_cluster(
+        &config,
+        "**Latency on a real kube-apiserver** (kubectl beside watchlife): etcd and \
+         kube-apiserver v1.20.2 are not installed here (`make test` installs them).",
+        report,
+    );
 }
 
 fn run_etcd(args: &Args, report: &mut Report) {
     let config = etcd_order::Config {
-        bridge: BridgeRuns {
-            runs: args.process_runs(),
-            watchlife: args.watchlife.clone(),
-        },
+        bridge: bridge_runs(args),
     };
-    let on_cluster = OnRealCluster {
-        scenario: &config,
-        missing: "**etcd's notification beside the Reflector's event**: etcd and kube-apiserver \
-             v1.20.2 are not installed here (`make test` installs them).",
-    };
-    scenario::run(&on_cluster, report);
+    run_on_real_cluster(
+        &config,
+        "**etcd's notification beside the Reflector's event**: etcd and kube-apiserver \
+         v1.20.2 are not installed here (`make test` installs them).",
+        report,
+    );
 }
 
 fn run_upstream(args: &Args, report: &mut Report) {
@@ -185,12 +179,12 @@ fn run_upstream(args: &Args, report: &mut Report) {
         watchlife: args.watchlife.clone(),
         viewers: args.sized(vec![1, 100], vec![1, 100, 1000]),
     };
-    let on_cluster = OnRealCluster {
-        scenario: &config,
-        missing: "**Upstream cost of viewers** (watches and apiserver/etcd CPU, watchlife beside a \
-             naive relay): etcd and kube-apiserver v1.20.2 are not installed here.",
-    };
-    scenario::run(&on_cluster, report);
+    run_on_real_cluster(
+        &config,
+        "**Upstream cost of viewers** (watches and apiserver/etcd CPU, watchlife beside a \
+         naive relay): etcd and kube-apiserver v1.20.2 are not installed here.",
+        report,
+    );
 }
 
 fn run_fanout(args: &Args, report: &mut Report) {
@@ -260,12 +254,12 @@ fn run_big_cluster(args: &Args, report: &mut Report) {
         sizes: given_or_sized(&args.big_sizes, &[2000], &[10_000, 50_000, 150_000]),
         viewers: given_or_sized(&args.big_viewers, &[100, 1000], &[1000, 10_000]),
     };
-    let on_cluster = OnRealCluster {
-        scenario: &config,
-        missing: "**A big cluster** (10k–150k objects on a real kube-apiserver): etcd and \
-             kube-apiserver v1.20.2 are not installed here (`make test` installs them).",
-    };
-    scenario::run(&on_cluster, report);
+    run_on_real_cluster(
+        &config,
+        "**A big cluster** (10k–150k objects on a real kube-apiserver): etcd and \
+         kube-apiserver v1.20.2 are not installed here (`make test` installs them).",
+        report,
+    );
 }
 
 fn run_first_sync(args: &Args, report: &mut Report) {
@@ -275,4 +269,19 @@ fn run_first_sync(args: &Args, report: &mut Report) {
         runs: args.process_runs(),
     };
     scenario::run(&config, report);
+}
+
+/// A section that starts the `watchlife` binary afresh in each of its runs,
+/// as many as the flags say.
+fn bridge_runs(args: &Args) -> BridgeRuns {
+    BridgeRuns {
+        runs: args.process_runs(),
+        watchlife: args.watchlife.clone(),
+    }
+}
+
+/// Measures `scenario` where etcd and kube-apiserver v1.20.2 are installed;
+/// elsewhere "Not measured yet" lists `missing`.
+fn run_on_real_cluster(scenario: &impl Scenario, missing: &'static str, report: &mut Report) {
+    scenario::run(&OnRealCluster { scenario, missing }, report);
 }

@@ -238,6 +238,26 @@ pub fn micros(us: f64) -> String {
     }
 }
 
+/// A ratio: `1.23×`.
+pub fn times(v: f64) -> String {
+    format!("{}×", num(v))
+}
+
+/// A share given as a fraction (0.5), in whole percent: `50%`.
+pub fn share(v: f64) -> String {
+    format!("{:.0}%", v * 100.0)
+}
+
+/// A figure that is a percentage already (CPU, 100 = one core), whole: `42%`.
+pub fn percent(v: f64) -> String {
+    format!("{v:.0}%")
+}
+
+/// "" for one, "s" for more: `"{n} viewer{}"`.
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 /// A size given in bytes, in the unit that reads best (KiB = 1024 bytes).
 pub fn bytes(b: f64) -> String {
     if !b.is_finite() {
@@ -288,5 +308,8 @@ mod tests {
         assert_eq!(num(12345.6), "12,346");
         assert_eq!(micros(1500.0), "1.50 ms");
         assert_eq!(micros(-1500.0), "-1.50 ms");
+        assert_eq!(times(2.0), "2.00×");
+        assert_eq!(share(0.5), "50%");
+        assert_eq!(percent(42.4), "42%");
     }
 }

@@ -20,8 +20,8 @@ use crate::apiserver::Api;
 use crate::machine::cpu_time;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
-use crate::scenario::{Runs, Scenario};
-use crate::stats::{Spread, count, num, ratio};
+use crate::scenario::{Runs, Scenario, stopped_early};
+use crate::stats::{Spread, count, num, percent, share};
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::BodyExt;
 use std::path::PathBuf;
@@ -106,9 +106,7 @@ impl Scenario for Config {
              TLS stream per viewer."
                 .to_string(),
         ];
-        if let Some(e) = &gathered.failure {
-            notes.push(format!("The measurement stopped early: {e}."));
-        }
+        notes.extend(stopped_early(gathered.failure.as_deref()));
         report.sections.push(Section {
             title: "Upstream cost of viewers: watchlife beside a naive relay".into(),
             method: self.method(),
@@ -165,10 +163,10 @@ impl Config {
                     relay.to_string(),
                     count(*n),
                     f.watches.show(num),
-                    f.apiserver_cpu.show(|v| format!("{v:.0}%")),
-                    f.etcd_cpu.show(|v| format!("{v:.0}%")),
-                    f.relay_cpu.show(|v| format!("{v:.0}%")),
-                    f.delivered.show(|v| format!("{:.0}%", v * 100.0)),
+                    f.apiserver_cpu.show(percent),
+                    f.etcd_cpu.show(percent),
+                    f.relay_cpu.show(percent),
+                    f.delivered.show(share),
                 ]);
             }
         }
@@ -182,15 +180,17 @@ impl Config {
             return;
         };
         let n = count(self.viewers[last]);
-        report.headline(
+        report.ratio_headline(
             format!("upstream: kube-apiserver CPU with {n} viewers, naive relay ÷ watchlife"),
-            ratio(&naive.apiserver_cpu, &ours.apiserver_cpu).show(|v| format!("{}×", num(v))),
+            &naive.apiserver_cpu,
+            &ours.apiserver_cpu,
         );
-        report.headline(
+        report.ratio_headline(
             format!(
                 "upstream: watches open at the apiserver with {n} viewers, naive relay ÷ watchlife"
             ),
-            ratio(&naive.watches, &ours.watches).show(|v| format!("{}×", num(v))),
+            &naive.watches,
+            &ours.watches,
         );
     }
 

@@ -2,8 +2,8 @@
 //! widgets, written straight into its etcd, and restarted before each client
 //! so that every client meets an apiserver in the same state.
 
-use crate::etcd_fill::put_all;
 pub use crate::etcd_fill::{PER_TXN, TXNS_AT_ONCE};
+use crate::etcd_fill::{put_all, settings_text, uid};
 use std::time::{Duration, Instant};
 use watchlife_tests::modern_cluster::{GROUP, KIND, ModernCluster, RESOURCE, VERSION};
 
@@ -35,24 +35,14 @@ pub async fn fill(cluster: &ModernCluster, objects: usize) -> Result<usize, Stri
 pub fn stored_widget(i: usize) -> (String, String) {
     let ns = format!("first-sync-{}", i % NAMESPACES);
     let name = format!("widget-{i:07}");
-    // About SPEC_BYTES of settings, different in every widget.
-    let mut settings = String::with_capacity(SPEC_BYTES + 64);
-    let mut x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut k = 0;
-    while settings.len() < SPEC_BYTES {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        settings.push_str(&format!("widget.setting-{k:02}.value={x:016x}\n"));
-        k += 1;
-    }
+    let settings = settings_text(i, "widget", SPEC_BYTES);
     let object = serde_json::json!({
         "apiVersion": format!("{GROUP}/{VERSION}"),
         "kind": KIND,
         "metadata": {
             "name": name,
             "namespace": ns,
-            "uid": format!("{:08x}-0000-4000-8000-{:012x}", i >> 16, i),
+            "uid": uid(i),
             "generation": 1,
             "creationTimestamp": "2026-01-01T00:00:00Z",
             "labels": {"app": "widgets", "shard": format!("s{}", i % 16)}

@@ -35,7 +35,7 @@ mod cluster;
 
 use crate::report::{Report, Section, Table};
 use crate::scenario::Scenario;
-use crate::stats::{Spread, bytes, count, micros, num, ratio};
+use crate::stats::{Spread, bytes, count, micros, num, ratio, times};
 use clients::{CLIENTS, Client, FirstSync, Setup};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -206,31 +206,34 @@ fn figures_of(found: &Found, client: Client) -> Option<&Figures> {
 fn headlines(report: &mut Report, found: &Found, objects: usize) {
     let n = short_count(objects);
     let of = |c| figures_of(found, c);
-    let x = |s: Spread| s.show(|v| format!("{}×", num(v)));
     let streaming_wl = Client::Watchlife { streaming: true };
     let paged_wl = Client::Watchlife { streaming: false };
     let streaming_go = Client::ClientGo { streaming: true };
     let paged_go = Client::ClientGo { streaming: false };
     if let (Some(s), Some(p)) = (of(streaming_wl), of(paged_wl)) {
-        report.headline(
+        report.ratio_headline(
             format!("first sync of {n} on v1.36: watchlife, LIST+WATCH ÷ streaming list, start → every object handled"),
-            x(ratio(&p.handled, &s.handled)),
+            &p.handled,
+            &s.handled,
         );
     }
     if let (Some(w), Some(g)) = (of(streaming_wl), of(streaming_go)) {
-        report.headline(
+        report.ratio_headline(
             format!("first sync of {n} on v1.36, streaming: watchlife ÷ client-go informer, start → every object handled"),
-            x(ratio(&w.handled, &g.handled)),
+            &w.handled,
+            &g.handled,
         );
-        report.headline(
+        report.ratio_headline(
             format!("first sync of {n} on v1.36, streaming: watchlife ÷ client-go informer, peak resident memory"),
-            x(ratio(&w.client_peak, &g.client_peak)),
+            &w.client_peak,
+            &g.client_peak,
         );
     }
     if let (Some(w), Some(g)) = (of(paged_wl), of(paged_go)) {
-        report.headline(
+        report.ratio_headline(
             format!("first sync of {n} on v1.36, LIST+WATCH: watchlife ÷ client-go informer, start → every object handled"),
-            x(ratio(&w.handled, &g.handled)),
+            &w.handled,
+            &g.handled,
         );
     }
 }
@@ -244,13 +247,12 @@ fn streaming_beside_list(found: &Found) -> Option<String> {
         let apiserver = ratio(&s.apiserver_peak, &p.apiserver_peak);
         let client = ratio(&s.client_peak, &p.client_peak);
         (!time.runs.is_empty()).then(|| {
-            let x = |r: &Spread| r.show(|v| format!("{}×", num(v)));
             format!(
                 "{} the time to every object handled, {} the client's peak memory and {} the \
                  apiserver's",
-                x(&time),
-                x(&client),
-                x(&apiserver)
+                time.show(times),
+                client.show(times),
+                apiserver.show(times)
             )
         })
     };

@@ -4,7 +4,7 @@ use super::intervals::{self, CONTROLLER_PATH, Distribution, WHOLE};
 use super::lists;
 use super::{AtRate, Config, Measured, SLOW, SLOW_DELAY};
 use crate::report::{Report, Table};
-use crate::stats::{Spread, count, micros, num, ratio};
+use crate::stats::{Spread, count, micros, num, ratio, times};
 use watchlife_informer::informer::CONTROLLER;
 
 /// A percentile of a distribution, in µs.
@@ -161,7 +161,7 @@ pub fn slow_listener(rates: &[AtRate], listeners: &[String], report: &mut Report
                 format!("{interval}, {pname}"),
                 without.show(micros),
                 with.show(micros),
-                times(&r, &without),
+                ratio_or_why(&r, &without),
             ]);
         }
     }
@@ -186,7 +186,7 @@ pub fn slow_listener(rates: &[AtRate], listeners: &[String], report: &mut Report
                     rate_name(at.rate),
                     SLOW_DELAY.as_millis()
                 ),
-                times(&r, &spread(&at.baseline, &interval, P50.1)),
+                ratio_or_why(&r, &spread(&at.baseline, &interval, P50.1)),
             );
         }
     }
@@ -194,11 +194,11 @@ pub fn slow_listener(rates: &[AtRate], listeners: &[String], report: &mut Report
 }
 
 /// A ratio as `1.02× (…)`, or why there is none.
-fn times(r: &Spread, without: &Spread) -> String {
+fn ratio_or_why(r: &Spread, without: &Spread) -> String {
     if r.runs.is_empty() && !without.runs.is_empty() {
         "– (0 µs without)".into()
     } else {
-        r.show(|v| format!("{}×", num(v)))
+        r.show(times)
     }
 }
 
@@ -236,7 +236,7 @@ pub fn lists(outcome: &lists::Outcome, report: &mut Report) -> Table {
                 "LIST requests over {} faults of the differential tests, watchlife ÷ client-go v1.20.2",
                 outcome.faults.len()
             ),
-            r.show(|v| format!("{}×", num(v))),
+            r.show(times),
         );
     }
     t
