@@ -106,12 +106,7 @@ impl ViewState {
 
     /// The filters as they are now (not tracked).
     pub fn filters_untracked(&self) -> Filters {
-        Filters {
-            resource: self.resource.get_untracked(),
-            namespace: self.namespace.get_untracked(),
-            event_type: self.event_type.get_untracked(),
-            search: self.search.get_untracked(),
-        }
+        untrack(|| self.filters())
     }
 
     /// Journey length of the current speed (ms), or `None` for live (not tracked).
