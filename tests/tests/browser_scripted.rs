@@ -512,15 +512,11 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
             context: "kind".into(),
             server: "https://127.0.0.1:6443".into(),
         },
-        observed_stages: vec![
-            Stage::Etcd,
-            Stage::Reflector,
-            Stage::Fifo,
-            Stage::Indexer,
-            Stage::Handlers,
-            Stage::Workqueue,
-            Stage::Reconcile,
-        ],
+        // etcd, then the client's stages: the apiserver's own go unobserved.
+        observed_stages: Stage::ALL
+            .into_iter()
+            .filter(|s| *s == Stage::Etcd || !s.is_server_side())
+            .collect(),
         ..hello(PROTOCOL_VERSION)
     };
     let bridge =
