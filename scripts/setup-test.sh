@@ -8,6 +8,8 @@
 set -euo pipefail
 
 say() { echo "[setup] $*"; }
+. "$(dirname "$0")/lib/ensure.sh"
+log_as setup
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
@@ -26,9 +28,9 @@ if [ ${#missing[@]} -gt 0 ]; then
         SUDO=
     fi
     say "installing ${missing[*]} from Debian (about a minute)"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-    $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
+    apt_get update -qq || { say "apt-get update failed: see above" >&2; exit 1; }
+    apt_get install -y -qq "${missing[@]}" >/dev/null \
+        || { say "could not install ${missing[*]}: see above" >&2; exit 1; }
 fi
 
 # Python's MODULE (PyPI), told first WHY: into the system's site-packages,
