@@ -26,7 +26,8 @@
 //! - [`args`]: the flags; [`sections`]: every section in the order it runs, sized by the
 //!   flags; [`scenario`]: the measure-then-report shape each section has.
 //! - [`stats`], [`alloc`], [`machine`]: percentiles and spread, heap counting, `/proc`;
-//!   [`process`]: the `watchlife` binary as a child; [`etcd_fill`]: objects straight into etcd.
+//!   [`process`]: the `watchlife` binary as a child; [`etcd_fill`]: objects straight into etcd;
+//!   [`crowd`]: many WebSocket viewers in the bench, a few connecting at a time.
 //! - [`report`] and [`plot`]: BENCHMARKS.md, the summary, and the SVG; [`merge`]: a run of
 //!   some sections (`--only`) put into the BENCHMARKS.md of an earlier run.
 
@@ -44,6 +45,7 @@ mod big_cluster;
 mod bridge;
 mod browser;
 mod controlplane;
+mod crowd;
 mod etcd_fill;
 mod etcd_order;
 mod fanout;

@@ -17,6 +17,7 @@
 //! both server processes, and counts the updates each viewer received.
 
 use crate::apiserver::Api;
+use crate::crowd::Crowd;
 use crate::machine::cpu_time;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
@@ -28,7 +29,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
 use tokio_tungstenite::tungstenite::Message;
 
 /// Writes per second while a step is measured: enough to make every watch
@@ -314,66 +314,52 @@ async fn steps(
     figures: &mut [Figures],
 ) -> Result<(), String> {
     let updates = Arc::new(AtomicU64::new(0));
-    let gate = Arc::new(Semaphore::new(CONNECTING));
-    let mut viewers = Vec::new();
+    let mut crowd = Crowd::new(CONNECTING);
     let object = |n: u64| crate::objects::numbered_configmap(NAME, n);
     let (code, _) = servers.api.request("POST", PATH, Some(object(0))).await?;
     if code != 201 && code != 409 {
         return Err(format!("creating the configmap was answered {code}"));
     }
     let mut written = 0;
-    let result = async {
-        for (f, &n) in figures.iter_mut().zip(&config.viewers) {
-            while viewers.len() < n {
-                let permit = gate.clone().acquire_owned().await.expect("never closed");
-                viewers.push(tokio::spawn(view(url.to_string(), updates.clone(), permit)));
-            }
-            drop(
-                gate.acquire_many(CONNECTING as u32)
-                    .await
-                    .expect("never closed"),
-            );
-            // Each viewer has its list (or snapshot) and is watching.
-            tokio::time::sleep(Duration::from_secs(2)).await;
+    for (f, &n) in figures.iter_mut().zip(&config.viewers) {
+        crowd
+            .grow_to(n, |permit| view(url.to_string(), updates.clone(), permit))
+            .await;
+        // Each viewer has its list (or snapshot) and is watching.
+        tokio::time::sleep(Duration::from_secs(2)).await;
 
-            let watches = servers.configmap_watchers().await? - watchers_before;
-            let cpu = |pid| cpu_time(pid).unwrap_or_default();
-            let [apiserver, etcd] = servers.pids;
-            let (etcd0, apiserver0, relay0) = (cpu(etcd), cpu(apiserver), cpu(relay_pid));
-            let updates0 = updates.load(Ordering::Relaxed);
-            let t0 = Instant::now();
-            let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / WRITE_RATE));
-            let mut writes = 0;
-            while t0.elapsed() < WINDOW {
-                ticks.tick().await;
-                written += 1;
-                let (code, _) = servers
-                    .api
-                    .request("PUT", &format!("{PATH}/{NAME}"), Some(object(written)))
-                    .await?;
-                if code != 200 {
-                    return Err(format!("a write was answered {code}"));
-                }
-                writes += 1;
+        let watches = servers.configmap_watchers().await? - watchers_before;
+        let cpu = |pid| cpu_time(pid).unwrap_or_default();
+        let [apiserver, etcd] = servers.pids;
+        let (etcd0, apiserver0, relay0) = (cpu(etcd), cpu(apiserver), cpu(relay_pid));
+        let updates0 = updates.load(Ordering::Relaxed);
+        let t0 = Instant::now();
+        let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / WRITE_RATE));
+        let mut writes = 0;
+        while t0.elapsed() < WINDOW {
+            ticks.tick().await;
+            written += 1;
+            let (code, _) = servers
+                .api
+                .request("PUT", &format!("{PATH}/{NAME}"), Some(object(written)))
+                .await?;
+            if code != 200 {
+                return Err(format!("a write was answered {code}"));
             }
-            // The last writes reach every viewer.
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let seconds = t0.elapsed().as_secs_f64();
-            let share = |a: Duration, b: Duration| (a - b).as_secs_f64() / seconds * 100.0;
-            f.watches.push(watches);
-            f.etcd_cpu.push(share(cpu(etcd), etcd0));
-            f.apiserver_cpu.push(share(cpu(apiserver), apiserver0));
-            f.relay_cpu.push(share(cpu(relay_pid), relay0));
-            let got = (updates.load(Ordering::Relaxed) - updates0) as f64;
-            f.delivered.push(got / n as f64 / writes as f64);
+            writes += 1;
         }
-        Ok(())
+        // The last writes reach every viewer.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let seconds = t0.elapsed().as_secs_f64();
+        let of_a_core = |a: Duration, b: Duration| (a - b).as_secs_f64() / seconds * 100.0;
+        f.watches.push(watches);
+        f.etcd_cpu.push(of_a_core(cpu(etcd), etcd0));
+        f.apiserver_cpu.push(of_a_core(cpu(apiserver), apiserver0));
+        f.relay_cpu.push(of_a_core(cpu(relay_pid), relay0));
+        let got = (updates.load(Ordering::Relaxed) - updates0) as f64;
+        f.delivered.push(got / n as f64 / writes as f64);
     }
-    .await;
-    for v in viewers {
-        v.abort();
-    }
-    result
+    Ok(())
 }
 
 /// One viewer: counts the messages that carry an update (`MODIFIED`, in a
