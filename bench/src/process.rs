@@ -1,5 +1,5 @@
-//! The `watchlife` binary as a child process, and the little HTTP the bench
-//! needs to talk to it (`/metrics`).
+//! The `watchlife` binary as a child process, the little HTTP the bench
+//! needs to talk to it (`/metrics`), and a viewer's WebSocket to it.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// How long `watchlife` may take to print the address it serves.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -138,15 +140,10 @@ impl Watchlife {
     ) -> Result<T, String> {
         use futures_util::{SinkExt, StreamExt};
         use tokio_tungstenite::tungstenite::Message;
-        use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-        // The snapshot before the filter holds every object: no size limit.
-        let config = WebSocketConfig::default()
-            .max_message_size(None)
-            .max_frame_size(None);
-        let (mut ws, _) =
-            tokio_tungstenite::connect_async_with_config(self.ws_url(), Some(config), true)
-                .await
-                .map_err(|e| format!("the viewer could not connect: {e}"))?;
+        // The snapshot before the filter holds every object.
+        let mut ws = connect_whole(&self.ws_url())
+            .await
+            .map_err(|e| format!("the viewer could not connect: {e}"))?;
         ws.send(Message::text(
             r#"{"type":"subscribe","filter":{"namespace":"bench-nothing-here"}}"#,
         ))
@@ -177,6 +174,20 @@ impl Drop for Watchlife {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.cache);
     }
+}
+
+/// A viewer's WebSocket.
+pub type Socket = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connects a viewer of `url` with no limit on a message's size: a snapshot
+/// of the whole cache may exceed tungstenite's default 64 MiB.
+pub async fn connect_whole(url: &str) -> Result<Socket, tungstenite::Error> {
+    let config = WebSocketConfig::default()
+        .max_message_size(None)
+        .max_frame_size(None);
+    tokio_tungstenite::connect_async_with_config(url, Some(config), true)
+        .await
+        .map(|(ws, _)| ws)
 }
 
 /// `GET path` over plain HTTP/1.0; the body, or `None` on any failure.

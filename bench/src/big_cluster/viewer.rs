@@ -2,25 +2,17 @@
 //! snapshot) and the frames it receives, read by their `type` alone.
 
 use super::TIMEOUT;
+use crate::process::{Socket, connect_whole};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// A WebSocket viewer with no limit on a message's size: a snapshot of the
-/// whole cache may exceed tungstenite's default 64 MiB.
+/// A WebSocket viewer, with no limit on a message's size: the snapshot holds
+/// the whole cache.
 pub async fn connect(url: &str) -> Result<Socket, String> {
-    let config = WebSocketConfig::default()
-        .max_message_size(None)
-        .max_frame_size(None);
-    tokio_tungstenite::connect_async_with_config(url, Some(config), true)
+    connect_whole(url)
         .await
-        .map(|(ws, _)| ws)
         .map_err(|e| format!("a viewer could not connect: {e}"))
 }
 
