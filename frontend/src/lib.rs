@@ -29,7 +29,8 @@
 //!   [`micros`] and [`quantiles`]: a duration as written, a percentile;
 //!   [`interval`]: the signed time between two stage marks;
 //!   [`listeners`]: the event handlers' listeners, one lane each;
-//!   [`detail`]: one event's life in lines;
+//!   [`detail`]: one event's life in lines; [`waterfall_spans`]: its every
+//!   hop, server and client, as spans of measured time;
 //!   [`deletions`]: how long deleted objects stay in the table.
 //! - [`throttle`]: costly panels redrawn a few times a second, not per frame.
 //! - [`components`]: what is drawn.
@@ -71,6 +72,7 @@ pub mod test_events;
 pub mod throttle;
 pub mod view_query;
 pub mod view_state;
+pub mod waterfall_spans;
 
 use components::*;
 use leptos::prelude::*;
@@ -107,15 +109,20 @@ pub fn App() -> impl IntoView {
             let _ = root.set_attribute("data-page", PAGE);
         }
     });
+    let desk = move || !view.presenter.get();
     let page = view! {
         <header::Header/>
         <controls::Controls/>
         <main>
-            <pipeline::Pipeline/>
+            // Beside the pipeline in presenter mode: the event followed, the
+            // captions and the actions, so that nothing needs scrolling.
+            <div class="stage-area">
+                <pipeline::Pipeline/>
+                <side_panel::SidePanel/>
+            </div>
             {bar()}
-            <captions::Captions/>
-            <Show when=move || view.presenter.get()>
-                <p class="presenter-hint">"presenter mode: P or Esc to leave, ? for shortcuts"</p>
+            <Show when=desk>
+                <captions::Captions/>
             </Show>
             <div class="insights">
                 <fanout::Fanout/>
@@ -125,7 +132,9 @@ pub fn App() -> impl IntoView {
                 <objects::Objects/>
                 <event_log::EventLog/>
             </div>
-            <actions::Actions/>
+            <Show when=desk>
+                <actions::Actions/>
+            </Show>
         </main>
         <help::Help/>
     };

@@ -659,7 +659,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
         .wait_until(
             "the handlers' node has a lane per listener",
             "[...document.querySelectorAll('#pipeline g.stage[data-stage=handlers] g.listener')].length === 2 \
-             && document.querySelector('g.listener[data-key=controller] .line-words')?.textContent.startsWith('0 │ U2 D1 │')",
+             && document.querySelector('g.listener[data-key=controller] .line-words')?.textContent.startsWith('OnUpdate 2, OnDelete 1 · buffer 0 ·')",
         )
         .await;
     let lanes = browser
@@ -671,8 +671,8 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
     assert_eq!(
         lanes,
         json!([
-            ["scheduler: scheduled", "scheduled", "0 │ U1 D1 │ 5 µs"],
-            ["controller", "controller", "0 │ U2 D1 │ 15 µs"]
+            ["scheduler: scheduled", "scheduled", "OnUpdate 1, OnDelete 1 · buffer 0 · 5 µs"],
+            ["controller", "controller", "OnUpdate 2, OnDelete 1 · buffer 0 · 15 µs"]
         ])
     );
     // The Reflector's node shows the requests as asked.

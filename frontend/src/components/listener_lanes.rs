@@ -22,20 +22,25 @@ fn short(name: &str) -> &str {
     name.rsplit(": ").next().unwrap_or(name)
 }
 
-/// A lane's line: `scheduled 2 │ A1 U4 │ 15 µs` (depth, calls by callback,
-/// p50 run time), with `+more` listeners not drawn.
+/// A lane's line in words: `scheduled OnAdd 1, OnUpdate 4 · buffer 2 ·
+/// 15 µs` (calls by callback, the buffer's depth at the latest call, p50
+/// run time), with `+more` listeners not drawn.
 fn lane_line(lane: &Lane, more: usize) -> NodeLine {
     let [adds, updates, deletes] = lane.calls;
-    let counts: Vec<String> = [("A", adds), ("U", updates), ("D", deletes)]
-        .into_iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(c, n)| format!("{c}{n}"))
-        .collect();
+    let counts: Vec<String> = [
+        ("OnAdd", adds),
+        ("OnUpdate", updates),
+        ("OnDelete", deletes),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(c, n)| format!("{c} {n}"))
+    .collect();
     let [p50, p99] = lane.handling_quantiles().unwrap_or_default();
     let mut words = format!(
-        "{} │ {} │ {}",
+        "{} · buffer {} · {}",
+        counts.join(", "),
         lane.depth,
-        counts.join(" "),
         format_micros(p50)
     );
     if more > 0 {
@@ -101,7 +106,11 @@ mod tests {
         let v = lane_line(&l.lanes[0], 0);
         assert_eq!(
             (v.key.as_str(), v.lead.as_str(), v.words.as_str()),
-            ("scheduler: scheduled", "scheduled", "3 │ A1 U1 │ < 1 µs")
+            (
+                "scheduler: scheduled",
+                "scheduled",
+                "OnAdd 1, OnUpdate 1 · buffer 3 · < 1 µs"
+            )
         );
         assert!(
             v.title

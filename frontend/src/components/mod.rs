@@ -21,6 +21,8 @@ pub mod record_bar;
 #[cfg(feature = "replay")]
 pub mod replay_bar;
 pub mod scroll_table;
+pub mod side_panel;
 pub mod slot;
 #[cfg(feature = "replay")]
 pub mod transport;
+pub mod waterfall;

@@ -2,13 +2,8 @@
 //! listener): a muted lead, the words, and a title with the whole story.
 //! One renderer serves both nodes, so the page carries its code once.
 
+use super::pipeline::layout::Dims;
 use leptos::prelude::*;
-
-/// Height of one line (10.5px monospace text).
-pub const LINE_H: f64 = 13.5;
-/// Average width of one character of a line, to squeeze a long line into
-/// its node rather than let it overflow.
-const CHAR_W: f64 = 6.3;
 
 /// One line on a node.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,20 +17,27 @@ pub struct NodeLine {
     pub title: String,
 }
 
-/// `lines` from `top` down, in the node at `x` of width `width`.
-pub fn node_lines(x: f64, top: f64, width: f64, lines: Vec<NodeLine>) -> impl IntoView {
+/// `lines` from `top` down, in the node at `x` of width `width`, spaced
+/// and squeezed as `dims` says (the line's height, a character's width).
+pub fn node_lines(
+    x: f64,
+    top: f64,
+    width: f64,
+    dims: &'static Dims,
+    lines: Vec<NodeLine>,
+) -> impl IntoView {
     lines
         .into_iter()
         .enumerate()
         .map(|(i, l)| {
             let chars = l.lead.chars().count() + 1 + l.words.chars().count();
-            let fit = (chars as f64 * CHAR_W > width - 16.0).then_some(width - 16.0);
+            let fit = (chars as f64 * dims.mono_char_w > width - 16.0).then_some(width - 16.0);
             view! {
                 <g class=l.class data-key=l.key>
                     <text
                         class="node-line"
                         x=x + 8.0
-                        y=top + i as f64 * LINE_H
+                        y=top + i as f64 * dims.line_h
                         textLength=fit
                         lengthAdjust="spacingAndGlyphs"
                     >

@@ -1,28 +1,37 @@
 //! The pipeline as one SVG: a node per stage, server side then client side,
-//! with live numbers, the Reflector's state, and the tokens travelling.
+//! with live numbers, the Reflector's state, and the tokens travelling. The
+//! server side opens (a click; open by default in presenter mode) into the
+//! apiserver's inner hops.
 //!
-//! - [`layout`]: where the nodes and the lanes stand.
-//! - [`node`]: one stage's node; [`numbers`]: the numbers on it;
-//!   [`reflector_lines`]: the Reflector's short lines.
-//! - [`tokens`]: the tokens on their lanes.
+//! - [`layout`]: where the nodes and the lanes stand, on a desk or a
+//!   projector, in one row or two; [`spot`]: the places a token can be.
+//! - [`node`]: one stage's node; [`hop_node`]: an inner hop's;
+//!   [`numbers`]: the numbers on a node; [`reflector_lines`]: the
+//!   Reflector's short lines.
+//! - [`tokens`]: the tokens on their lanes; [`journey`]: where a token is.
 //! - [`stage_id`]: a stage's name in selectors and classes.
 
+pub mod hop_node;
+pub mod journey;
 pub mod layout;
 pub mod node;
 pub mod numbers;
 pub mod reflector_lines;
+pub mod spot;
 pub mod stage_id;
 pub mod tokens;
 
 use crate::model::Model;
 use crate::player::Player;
 use crate::throttle::clock_every;
-use layout::{GAP, HEIGHT, NODE_W, WIDTH, node_x};
+use crate::view_state::ViewState;
+use hop_node::HopNode;
+use layout::{Geometry, MARGIN};
 use leptos::prelude::*;
 use node::StageNode;
+use spot::Spot;
 pub use stage_id::stage_id;
 use tokens::Tokens;
-use watchlife_protocol::Stage;
 
 /// How often the numbers on the nodes are refreshed (and only then: they
 /// do not follow every event).
@@ -34,8 +43,13 @@ const REFRESH_MS: u64 = 500;
 pub fn Pipeline() -> impl IntoView {
     let player = expect_context::<Player>();
     let model = expect_context::<Model>();
+    let view = expect_context::<ViewState>();
     let now = clock_every(model, REFRESH_MS);
-    let split = node_x(3.0) - GAP / 2.0;
+    // `None` until the viewer chooses: open in presenter mode, closed on a desk.
+    let opened: RwSignal<Option<bool>> = RwSignal::new(None);
+    let open = move || opened.get().unwrap_or_else(|| view.presenter.get());
+    let geometry = Memo::new(move |_| Geometry::new(view.presenter.get(), open()));
+    let toggle = move |_| opened.set(Some(!open()));
     let launched = move || {
         player.tick.track();
         player.state.with_value(|s| s.launched)
@@ -45,25 +59,91 @@ pub fn Pipeline() -> impl IntoView {
         <section class="pipeline" aria-label="The pipeline of a watch event">
             <svg
                 id="pipeline"
-                viewBox=format!("0 0 {WIDTH} {HEIGHT}")
+                viewBox=move || {
+                    let g = geometry.get();
+                    format!("0 0 {} {}", g.width(), g.height())
+                }
                 role="group"
                 aria-label="Stages from etcd to reconcile, with events travelling through them"
                 data-launched=launched
                 data-waiting=waiting
+                data-open=move || open().to_string()
+                data-rows=move || if geometry.get().two_rows { "2" } else { "1" }
             >
-                <text class="side-label" x=node_x(1.5) + NODE_W / 2.0 y=20 text-anchor="middle">
-                    "server side: etcd and the apiserver"
-                </text>
-                <text class="side-label" x=node_x(6.0) + NODE_W / 2.0 y=20 text-anchor="middle">
-                    "client side: the informer and a controller"
-                </text>
-                <line class="network" x1=split x2=split y1=8 y2=HEIGHT - 4.0/>
-                {Stage::ALL
-                    .into_iter()
-                    .map(|stage| view! { <StageNode stage now/> })
-                    .collect_view()}
-                <Tokens/>
+                {move || drawing(geometry.get(), now, toggle)}
+                <Tokens geometry/>
             </svg>
         </section>
+    }
+}
+
+/// Everything but the tokens, drawn anew when the arrangement changes.
+fn drawing(
+    g: Geometry,
+    now: RwSignal<f64>,
+    toggle: impl Fn(leptos::ev::MouseEvent) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let placed = g.placed();
+    let first_client = placed.iter().find(|p| !p.spot.is_server_side()).copied();
+    let last_server = placed.iter().rfind(|p| p.spot.is_server_side()).copied();
+    let label_y = if g.two_rows { g.dims.head - 8.0 } else { 20.0 };
+    let client_x = if g.two_rows {
+        MARGIN
+    } else {
+        first_client.map_or(0.0, |p| (p.x + g.width() - MARGIN) / 2.0)
+    };
+    let client_anchor = if g.two_rows { "start" } else { "middle" };
+    let server_end = last_server.map_or(0.0, |p| p.x + p.w);
+    let client_y = match first_client {
+        Some(p) if g.two_rows => p.y - 8.0,
+        _ => label_y,
+    };
+    let network = match (g.two_rows, first_client) {
+        (true, Some(p)) => [
+            MARGIN,
+            g.width() - MARGIN,
+            p.y - g.dims.head,
+            p.y - g.dims.head,
+        ],
+        (_, Some(p)) => [
+            p.x - g.dims.gap / 2.0,
+            p.x - g.dims.gap / 2.0,
+            8.0,
+            g.height() - 4.0,
+        ],
+        _ => [0.0; 4],
+    };
+    let toggle_words = if g.open {
+        "▾ hide inner hops"
+    } else {
+        "▸ inner hops"
+    };
+    view! {
+        <text class="side-label" x=MARGIN y=label_y text-anchor="start">
+            "server side: etcd and the apiserver"
+        </text>
+        <text
+            class="server-toggle"
+            x=server_end
+            y=label_y
+            text-anchor="end"
+            role="button"
+            tabindex="0"
+            aria-expanded=g.open.to_string()
+            on:click=toggle
+        >
+            {toggle_words}
+        </text>
+        <text class="side-label" x=client_x y=client_y text-anchor=client_anchor>
+            "client side: the informer and a controller"
+        </text>
+        <line class="network" x1=network[0] x2=network[1] y1=network[2] y2=network[3]/>
+        {placed
+            .into_iter()
+            .map(|at| match at.spot {
+                Spot::Stage(stage) => view! { <StageNode stage now at dims=g.dims/> }.into_any(),
+                Spot::Hop(hop) => view! { <HopNode hop at dims=g.dims/> }.into_any(),
+            })
+            .collect_view()}
     }
 }

@@ -6,11 +6,10 @@
 use super::super::cache_answers::cache_answer_lines;
 use super::super::listener_lanes::listener_lines;
 use super::super::node_lines::node_lines;
-use super::layout::{LINES_Y, MONO_CHAR_W, NODE_H, NODE_W, NODE_Y, SANS_CHAR_W, node_x};
+use super::layout::{Dims, Placed};
 use super::numbers::{Numbers, stage_numbers};
 use super::reflector_lines::reflector_lines;
 use super::stage_id::stage_id;
-use crate::animator::index;
 use crate::model::Model;
 use crate::narration::explain;
 use crate::player::Player;
@@ -20,12 +19,17 @@ use watchlife_protocol::Stage;
 /// Keys listed on the workqueue's node; more are counted.
 const QUEUED_SHOWN: usize = 2;
 
-/// One stage's node.
+/// One stage's node, at `at` in the sizes `dims`.
 #[component]
-pub fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
+pub fn StageNode(
+    stage: Stage,
+    now: RwSignal<f64>,
+    at: Placed,
+    dims: &'static Dims,
+) -> impl IntoView {
     let model = expect_context::<Model>();
-    let x = node_x(index(stage));
-    let cx = x + NODE_W / 2.0;
+    let (x, top, w) = (at.x, at.y, at.w);
+    let cx = x + w / 2.0;
     let observed = Memo::new(move |_| {
         model.hello.with(|h| {
             h.as_ref()
@@ -64,13 +68,15 @@ pub fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
             aria-roledescription="stage"
             aria-label=aria_label
         >
-            <rect class="node" x=x y=NODE_Y width=NODE_W height=NODE_H rx=10/>
-            <text class="stage-name" x=cx y=NODE_Y + 24.0 text-anchor="middle">{stage.label()}</text>
-            <text class="stage-explain" x=cx y=NODE_Y + 44.0 text-anchor="middle">{move || explained.get()[0]}</text>
-            <text class="stage-explain" x=cx y=NODE_Y + 59.0 text-anchor="middle">{move || explained.get()[1]}</text>
-            <line class="node-rule" x1=x + 10.0 x2=x + NODE_W - 10.0 y1=NODE_Y + 70.0 y2=NODE_Y + 70.0/>
-            <Show when=observed fallback=move || view! { <NotObserved cx/> }>
-                <StageNumbers stage x numbers now/>
+            <rect class="node" x=x y=top width=w height=dims.node_h rx=10/>
+            {name_lines(stage.label(), cx, top, w, dims)}
+            <text class="stage-explain" x=cx y=top + dims.explain_y[0] text-anchor="middle">{move || explained.get()[0]}</text>
+            {(dims.explain_lines > 1).then(|| view! {
+                <text class="stage-explain" x=cx y=top + dims.explain_y[1] text-anchor="middle">{move || explained.get()[1]}</text>
+            })}
+            <line class="node-rule" x1=x + 10.0 x2=x + w - 10.0 y1=top + dims.rule_y y2=top + dims.rule_y/>
+            <Show when=observed fallback=move || view! { <NotObserved cx top dims/> }>
+                <StageNumbers stage at dims numbers now/>
             </Show>
         </g>
     }
@@ -79,9 +85,16 @@ pub fn StageNode(stage: Stage, now: RwSignal<f64>) -> impl IntoView {
 /// What an observed stage's node shows under its rule: rate, latency,
 /// depth, and the short lines of the stages that have them.
 #[component]
-fn StageNumbers(stage: Stage, x: f64, numbers: Memo<Numbers>, now: RwSignal<f64>) -> impl IntoView {
+fn StageNumbers(
+    stage: Stage,
+    at: Placed,
+    dims: &'static Dims,
+    numbers: Memo<Numbers>,
+    now: RwSignal<f64>,
+) -> impl IntoView {
     let model = expect_context::<Model>();
-    let cx = x + NODE_W / 2.0;
+    let (x, top, w) = (at.x, at.y, at.w);
+    let cx = x + w / 2.0;
     // The short lines under the numbers: one per resource on the
     // Reflector, one per listener on the handlers (one closure for both, so
     // that their drawing is in the page once).
@@ -92,47 +105,90 @@ fn StageNumbers(stage: Stage, x: f64, numbers: Memo<Numbers>, now: RwSignal<f64>
             None if stage == Stage::WatchCache => cache_answer_lines(model),
             None => reflector_lines(model),
         };
-        node_lines(x, LINES_Y, NODE_W, lines)
+        node_lines(x, top + dims.lines_y, w, dims, lines)
     };
     view! {
-        <text class="stage-rate" x=cx y=NODE_Y + 90.0 text-anchor="middle">{move || numbers.get().rate}</text>
+        <text class="stage-rate" x=cx y=top + dims.rate_y text-anchor="middle">{move || numbers.get().rate}</text>
         <text
             class="stage-latency"
             x=cx
-            y=NODE_Y + 108.0
+            y=top + dims.latency_y
             text-anchor="middle"
             textLength=move || {
                 let chars = numbers.with(|n| n.latency.chars().count()) as f64;
-                (chars * SANS_CHAR_W > NODE_W - 12.0).then_some(NODE_W - 12.0)
+                (chars * dims.sans_char_w > w - 12.0).then_some(w - 12.0)
             }
             lengthAdjust="spacingAndGlyphs"
         >
             {move || numbers.get().latency}
         </text>
-        <text class="stage-depth" x=cx y=NODE_Y + 124.0 text-anchor="middle">
+        <text class="stage-depth" x=cx y=top + dims.depth_y text-anchor="middle">
             {move || numbers.get().third}
             <title>{move || numbers.get().why}</title>
         </text>
         {matches!(stage, Stage::WatchCache | Stage::Reflector | Stage::Handlers)
             .then_some(lines)}
-        {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys x/> })}
+        {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys at dims/> })}
     }
 }
 
 /// What a stage the source cannot measure shows instead of numbers.
 #[component]
-fn NotObserved(cx: f64) -> impl IntoView {
+fn NotObserved(cx: f64, top: f64, dims: &'static Dims) -> impl IntoView {
+    let line = dims.depth_y - dims.latency_y;
     view! {
-        <text class="not-observed" x=cx y=NODE_Y + 100.0 text-anchor="middle">"not observed"</text>
-        <text class="stage-explain" x=cx y=NODE_Y + 118.0 text-anchor="middle">"this source cannot"</text>
-        <text class="stage-explain" x=cx y=NODE_Y + 133.0 text-anchor="middle">"measure this stage"</text>
+        <text class="not-observed" x=cx y=top + dims.rate_y + 10.0 text-anchor="middle">"not observed"</text>
+        <text class="stage-explain" x=cx y=top + dims.rate_y + 10.0 + line text-anchor="middle">"this source cannot"</text>
+        <text class="stage-explain" x=cx y=top + dims.rate_y + 10.0 + 2.0 * line text-anchor="middle">"measure this stage"</text>
     }
+}
+
+/// A stage's name: one line, or in `dims` that allow it two lines for a
+/// name of two words; squeezed when it is wider than the node.
+fn name_lines(
+    label: &'static str,
+    cx: f64,
+    top: f64,
+    w: f64,
+    dims: &'static Dims,
+) -> impl IntoView {
+    let lines: Vec<&'static str> = match label.split_once(' ') {
+        Some((a, b)) if dims.name_lines > 1 => vec![a, b],
+        _ => vec![label],
+    };
+    let first = if lines.len() == 1 && dims.name_lines > 1 {
+        // One line set between the two baselines.
+        (dims.name_y[0] + dims.name_y[1]) / 2.0
+    } else {
+        dims.name_y[0]
+    };
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let y = top + if i == 0 { first } else { dims.name_y[1] };
+            let wide = line.chars().count() as f64 * dims.name_char_w > w - 10.0;
+            view! {
+                <text
+                    class="stage-name"
+                    x=cx
+                    y=y
+                    text-anchor="middle"
+                    textLength=wide.then_some(w - 10.0)
+                    lengthAdjust="spacingAndGlyphs"
+                >
+                    {line}
+                </text>
+            }
+        })
+        .collect_view()
 }
 
 /// The keys waiting in the workqueue, as the tokens show them, on its node:
 /// a key that more than one event merged into says how many.
 #[component]
-fn QueuedKeys(x: f64) -> impl IntoView {
+fn QueuedKeys(at: Placed, dims: &'static Dims) -> impl IntoView {
+    let (x, w) = (at.x, at.w);
     let player = expect_context::<Player>();
     // Recomputed every frame, redrawn only when the keys change.
     let keys = Memo::new(move |_| {
@@ -147,7 +203,7 @@ fn QueuedKeys(x: f64) -> impl IntoView {
             .take(QUEUED_SHOWN)
             .enumerate()
             .map(|(i, ((_, key), n))| {
-                let y = NODE_Y + 142.0 + i as f64 * 16.0;
+                let y = at.y + dims.lines_y + 4.0 + i as f64 * dims.line_h * 1.2;
                 let suffix = match (n, i + 1 == QUEUED_SHOWN && more > 0) {
                     (1, false) => String::new(),
                     (1, true) => format!(" +{more}"),
@@ -155,7 +211,7 @@ fn QueuedKeys(x: f64) -> impl IntoView {
                     (n, true) => format!(" ×{n} +{more}"),
                 };
                 let chars = key.chars().count() + suffix.chars().count();
-                let fit = (chars as f64 * MONO_CHAR_W > NODE_W - 16.0).then_some(NODE_W - 16.0);
+                let fit = (chars as f64 * dims.mono_char_w > w - 16.0).then_some(w - 16.0);
                 view! {
                     <text class="queued-key" class:merged={n > 1} x=x + 8.0 y=y textLength=fit lengthAdjust="spacingAndGlyphs" data-key=key.clone() data-events=n>
                         {key.clone()}

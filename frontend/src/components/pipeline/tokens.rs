@@ -2,7 +2,9 @@
 //! drawn once, whose attributes follow the token on that lane frame by frame.
 
 use super::super::slot::part;
-use super::layout::{MARGIN, NODE_W, TOKEN_H, TOKEN_W, WIDTH, lane_y, node_x};
+use super::journey::{leg, timeline};
+use super::layout::{Dims, Geometry, MARGIN, Placed};
+use super::spot::Spot;
 use super::stage_id::stage_id;
 use crate::animator::{AnimState, LANES, Token};
 use crate::player::Player;
@@ -14,15 +16,17 @@ use watchlife_protocol::Stage;
 /// slot change, and only those that did (a token's position, mostly): under
 /// load the animation must not cost new elements on every frame.
 #[component]
-pub fn Tokens() -> impl IntoView {
+pub fn Tokens(geometry: Memo<Geometry>) -> impl IntoView {
     let player = expect_context::<Player>();
     let slots: [RwSignal<Option<TokenView>>; LANES] = std::array::from_fn(|_| RwSignal::new(None));
     Effect::new(move |_| {
         player.tick.track();
         let step = player.reduced_motion.get();
+        let g = geometry.get();
+        let placed = g.placed();
         let mut views: [Option<TokenView>; LANES] = Default::default();
         player.state.with_value(|s| {
-            for (lane, view) in token_views(s, step) {
+            for (lane, view) in token_views(s, step, &g, &placed) {
                 if let Some(slot) = views.get_mut(lane) {
                     *slot = Some(view);
                 }
@@ -36,20 +40,27 @@ pub fn Tokens() -> impl IntoView {
     });
     view! {
         <g class="tokens" aria-hidden="true">
-            {(0..LANES)
-                .map(|lane| {
-                    let y = lane_y(lane) + TOKEN_H / 2.0;
-                    view! { <line class="lane" x1=MARGIN x2=WIDTH - MARGIN y1=y y2=y/> }
-                })
-                .collect_view()}
-            {slots.into_iter().map(token_slot).collect_view()}
+            {move || {
+                let g = geometry.get();
+                let rows = if g.two_rows { 2 } else { 1 };
+                (0..rows * LANES)
+                    .map(|i| {
+                        let y = g.lane_y(i / LANES, i % LANES) + g.dims.token_h / 2.0;
+                        view! { <line class="lane" x1=MARGIN x2=g.width() - MARGIN y1=y y2=y/> }
+                    })
+                    .collect_view()
+            }}
+            {move || {
+                let dims = geometry.get().dims;
+                slots.into_iter().map(|slot| token_slot(slot, dims)).collect_view()
+            }}
         </g>
     }
 }
 
 /// One lane's slot: hidden, and without the token's data attributes, while
 /// the lane is empty.
-fn token_slot(slot: RwSignal<Option<TokenView>>) -> impl IntoView {
+fn token_slot(slot: RwSignal<Option<TokenView>>, dims: &'static Dims) -> impl IntoView {
     let slot: Signal<Option<TokenView>> = slot.into();
     let class = part(slot, |t| t.class.clone());
     let transform = part(slot, |t| t.transform.clone());
@@ -71,12 +82,12 @@ fn token_slot(slot: RwSignal<Option<TokenView>>) -> impl IntoView {
             data-type=move || kind.get()
             data-at=move || at.get()
         >
-            <rect width=TOKEN_W height=TOKEN_H rx=TOKEN_H / 2.0/>
-            <text x=TOKEN_W / 2.0 y=TOKEN_H / 2.0 + 4.5 text-anchor="middle">{move || label.get()}</text>
+            <rect width=dims.token_w height=dims.token_h rx=dims.token_h / 2.0/>
+            <text class="token-label" x=dims.token_w / 2.0 y=dims.label_y text-anchor="middle">{move || label.get()}</text>
             {move || absorbed.get().filter(|n| *n > 0).map(|n| view! {
                 <g class="merge-badge" data-merged=n>
-                    <circle cx=TOKEN_W cy=0 r=9/>
-                    <text x=TOKEN_W y=4 text-anchor="middle">{format!("+{n}")}</text>
+                    <circle cx=dims.token_w cy=0 r=9/>
+                    <text x=dims.token_w y=4 text-anchor="middle">{format!("+{n}")}</text>
                 </g>
             })}
             <title>{move || what.get()}</title>
@@ -85,10 +96,15 @@ fn token_slot(slot: RwSignal<Option<TokenView>>) -> impl IntoView {
 }
 
 /// Each token on screen with its lane, as it looks at the player's clock.
-fn token_views(s: &AnimState, step: bool) -> Vec<(usize, TokenView)> {
+fn token_views(
+    s: &AnimState,
+    step: bool,
+    g: &Geometry,
+    placed: &[Placed],
+) -> Vec<(usize, TokenView)> {
     s.active
         .iter()
-        .filter_map(|t| Some((t.lane, token_view(s, t, step)?)))
+        .filter_map(|t| Some((t.lane, token_view(s, t, step, g, placed)?)))
         .collect()
 }
 
@@ -114,11 +130,27 @@ fn merged_into(s: &AnimState, h: &Token, step: bool) -> usize {
 }
 
 /// How `t` looks now, if it is on screen.
-fn token_view(s: &AnimState, t: &Token, step: bool) -> Option<TokenView> {
+fn token_view(
+    s: &AnimState,
+    t: &Token,
+    step: bool,
+    g: &Geometry,
+    placed: &[Placed],
+) -> Option<TokenView> {
     let place = t.place(s.clock, step)?;
     let e = &t.row.event;
-    let mut x = node_x(place.at) + NODE_W / 2.0 - TOKEN_W / 2.0;
-    let mut y = lane_y(t.lane);
+    let d = g.dims;
+    let leg = leg(&timeline(t, g.open), s.clock, step)?;
+    let (from, to) = (placed.get(leg.from)?, placed.get(leg.to)?);
+    let centre = |p: &Placed| (p.x + p.w / 2.0 - d.token_w / 2.0, g.lane_y(p.row, t.lane));
+    let ((x0, y0), (x1, y1)) = (centre(from), centre(to));
+    let mut x = x0 + (x1 - x0) * leg.progress;
+    let mut y = y0 + (y1 - y0) * leg.progress;
+    if leg.jump {
+        // Over the stages it has no time for, in an arc, not along the lane.
+        y -= JUMP_H * d.lane_h * (std::f64::consts::PI * leg.progress).sin();
+    }
+    let lane_y = |lane| g.lane_y(to.row, lane);
     let mut scale = 1.0;
     let merge = t.merge_progress(s.clock);
     if let Some(p) = merge.filter(|_| !step) {
@@ -127,12 +159,14 @@ fn token_view(s: &AnimState, t: &Token, step: bool) -> Option<TokenView> {
             y += (lane_y(h.lane) - y) * p;
         }
         scale = 1.0 - 0.6 * p;
-        x += TOKEN_W * (1.0 - scale) / 2.0;
-        y += TOKEN_H * (1.0 - scale) / 2.0;
+        x += d.token_w * (1.0 - scale) / 2.0;
+        y += d.token_h * (1.0 - scale) / 2.0;
     }
     let absorbed = if t.merges { 0 } else { merged_into(s, t, step) };
     let label = if merge.is_some() {
         "merged".to_string()
+    } else if d.names_on_tokens && !e.target.name.is_empty() {
+        elide(&e.target.name, d.label_chars)
     } else if e.resource_version.is_empty() {
         e.event_type.as_str().to_string()
     } else {
@@ -140,7 +174,7 @@ fn token_view(s: &AnimState, t: &Token, step: bool) -> Option<TokenView> {
     };
     Some(TokenView {
         id: t.id,
-        class: token_class(s, t, merge.is_some(), absorbed),
+        class: token_class(s, t, merge.is_some(), absorbed, leg.jump),
         transform: if scale < 1.0 {
             format!("translate({x:.1} {y:.1}) scale({scale:.2})")
         } else {
@@ -149,7 +183,10 @@ fn token_view(s: &AnimState, t: &Token, step: bool) -> Option<TokenView> {
         label,
         rv: e.resource_version.clone(),
         kind: e.event_type.as_str(),
-        at: stage_id(place.stage),
+        at: match placed.get(leg.from).map(|p| p.spot) {
+            Some(Spot::Hop(hop)) => hop.id(),
+            _ => stage_id(place.stage),
+        },
         what: token_title(t, place.stage, merge.is_some()),
         absorbed,
     })
@@ -157,7 +194,7 @@ fn token_view(s: &AnimState, t: &Token, step: bool) -> Option<TokenView> {
 
 /// The token's classes, for the stylesheet: its event's type and delivery,
 /// and what it is doing (`merging`, `absorbing`, `followed`, `arrived`).
-fn token_class(s: &AnimState, t: &Token, merging: bool, absorbed: usize) -> String {
+fn token_class(s: &AnimState, t: &Token, merging: bool, absorbed: usize, jump: bool) -> String {
     let e = &t.row.event;
     let flags = [
         (e.initial, " initial"),
@@ -169,6 +206,7 @@ fn token_class(s: &AnimState, t: &Token, merging: bool, absorbed: usize) -> Stri
         (absorbed > 0, " absorbing"),
         (s.followed == Some(t.row.seq), " followed"),
         (t.arrival() <= s.clock, " arrived"),
+        (jump, " jumping"),
     ];
     let mut class = format!("token {}", e.event_type.as_str().to_lowercase());
     for (_, name) in flags.iter().filter(|(on, _)| *on) {
@@ -201,6 +239,24 @@ fn token_title(t: &Token, stage: Stage, merging: bool) -> String {
         );
     }
     what
+}
+
+/// How high a jump over unobserved stages rises, in lanes.
+const JUMP_H: f64 = 1.5;
+
+/// `name` in at most `max` characters: its head and its tail, which tells
+/// generated names (`web-7d9f8-x2k4p`) apart, around an ellipsis.
+fn elide(name: &str, max: usize) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= max {
+        return name.to_string();
+    }
+    let tail = (max - 1) * 3 / 5;
+    let head = max - 1 - tail;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
 }
 
 /// What one token looks like in one frame.

@@ -1,0 +1,56 @@
+//! One event's waterfall: a labelled row per hop, server and client, its bar
+//! as long as its measured share of the whole journey and placed where it
+//! happened; a hop not measured says so instead of drawing a bar.
+
+use crate::micros::format_micros;
+use crate::waterfall_spans::{Span, spans};
+use leptos::prelude::*;
+use watchlife_protocol::WatchEvent;
+
+/// Narrowest bar drawn (% of the track), so that a 1 µs hop is still seen.
+const MIN_BAR_PCT: f64 = 0.6;
+
+/// The hops of `e` as a list of rows: label, bar, duration.
+#[component]
+pub fn Waterfall(e: std::sync::Arc<WatchEvent>) -> impl IntoView {
+    let all = spans(&e);
+    let measured = || all.iter().filter_map(|s| s.at);
+    let start = measured().flat_map(|(a, b)| [a, b]).min().unwrap_or(0);
+    let end = measured().flat_map(|(a, b)| [a, b]).max().unwrap_or(0);
+    let whole = end.saturating_sub(start).max(1) as f64;
+    let rows = all.iter().map(|s| row(s, start, whole)).collect_view();
+    view! {
+        <ol class="hop-waterfall" aria-label="Every hop of this event, with its measured time">
+            {rows}
+        </ol>
+    }
+}
+
+/// One hop's row.
+fn row(s: &Span, start: u64, whole: f64) -> impl IntoView + use<> {
+    let (bar, words, class) = match s.at {
+        Some((from, to)) => {
+            let (lo, hi) = (from.min(to), from.max(to));
+            let left = (lo - start) as f64 * 100.0 / whole;
+            let width = ((hi - lo) as f64 * 100.0 / whole).max(MIN_BAR_PCT);
+            let us = s.micros().unwrap_or(0);
+            let style = format!("left:{left:.2}%;width:{width:.2}%");
+            let class = if us < 0 {
+                "hop measured negative"
+            } else {
+                "hop measured"
+            };
+            (Some(style), format_micros(us), class)
+        }
+        None => (None, "not measured".to_string(), "hop unmeasured"),
+    };
+    view! {
+        <li class=class data-hop=s.id data-micros=s.micros()>
+            <span class="hop-label">{s.label}</span>
+            <span class="hop-track">
+                {bar.map(|style| view! { <span class=format!("hop-bar {}", s.id) style=style></span> })}
+            </span>
+            <span class="hop-time">{words}</span>
+        </li>
+    }
+}
