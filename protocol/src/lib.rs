@@ -30,6 +30,7 @@ pub mod server_path;
 pub mod snapshot;
 pub mod stage;
 pub mod summary;
+pub mod tap;
 pub mod v1;
 pub mod watch_cache;
 
