@@ -1,5 +1,5 @@
-//! Which events the viewer's filters show: by resource, namespace, type and
-//! a search in `namespace/name`.
+//! Which events the viewer's filters show: by resource, namespace, type, a
+//! search in `namespace/name`, and whether BOOKMARKs are hidden.
 
 use watchlife_protocol::{EventType, WatchEvent};
 
@@ -11,6 +11,9 @@ pub struct Filters {
     pub namespace: String,
     pub event_type: String,
     pub search: String,
+    /// BOOKMARKs hidden (they come every few seconds per resource and say
+    /// only that the watch is alive at a resourceVersion).
+    pub hide_bookmarks: bool,
 }
 
 impl Filters {
@@ -20,6 +23,7 @@ impl Filters {
             && self.namespace.is_empty()
             && self.event_type.is_empty()
             && self.search.is_empty()
+            && !self.hide_bookmarks
     }
 
     /// Whether an event passes the filters.
@@ -28,13 +32,14 @@ impl Filters {
     /// namespace or a name search never hides it (the resource and type
     /// filters still apply).
     pub fn shows(&self, e: &WatchEvent) -> bool {
-        passes(
-            &self.resource,
-            &self.namespace,
-            &self.event_type,
-            &self.search,
-            e,
-        )
+        !(self.hide_bookmarks && e.event_type == EventType::Bookmark)
+            && passes(
+                &self.resource,
+                &self.namespace,
+                &self.event_type,
+                &self.search,
+                e,
+            )
     }
 }
 
@@ -74,5 +79,18 @@ mod tests {
             );
             assert!(!passes("", "", "ADDED", "", &whole), "type still applies");
         }
+    }
+
+    #[test]
+    fn hiding_bookmarks_hides_only_bookmarks() {
+        let filters = Filters {
+            hide_bookmarks: true,
+            ..Filters::default()
+        };
+        assert!(!filters.is_empty());
+        assert!(!filters.shows(&pod_event(EventType::Bookmark, "", "9", &[])));
+        assert!(filters.shows(&pod_event(EventType::Modified, "web-1", "9", &[])));
+        assert!(filters.shows(&pod_event(EventType::Error, "", "9", &[])));
+        assert!(Filters::default().shows(&pod_event(EventType::Bookmark, "", "9", &[])));
     }
 }

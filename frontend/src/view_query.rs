@@ -51,6 +51,8 @@ pub struct ViewQuery {
     pub namespace: String,
     pub event_type: String,
     pub search: String,
+    /// `bookmarks=0`: BOOKMARKs hidden from the events table.
+    pub hide_bookmarks: bool,
     /// Captions on or off; `None` leaves it to the source (on for the demo).
     pub captions: Option<bool>,
     pub presenter: bool,
@@ -150,6 +152,7 @@ impl ViewQuery {
                 "ns" => v.namespace = val,
                 "type" => v.event_type = val.to_uppercase(),
                 "q" => v.search = val,
+                "bookmarks" => v.hide_bookmarks = val == "0",
                 "captions" => v.captions = Some(matches!(val.as_str(), "1" | "on" | "true")),
                 "presenter" => v.presenter = val == "1",
                 "theme" => v.theme = Theme::parse(&val),
@@ -179,6 +182,7 @@ impl ViewQuery {
             text("ns", &self.namespace),
             text("type", &self.event_type),
             text("q", &self.search),
+            self.hide_bookmarks.then(|| "bookmarks=0".to_string()),
             self.captions.map(|c| format!("captions={}", u8::from(c))),
             self.presenter.then(|| "presenter=1".to_string()),
             (self.theme != Theme::System).then(|| format!("theme={}", self.theme.as_str())),
@@ -241,6 +245,7 @@ mod tests {
             namespace: "default".into(),
             event_type: "MODIFIED".into(),
             search: "web 1/ä".into(),
+            hide_bookmarks: true,
             captions: Some(false),
             presenter: true,
             theme: Theme::Dark,

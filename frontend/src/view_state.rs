@@ -18,6 +18,8 @@ pub struct ViewState {
     pub event_type: RwSignal<String>,
     /// Part of `namespace/name` to look for.
     pub search: RwSignal<String>,
+    /// BOOKMARKs hidden from the events table.
+    pub hide_bookmarks: RwSignal<bool>,
     pub captions: RwSignal<Option<bool>>,
     pub presenter: RwSignal<bool>,
     pub theme: RwSignal<Theme>,
@@ -47,6 +49,7 @@ impl ViewState {
             namespace: RwSignal::new(q.namespace),
             event_type: RwSignal::new(q.event_type),
             search: RwSignal::new(q.search),
+            hide_bookmarks: RwSignal::new(q.hide_bookmarks),
             captions: RwSignal::new(q.captions),
             presenter: RwSignal::new(q.presenter),
             theme: RwSignal::new(q.theme),
@@ -81,6 +84,7 @@ impl ViewState {
             namespace: self.namespace.get(),
             event_type: self.event_type.get(),
             search: self.search.get(),
+            hide_bookmarks: self.hide_bookmarks.get(),
             captions: self.captions.get(),
             presenter: self.presenter.get(),
             theme: self.theme.get(),
@@ -101,6 +105,7 @@ impl ViewState {
             namespace: self.namespace.get(),
             event_type: self.event_type.get(),
             search: self.search.get(),
+            hide_bookmarks: self.hide_bookmarks.get(),
         }
     }
 

@@ -102,7 +102,8 @@ fn row_of(ev: &web_sys::Event, shown: Memo<Window>) -> Option<EventRow> {
 }
 
 /// The log's title: how many events the filters show, how many older ones
-/// were dropped (read at each `redraw`), and what a click does.
+/// were dropped (read at each `redraw`), what a click does, and the
+/// BOOKMARKs' interval with the box that hides them.
 #[component]
 fn LogHeading(
     shown: Memo<Window>,
@@ -124,6 +125,7 @@ fn LogHeading(
                 }}
                 " · click one to follow its token and read its detail"
             </small>
+            <super::bookmark_filter::BookmarkFilter/>
         </h2>
     }
 }

@@ -1,6 +1,7 @@
 //! What the page draws, one component per file.
 
 pub mod actions;
+pub mod bookmark_filter;
 pub mod cache_answers;
 pub mod captions;
 pub mod catch_up;

@@ -30,12 +30,19 @@ struct Entry {
     changes: Vec<String>,
 }
 
+/// What the first version kept says when older ones were dropped: its
+/// previous version is gone, so what it changed is not known (it was not
+/// the object's creation unless it is an ADDED).
+const FIRST_KEPT: &str = "the oldest version kept: what it changed is not known";
+
 /// What `v` changed, given the `previous` version's body (`None` for the
-/// first version, `Some(None)` when its body was never fetched) and its own.
+/// first version kept, `Some(None)` when its body was never fetched) and
+/// its own; `dropped` says older versions were dropped before the first.
 fn changes(
     v: &Version,
     previous: &Option<Option<serde_json::Value>>,
     current: &Option<serde_json::Value>,
+    dropped: bool,
 ) -> Vec<String> {
     match previous {
         _ if v.final_state_unknown => vec![DFSU.into()],
@@ -44,7 +51,8 @@ fn changes(
         }
         _ if v.resync => vec![RESYNC.into()],
         None if v.initial => vec!["as listed".into()],
-        None => vec!["created".into()],
+        None if v.event_type == EventType::Added && !dropped => vec!["created".into()],
+        None => vec![FIRST_KEPT.into()],
         Some(p) => match (p, current) {
             (Some(p), Some(now)) => {
                 let c: Vec<String> = diff(p, now).iter().map(|c| c.describe()).collect();
@@ -77,7 +85,7 @@ fn entries(h: &ObjectHistory) -> Vec<Entry> {
             resource_version: v.resource_version.clone(),
             mark,
             body: if current.is_some() { "kept" } else { "absent" },
-            changes: changes(v, &previous, &current),
+            changes: changes(v, &previous, &current, h.dropped > 0),
         });
         previous = Some(current);
     }
@@ -157,5 +165,31 @@ fn version_item(entry: Entry) -> impl IntoView {
                 {changes.into_iter().map(|c| view! { <li class="change">{c}</li> }).collect_view()}
             </ul>
         </li>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(event_type: EventType) -> Version {
+        Version {
+            event_type,
+            resource_version: "170".into(),
+            initial: false,
+            resync: false,
+            final_state_unknown: false,
+            object: None,
+        }
+    }
+
+    #[test]
+    fn the_first_kept_version_after_drops_is_not_called_created() {
+        let modified = version(EventType::Modified);
+        assert_eq!(changes(&modified, &None, &None, true), vec![FIRST_KEPT]);
+        assert_eq!(changes(&modified, &None, &None, false), vec![FIRST_KEPT]);
+        let added = version(EventType::Added);
+        assert_eq!(changes(&added, &None, &None, true), vec![FIRST_KEPT]);
+        assert_eq!(changes(&added, &None, &None, false), vec!["created"]);
     }
 }
