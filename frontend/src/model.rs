@@ -12,7 +12,9 @@ use crate::backlog::{Backlog, Held, Pending};
 use crate::deletions::Deletions;
 use crate::event_row::EventRow;
 use crate::history::{ObjectHistory, ObjectKey, Version};
-use crate::notice::{Notice, incompatible_message, reflector_alarming, reflector_caption};
+use crate::notice::{
+    Notice, incompatible_message, reflector_alarming, reflector_caption, reflector_weight,
+};
 use crate::stats::{PipelineStats, RateSeries};
 use futures::channel::mpsc::UnboundedSender;
 use leptos::prelude::*;
@@ -133,6 +135,8 @@ pub struct Model {
 #[derive(Debug, Default, Clone, Copy)]
 struct Unnotified {
     batching: bool,
+    /// The weight of the weightiest notice told in the batch under way.
+    told: Option<u8>,
     events: bool,
     objects: bool,
     roster: bool,
@@ -353,6 +357,28 @@ impl Model {
             .unwrap_or(false)
     }
 
+    /// Shows a sentence in the caption bar, unless a batch under way has
+    /// told a weightier one (see [`reflector_weight`]): of the notices shown
+    /// at one moment, the one that matters most is the one read.
+    fn tell_weighted(&self, text: String, alarming: bool, weight: u8) {
+        let outweighed = self
+            .unnotified
+            .try_update_value(|u| {
+                if !u.batching {
+                    return false;
+                }
+                let outweighed = u.told.is_some_and(|w| w > weight);
+                if !outweighed {
+                    u.told = Some(weight);
+                }
+                outweighed
+            })
+            .unwrap_or(false);
+        if !outweighed {
+            self.tell(text, alarming);
+        }
+    }
+
     /// Shows a sentence in the caption bar.
     pub fn tell(&self, text: String, alarming: bool) {
         let serial = self
@@ -389,7 +415,8 @@ impl Model {
             }
             FrameBody::Reflector(update) => {
                 if let Some(text) = reflector_caption(&update.resource, &update.state) {
-                    self.tell(text, reflector_alarming(&update.state));
+                    let weight = reflector_weight(&update.state);
+                    self.tell_weighted(text, reflector_alarming(&update.state), weight);
                 }
                 match update.state {
                     // An answer stays beside the states that follow it.

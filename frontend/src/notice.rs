@@ -34,6 +34,20 @@ pub fn reflector_alarming(state: &ReflectorState) -> bool {
     )
 }
 
+/// How much a Reflector's change matters to the story, for notices shown
+/// at the same moment: the 410 that starts a relist outweighs the relist,
+/// which outweighs the backoff that comes with it, which outweighs the rest.
+/// Of the notices one moment tells, the weightiest is the one shown, so that
+/// a 410 is read even when its backoff is told in the same breath.
+pub fn reflector_weight(state: &ReflectorState) -> u8 {
+    match state {
+        ReflectorState::Gone { .. } => 3,
+        ReflectorState::Relist { .. } | ReflectorState::StreamingListFailed { .. } => 2,
+        ReflectorState::Backoff { .. } => 1,
+        _ => 0,
+    }
+}
+
 /// A caption for a Reflector change, when it is a story worth telling.
 pub fn reflector_caption(resource: &str, state: &ReflectorState) -> Option<String> {
     Some(match state {
@@ -66,4 +80,26 @@ pub fn reflector_caption(resource: &str, state: &ReflectorState) -> Option<Strin
         ),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_410_outweighs_its_relist_and_backoff() {
+        let gone = ReflectorState::Gone {
+            resource_version: "5".into(),
+            message: "too old".into(),
+        };
+        let backoff = ReflectorState::Backoff {
+            delay_ms: 1_000,
+            error: "410".into(),
+        };
+        let relist = ReflectorState::Relist {
+            reason: "410".into(),
+        };
+        assert!(reflector_weight(&gone) > reflector_weight(&relist));
+        assert!(reflector_weight(&relist) > reflector_weight(&backoff));
+    }
 }

@@ -169,9 +169,13 @@ impl Replay {
     /// and ends (or loops) once everything fed has been drawn.
     pub fn start_clock(self) {
         every_tick(move |elapsed| {
-            let running = self.status.get_untracked() == Status::Ready
-                && !self.view.paused.get_untracked()
-                && !self.head.ended.get_untracked();
+            let ready = self.status.get_untracked() == Status::Ready;
+            if ready && !self.head.ended.get_untracked() {
+                // Also while paused: a step, or catching up, moves what is shown.
+                self.follow_animation();
+            }
+            let running =
+                ready && !self.view.paused.get_untracked() && !self.head.ended.get_untracked();
             if !running {
                 return;
             }
