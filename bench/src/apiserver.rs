@@ -168,8 +168,8 @@ impl Config {
                     })?;
                     let f = &mut figures[t][i];
                     f.writes_per_second.push(m.writes_per_second);
-                    f.p50.push(m.latency.quantile(0.5).unwrap_or(f64::NAN));
-                    f.p99.push(m.latency.quantile(0.99).unwrap_or(f64::NAN));
+                    f.p50.push(m.latency.quantile_or_nan(0.5));
+                    f.p99.push(m.latency.quantile_or_nan(0.99));
                     f.latency.merge(&m.latency);
                 }
             }

@@ -262,8 +262,8 @@ impl Scenario for Config {
                 f.write_call_micros.push(m.write_call_micros);
                 f.bytes_per_watcher.push(m.bytes_per_watcher);
                 if let Some(l) = &m.latency {
-                    f.p50.push(l.quantile(0.5).unwrap_or(f64::NAN));
-                    f.p99.push(l.quantile(0.99).unwrap_or(f64::NAN));
+                    f.p50.push(l.quantile_or_nan(0.5));
+                    f.p99.push(l.quantile_or_nan(0.99));
                     gathered.pooled[i].merge(l);
                 }
                 if n == most {

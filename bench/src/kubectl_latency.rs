@@ -150,11 +150,10 @@ fn gather(figures: &mut [Figures], seen: [Option<Latencies>; 4]) {
             answered.record(a);
             sent.record(s);
         }
-        let q = |h: &Histogram, p| h.quantile(p).unwrap_or(f64::NAN);
-        f.p50.push(q(&answered, 0.5));
-        f.p99.push(q(&answered, 0.99));
-        f.sent_p50.push(q(&sent, 0.5));
-        f.sent_p99.push(q(&sent, 0.99));
+        f.p50.push(answered.quantile_or_nan(0.5));
+        f.p99.push(answered.quantile_or_nan(0.99));
+        f.sent_p50.push(sent.quantile_or_nan(0.5));
+        f.sent_p99.push(sent.quantile_or_nan(0.99));
         f.seen.push(latencies.answered.len() as f64 / WRITES as f64);
         f.early.push(latencies.early as f64);
         f.all.merge(&sent);

@@ -182,8 +182,8 @@ impl Config {
 fn p50_p99(h: &Histogram) -> String {
     format!(
         "{} / {}",
-        micros(h.quantile(0.5).unwrap_or(f64::NAN)),
-        micros(h.quantile(0.99).unwrap_or(f64::NAN))
+        micros(h.quantile_or_nan(0.5)),
+        micros(h.quantile_or_nan(0.99))
     )
 }
 

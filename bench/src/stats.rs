@@ -61,6 +61,12 @@ impl Histogram {
         None
     }
 
+    /// [`Histogram::quantile`], or NaN when empty: a run's figure that
+    /// [`Spread::push`] leaves out.
+    pub fn quantile_or_nan(&self, q: f64) -> f64 {
+        self.quantile(q).unwrap_or(f64::NAN)
+    }
+
     /// The quantiles the report draws: p1, p25, p50, p75, p99, p99.9.
     pub fn shape(&self) -> Option<Shape> {
         Some(Shape {

@@ -8,7 +8,6 @@ use super::{CONNECTING, Config, Figures, Idle, SETTLE, SETTLE_MAX, Step, WINDOW}
 use crate::crowd::Crowd;
 use crate::machine::rss_bytes;
 use crate::process::Watchlife;
-use crate::stats::Histogram;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -66,12 +65,13 @@ async fn measure_step(
     let events = (shared.events.load(Ordering::Relaxed) - events_before) as f64;
     let resyncs = (shared.resyncs.load(Ordering::Relaxed) - resyncs_before) as f64;
     let rss = rss_bytes(pid).ok_or("watchlife is gone")? as f64;
-    let q = |h: &Histogram, p: f64| h.quantile(p).unwrap_or(f64::NAN);
-    f.reflector_p50.push(q(&shared.reflector[i], 0.5));
-    f.reflector_p99.push(q(&shared.reflector[i], 0.99));
-    f.hub_p50.push(q(&shared.hub[i], 0.5));
-    f.hub_p99.push(q(&shared.hub[i], 0.99));
-    f.informer_p50.push(q(&shared.informer[i], 0.5));
+    f.reflector_p50
+        .push(shared.reflector[i].quantile_or_nan(0.5));
+    f.reflector_p99
+        .push(shared.reflector[i].quantile_or_nan(0.99));
+    f.hub_p50.push(shared.hub[i].quantile_or_nan(0.5));
+    f.hub_p99.push(shared.hub[i].quantile_or_nan(0.99));
+    f.informer_p50.push(shared.informer[i].quantile_or_nan(0.5));
     f.reflector.merge(&shared.reflector[i]);
     f.published_per_second
         .push(measured.events_published / seconds);
