@@ -79,6 +79,8 @@ async fn with_a_peer_that_never_reads_reconciles_go_on_and_drops_are_counted() {
     held.abort();
 }
 
+// The handshake callback's error type is tungstenite's, not ours.
+#[allow(clippy::result_large_err)]
 #[tokio::test]
 async fn a_reading_peer_gets_hello_then_every_reconcile_in_order() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
