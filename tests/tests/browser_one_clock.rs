@@ -326,7 +326,7 @@ const REPLAY_STATE: &str = "({
     rows: Number(document.querySelector('.event-log').dataset.received),
     status: document.querySelector('#replay-status').dataset.status,
     time: document.querySelector('#replay-time').textContent,
-    error_token: !!document.querySelector('[data-type=ERROR]'),
+    error_token: !!document.querySelector('#pipeline g[data-token][data-type=ERROR]'),
 })";
 
 #[tokio::test]
@@ -372,7 +372,14 @@ async fn a_replay_tells_its_410_when_its_token_is_drawn_and_ends_when_all_are() 
     let told = seen
         .iter()
         .position(|s| s["notice"].as_str().unwrap_or("").contains("410 Gone"))
-        .expect("the 410 is told");
+        .unwrap_or_else(|| {
+            let mut notices: Vec<&str> = seen.iter().filter_map(|s| s["notice"].as_str()).collect();
+            notices.dedup();
+            panic!(
+                "the 410 is never told; told: {notices:?}; at the end: {:?}",
+                seen.last()
+            )
+        });
     let drawn = seen
         .iter()
         .position(|s| s["error_token"].as_bool() == Some(true))
