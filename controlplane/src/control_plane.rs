@@ -13,6 +13,7 @@
 //!   its watcher at once). Tests of the object rules use it: they read what a
 //!   write did without a runtime.
 
+mod compaction;
 mod deletion;
 mod quota;
 mod requests;

@@ -81,9 +81,9 @@ pub fn run(cp: &ControlPlane, action: &DemoAction) -> Result<String, ActionError
             ))
         }
         DemoAction::Compact => {
-            let revision = cp.compact();
+            let revision = cp.compact_past_watches()?;
             Ok(format!(
-                "compacted the store up to revision {revision}: a watch from an older resourceVersion now gets 410 Gone"
+                "compacted the store up to revision {revision}, past the watch caches: they relist and close their watches, and a watch from an older resourceVersion gets 410 Gone"
             ))
         }
         DemoAction::DropWatches => {
