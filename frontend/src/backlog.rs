@@ -39,8 +39,9 @@ pub enum Held {
         object: Option<ObjectJson>,
         fate: Fate,
     },
-    /// A Reflector's change or a watch cache's report.
-    Frame(ServerFrame),
+    /// A Reflector's change or a watch cache's report (boxed: a frame is
+    /// far larger than an event's row, and most things held are events).
+    Frame(Box<ServerFrame>),
 }
 
 /// A held thing with the page time it arrived at (the recording's time when
@@ -111,7 +112,7 @@ impl Backlog {
     /// Holds a frame that is not an event.
     pub fn push_frame(&mut self, frame: ServerFrame, at: f64) {
         self.items.push_back(Pending {
-            held: Held::Frame(frame),
+            held: Held::Frame(Box::new(frame)),
             at,
         });
     }

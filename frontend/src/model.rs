@@ -237,7 +237,7 @@ impl Model {
                 self.shown.update_value(|s| *s = s.max(p.at));
                 match p.held {
                     Held::Event { row, object, .. } => self.apply_row(row, object, p.at),
-                    Held::Frame(frame) => self.apply(frame),
+                    Held::Frame(frame) => self.apply(*frame),
                 }
             }
         });
