@@ -14,7 +14,8 @@
 //! - [`view_state`]: how the viewer set up the page, as signals, kept in
 //!   the URL as a [`view_query`]; [`filters`]: which events they show.
 //! - [`animator`] and [`player`]: tokens travelling through the stages, and
-//!   the frame loop that moves them.
+//!   the frame loop that moves them; [`backlog`]: the page's one clock, the
+//!   stream frames held until the animation reaches them.
 //! - [`tape`]: the live stream recorded in the page for download.
 //! - [`replay`] (the `replay` feature, built by `make embed`): a recording
 //!   played with no bridge. The live page and the replay page are two builds
