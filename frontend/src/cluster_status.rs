@@ -113,6 +113,7 @@ impl ClusterStatus {
                     .watches_open
                     .is_some_and(|n| self.resources > 0 && n >= self.resources as u64);
                 if all_open {
+                    self.answered = true;
                     let failing: Vec<String> = self.failing.keys().cloned().collect();
                     for resource in failing {
                         self.answered(&resource, now_ms);

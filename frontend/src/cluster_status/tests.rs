@@ -174,6 +174,22 @@ fn a_watch_that_ended_is_a_note_not_trouble() {
 }
 
 #[test]
+fn all_watches_open_is_an_answer() {
+    let mut status = cluster(&["pods", "secrets"]);
+    assert_eq!(
+        headline(&status, 0.0),
+        "cluster: waiting for its first answer"
+    );
+    status.observe(&beat(Some(1)), 0.0);
+    assert_eq!(
+        headline(&status, 0.0),
+        "cluster: waiting for its first answer"
+    );
+    status.observe(&beat(Some(2)), 0.0);
+    assert_eq!(headline(&status, 0.0), "cluster reachable");
+}
+
+#[test]
 fn a_demo_with_no_trouble_has_no_line() {
     let mut status = ClusterStatus::default();
     let source = serde_json::json!({"kind": "demo", "api": "http://x"});
