@@ -84,7 +84,8 @@ impl CompareClock {
     }
 
     /// Moves both sides on to `target`, each no further than its own end;
-    /// at the longer one's end, starts over (looping) or stops.
+    /// at the longer one's end, once both have drawn everything, starts
+    /// over (looping) or stops.
     fn advance(&self, target: f64) {
         let before = self.head.position_ms.get_untracked();
         let duration = untrack(|| self.duration_ms());
@@ -96,7 +97,10 @@ impl CompareClock {
             }
         }
         self.head.position_ms.set(target.min(duration));
-        if target >= duration {
+        // Ended once every side has drawn its last event, not when the last
+        // frame was fed (the page's one clock, see `crate::backlog`).
+        let drawn = || self.playing().iter().all(|s| s.model.caught_up());
+        if target >= duration && drawn() {
             if self.view.looping.get_untracked() {
                 self.seek(0.0);
             } else {
