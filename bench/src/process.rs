@@ -111,8 +111,10 @@ impl Watchlife {
 
     /// Connects a viewer that hears only the Reflector (a filter on a
     /// namespace no object is in) and returns the time since `start` when
-    /// it reports the LIST finished, or a snapshot says the watch has
-    /// started (a viewer that joined after the LIST). At most `timeout`.
+    /// it reports the list whole: a LIST finished, or a streaming list's
+    /// initial events ended (Kubernetes 1.36's rules), or a snapshot says
+    /// the watch has started (a viewer that joined after the LIST). At
+    /// most `timeout`.
     pub async fn list_finished(
         &self,
         start: Instant,
@@ -122,6 +124,7 @@ impl Watchlife {
             let snapshot =
                 frame.starts_with("{\"seq\":") && frame.contains(",\"type\":\"snapshot\"");
             (frame.contains("\"list_finished\"")
+                || frame.contains("\"initial_events_end\"")
                 || (snapshot && frame.contains("\"watch_started\"")))
             .then(|| start.elapsed())
         })
