@@ -92,6 +92,8 @@ impl CompareClock {
         for side in self.playing() {
             let end = side.replay.duration_ms.get_untracked();
             side.replay.advance_to(target.min(end));
+            // Both sides read the one clock's offset, the same on each.
+            side.replay.head.position_ms.set(target.min(end));
             if before < end && target >= end {
                 side.model.settle();
             }
