@@ -20,6 +20,30 @@ async fn open(bridge: &Bridge, width: u32, height: u32) -> Browser {
         .goto(&format!("{}/?presenter=1", bridge.url()))
         .await
         .expect("open the app");
+    // The window's size includes the browser's own bars: grow it until the
+    // page itself (the viewport) is `width`×`height`, as on a projector.
+    let inner = browser.eval("[innerWidth, innerHeight]").await;
+    let (w, h) = (
+        inner[0].as_u64().unwrap_or(0),
+        inner[1].as_u64().unwrap_or(0),
+    );
+    let (dw, dh) = (
+        width as u64 - w.min(width as u64),
+        height as u64 - h.min(height as u64),
+    );
+    if dw + dh > 0 {
+        browser
+            .client
+            .set_window_size(width + dw as u32, height + dh as u32)
+            .await
+            .expect("resize the window");
+    }
+    let inner = browser.eval("[innerWidth, innerHeight]").await;
+    assert_eq!(
+        inner,
+        serde_json::json!([width, height]),
+        "the viewport is the screen's size"
+    );
     browser
         .wait_until(
             "a token travels in presenter mode",
@@ -67,6 +91,11 @@ async fn check_screen(bridge: &Bridge, width: u32, height: u32, shot: &str) {
             "the numbers are on the nodes",
             "document.querySelector('#pipeline .stage-rate')",
         )
+        .await;
+    let shots = watchlife_tests::workspace().join("docs/screenshots");
+    browser.screenshot(&shots.join(shot)).await;
+    let boxes = browser
+        .eval("JSON.stringify([innerWidth, innerHeight, document.querySelector('#pipeline').getBoundingClientRect(), document.querySelector('.topbar').getBoundingClientRect(), document.querySelector('#pipeline').getAttribute('viewBox')])")
         .await;
     let names = smallest_px(&browser, "#pipeline .stage-name").await;
     assert!(
@@ -172,7 +201,10 @@ async fn the_server_side_opens_into_its_inner_hops_and_the_waterfall_labels_ever
     let shots = watchlife_tests::workspace().join("docs/screenshots");
     browser.screenshot(&shots.join("server-hops.png")).await;
     // A click closes it.
-    browser.click("#pipeline .server-toggle").await;
+    // An SVG element: a click event, as the pointer sends it.
+    browser
+        .eval("document.querySelector('#pipeline .server-toggle').dispatchEvent(new MouseEvent('click', { bubbles: true }))")
+        .await;
     browser
         .wait_until(
             "closed, the inner hops are gone",
@@ -193,7 +225,10 @@ async fn a_phone_still_shows_the_pipeline_in_presenter_mode() {
         .expect("open the app");
     browser.wait_for("#pipeline g.stage").await;
     let wide = browser
-        .eval("document.documentElement.scrollWidth <= innerWidth + 1")
+        .eval(
+            "document.documentElement.scrollWidth <= innerWidth + 1 \
+             && document.querySelector('#pipeline').getBoundingClientRect().right <= innerWidth + 1",
+        )
         .await;
     assert_eq!(
         wide,

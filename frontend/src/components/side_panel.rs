@@ -26,7 +26,7 @@ pub fn SidePanel() -> impl IntoView {
     });
     let seq = Memo::new(move |_| narrated.with(|n| n.as_ref().map(|n| n.0)));
     let detail = move || {
-        seq.track();
+        let _ = seq.get();
         match narrated.get_untracked() {
             Some((seq, e)) => {
                 let heading = format!(

@@ -16,6 +16,9 @@ use crate::player::Player;
 use leptos::prelude::*;
 use watchlife_protocol::Stage;
 
+/// An explanation's characters against a number's (12 px or 17 px text
+/// against 14 px or 25 px), for [`Dims::sans_char_w`].
+const EXPLAIN_TO_NUMBER: f64 = 0.7;
 /// Keys listed on the workqueue's node; more are counted.
 const QUEUED_SHOWN: usize = 2;
 
@@ -70,9 +73,28 @@ pub fn StageNode(
         >
             <rect class="node" x=x y=top width=w height=dims.node_h rx=10/>
             {name_lines(stage.label(), cx, top, w, dims)}
-            <text class="stage-explain" x=cx y=top + dims.explain_y[0] text-anchor="middle">{move || explained.get()[0]}</text>
             {(dims.explain_lines > 1).then(|| view! {
+                <text class="stage-explain" x=cx y=top + dims.explain_y[0] text-anchor="middle">{move || explained.get()[0]}</text>
                 <text class="stage-explain" x=cx y=top + dims.explain_y[1] text-anchor="middle">{move || explained.get()[1]}</text>
+            })}
+            // One line: the whole explanation, squeezed into the node if it must.
+            {(dims.explain_lines == 1).then(|| {
+                let whole = move || explained.with(|[a, b]| format!("{a} {b}"));
+                view! {
+                    <text
+                        class="stage-explain"
+                        x=cx
+                        y=top + dims.explain_y[0]
+                        text-anchor="middle"
+                        textLength=move || {
+                            let chars = whole().chars().count() as f64;
+                            (chars * dims.sans_char_w * EXPLAIN_TO_NUMBER > w - 8.0).then_some(w - 8.0)
+                        }
+                        lengthAdjust="spacingAndGlyphs"
+                    >
+                        {whole}
+                    </text>
+                }
             })}
             <line class="node-rule" x1=x + 10.0 x2=x + w - 10.0 y1=top + dims.rule_y y2=top + dims.rule_y/>
             <Show when=observed fallback=move || view! { <NotObserved cx top dims/> }>
@@ -122,7 +144,17 @@ fn StageNumbers(
         >
             {move || numbers.get().latency}
         </text>
-        <text class="stage-depth" x=cx y=top + dims.depth_y text-anchor="middle">
+        <text
+            class="stage-depth"
+            x=cx
+            y=top + dims.depth_y
+            text-anchor="middle"
+            textLength=move || {
+                let chars = numbers.with(|n| n.third.chars().count()) as f64;
+                (chars * dims.sans_char_w > w - 12.0).then_some(w - 12.0)
+            }
+            lengthAdjust="spacingAndGlyphs"
+        >
             {move || numbers.get().third}
             <title>{move || numbers.get().why}</title>
         </text>
