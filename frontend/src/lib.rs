@@ -39,10 +39,10 @@
 pub mod animator;
 pub mod backlog;
 pub mod bodies;
+pub mod cluster_status;
 #[cfg(all(feature = "replay", not(feature = "in-page")))]
 pub mod compare;
 pub mod components;
-pub mod cluster_status;
 pub mod connection;
 pub mod deletions;
 pub mod detail;

@@ -671,8 +671,16 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
     assert_eq!(
         lanes,
         json!([
-            ["scheduler: scheduled", "scheduled", "OnUpdate 1, OnDelete 1 · buffer 0 · 5 µs"],
-            ["controller", "controller", "OnUpdate 2, OnDelete 1 · buffer 0 · 15 µs"]
+            [
+                "scheduler: scheduled",
+                "scheduled",
+                "OnUpdate 1, OnDelete 1 · buffer 0 · 5 µs"
+            ],
+            [
+                "controller",
+                "controller",
+                "OnUpdate 2, OnDelete 1 · buffer 0 · 15 µs"
+            ]
         ])
     );
     // The Reflector's node shows the requests as asked.
