@@ -58,7 +58,9 @@ pub fn reflector_caption(resource: &str, state: &ReflectorState) -> Option<Strin
             format!("The {resource} Reflector lists everything again ({reason}).")
         }
         ReflectorState::Backoff { delay_ms, error } => format!(
-            "The {resource} Reflector's request failed ({error}); it waits {delay_ms} ms before trying again."
+            "The {resource} Reflector's request failed: {}. It waits {:.1} s before trying again.",
+            crate::plain_words::plain_error(error, resource).words,
+            *delay_ms as f64 / 1_000.0
         ),
         ReflectorState::WatchEnded {
             reason,
@@ -101,5 +103,17 @@ mod tests {
         };
         assert!(reflector_weight(&gone) > reflector_weight(&relist));
         assert!(reflector_weight(&relist) > reflector_weight(&backoff));
+    }
+
+    #[test]
+    fn a_failed_request_is_told_in_plain_words_the_raw_text_left_to_the_status_line() {
+        let backoff = ReflectorState::Backoff {
+            delay_ms: 5_493,
+            error: "LIST failed: LIST: ServiceError: client error (Connect): tcp connect error: Connection refused (os error 111)".into(),
+        };
+        let caption = reflector_caption("configmaps", &backoff).unwrap();
+        assert!(caption.contains("refused the connection"), "{caption}");
+        assert!(caption.contains("5.5 s"), "{caption}");
+        assert!(!caption.contains("ServiceError"), "{caption}");
     }
 }
