@@ -94,9 +94,6 @@ async fn check_screen(bridge: &Bridge, width: u32, height: u32, shot: &str) {
         .await;
     let shots = watchlife_tests::workspace().join("docs/screenshots");
     browser.screenshot(&shots.join(shot)).await;
-    let boxes = browser
-        .eval("JSON.stringify([innerWidth, innerHeight, document.querySelector('#pipeline').getBoundingClientRect(), document.querySelector('.topbar').getBoundingClientRect(), document.querySelector('#pipeline').getAttribute('viewBox')])")
-        .await;
     let names = smallest_px(&browser, "#pipeline .stage-name").await;
     assert!(
         names >= NAME_PX_1080 * scale - 0.5,
