@@ -66,7 +66,7 @@ test-setup: setup
 test: test-setup build embed lint image test-break
 	@mark=watchlife-test-$$$$-$$(date +%s); status=0; \
 	WATCHLIFE_TEST_RUN=$$mark WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_TEST_BIN=$(WATCHLIFE_TEST_BIN) \
-		WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace || status=$$?; \
+		WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace --no-fail-fast || status=$$?; \
 	WATCHLIFE_TEST_RUN=$$mark scripts/check-leftovers.sh $$mark || status=1; \
 	exit $$status
 

@@ -18,20 +18,9 @@ const STAGES: [&str; 9] = [
     "reconcile",
 ];
 
+/// The app of `bridge` at `query`, `width`×`height`, once connected.
 async fn open(bridge: &Bridge, query: &str, width: u32, height: u32) -> Browser {
-    let browser = Browser::start(width, height).await;
-    browser
-        .client
-        .goto(&format!("{}/{query}", bridge.url()))
-        .await
-        .expect("open the app");
-    browser
-        .wait_until(
-            "the link is connected",
-            "document.querySelector('#link[data-link=connected]')",
-        )
-        .await;
-    browser
+    Browser::open_connected(width, height, &format!("{}/{query}", bridge.url())).await
 }
 
 async fn launched(browser: &Browser) -> u64 {
@@ -91,8 +80,7 @@ async fn every_stage_is_drawn_and_unobserved_ones_say_so() {
             "document.querySelectorAll('tr.event-row[data-initial=false]').length >= 4",
         )
         .await;
-    let shots = watchlife_tests::workspace().join("docs/screenshots");
-    browser.screenshot(&shots.join("desktop.png")).await;
+    browser.screenshot_for_docs("desktop.png").await;
     browser.close().await;
 
     let presenter = open(&bridge, "?presenter=1", 1600, 900).await;
@@ -106,7 +94,7 @@ async fn every_stage_is_drawn_and_unobserved_ones_say_so() {
         .eval("getComputedStyle(document.querySelector('.controls')).display")
         .await;
     assert_eq!(chrome, serde_json::json!("none"));
-    presenter.screenshot(&shots.join("presenter.png")).await;
+    presenter.screenshot_for_docs("presenter.png").await;
     presenter.close().await;
 }
 
@@ -460,6 +448,9 @@ async fn filters_hide_and_show_and_the_url_restores_the_view() {
         view,
         serde_json::json!(["MODIFIED", "web", "0", "dark", false])
     );
+    // Paused, the page shows only what the animation has reached: nothing
+    // yet. Resumed, the events come in their turn, filtered.
+    again.click("#pause").await;
     again
         .wait_until(
             "the restored filter applies",
