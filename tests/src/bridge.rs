@@ -73,6 +73,21 @@ impl Bridge {
         Bridge::start_in(&crate::workspace(), args).await
     }
 
+    /// A bridge on a real cluster under Kubernetes 1.20's rules (the real
+    /// apiserver's release), watching `resources` with `kubeconfig`.
+    pub async fn on_cluster(kubeconfig: &Path, resources: &str) -> Bridge {
+        let kubeconfig = kubeconfig.to_str().expect("a UTF-8 kubeconfig path");
+        Bridge::start(&[
+            "--kubernetes",
+            "1.20",
+            "--kubeconfig",
+            kubeconfig,
+            "--resources",
+            resources,
+        ])
+        .await
+    }
+
     /// Like [`Bridge::start`], from another working directory.
     pub async fn start_in(dir: &Path, args: &[&str]) -> Bridge {
         let addr: SocketAddr = format!("127.0.0.1:{}", crate::free_port()).parse().unwrap();

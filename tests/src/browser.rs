@@ -101,6 +101,52 @@ impl Browser {
         }
     }
 
+    /// A `width`×`height` session on `url`.
+    pub async fn open(width: u32, height: u32, url: &str) -> Browser {
+        let browser = Browser::start(width, height).await;
+        browser.goto(url).await;
+        browser
+    }
+
+    /// A `width`×`height` session on the live page at `url` (a bridge's, or
+    /// a [`ScriptedBridge`]'s), once its link to the bridge is connected.
+    pub async fn open_connected(width: u32, height: u32, url: &str) -> Browser {
+        let browser = Browser::open(width, height, url).await;
+        browser.wait_connected().await;
+        browser
+    }
+
+    /// A `width`×`height` session on the replay page at `url`, once its
+    /// recording is loaded.
+    pub async fn open_replay(width: u32, height: u32, url: &str) -> Browser {
+        let browser = Browser::open(width, height, url).await;
+        browser
+            .wait_until(
+                "the recording is loaded",
+                "document.querySelector('#replay-status[data-status=ready]')",
+            )
+            .await;
+        browser
+    }
+
+    /// Loads `url` in this session.
+    pub async fn goto(&self, url: &str) {
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|e| panic!("open {url}: {e}"));
+    }
+
+    /// Waits until the header's badge says the page's link to its bridge is
+    /// connected.
+    pub async fn wait_connected(&self) {
+        self.wait_until(
+            "the link is connected",
+            "document.querySelector('#link[data-link=connected]')",
+        )
+        .await;
+    }
+
     /// Waits for an element matching a CSS selector.
     pub async fn wait_for(&self, css: &str) -> fantoccini::elements::Element {
         self.client
@@ -179,6 +225,13 @@ impl Browser {
     pub async fn screenshot(&self, path: &std::path::Path) {
         let png = self.client.screenshot().await.expect("screenshot");
         std::fs::write(path, png).expect("write screenshot");
+    }
+
+    /// Saves a PNG screenshot as `docs/screenshots/{name}`, the pictures the
+    /// documentation shows.
+    pub async fn screenshot_for_docs(&self, name: &str) {
+        self.screenshot(&crate::workspace().join("docs/screenshots").join(name))
+            .await;
     }
 
     /// Ends the session cleanly (drop also cleans up, less politely).
@@ -293,6 +346,36 @@ impl ScriptedBridge {
 impl Drop for ScriptedBridge {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// The `hello` of a scripted stream named `stream`: this protocol, the demo
+/// as its source, every stage observed, no demo actions, Kubernetes 1.36's
+/// rules, watching `resources`.
+pub fn scripted_hello(stream: &str, resources: &[&str]) -> watchlife_protocol::Hello {
+    watchlife_protocol::Hello {
+        protocol: watchlife_protocol::PROTOCOL_VERSION,
+        server_version: "0.1.0".into(),
+        stream: stream.into(),
+        source: watchlife_protocol::Source::Demo {
+            api: "http://127.0.0.1:1".into(),
+        },
+        resources: resources.iter().map(|r| r.to_string()).collect(),
+        observed_stages: watchlife_protocol::Stage::ALL.to_vec(),
+        demo_actions: false,
+        heartbeat_ms: 5_000,
+        kubernetes: "1.36".into(),
+        cluster_version: None,
+    }
+}
+
+/// The pod `default/{name}`, as a scripted frame names it.
+pub fn scripted_pod(name: &str) -> watchlife_protocol::ObjectRef {
+    watchlife_protocol::ObjectRef {
+        resource: "pods".into(),
+        kind: "Pod".into(),
+        namespace: Some("default".into()),
+        name: name.into(),
     }
 }
 

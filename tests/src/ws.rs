@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
-use watchlife_protocol::{ClientMessage, ServerFrame};
+use watchlife_protocol::{ClientMessage, FrameBody, ReflectorState, ServerFrame};
 
 /// A viewer connected to a bridge.
 pub struct Viewer {
@@ -98,6 +98,26 @@ impl Viewer {
                 return found;
             }
         }
+    }
+
+    /// The first state of the Reflector of `resource` that `pick` accepts,
+    /// live or in a snapshot, within `timeout`.
+    pub async fn reflector<T>(
+        &mut self,
+        timeout: Duration,
+        resource: &str,
+        mut pick: impl FnMut(&ReflectorState) -> Option<T>,
+    ) -> T {
+        self.until(timeout, |f| match &f.body {
+            FrameBody::Reflector(u) if u.resource == resource => pick(&u.state),
+            FrameBody::Snapshot(s) => s
+                .reflectors
+                .iter()
+                .filter(|u| u.resource == resource)
+                .find_map(|u| pick(&u.state)),
+            _ => None,
+        })
+        .await
     }
 
     /// Runs `work` while reading (so the bridge's pings are answered and it

@@ -34,27 +34,8 @@ async fn line(browser: &Browser) -> String {
 /// A bridge on the cluster (Kubernetes 1.20's rules, as the apiserver's),
 /// watching `resources` with `kubeconfig`, and a page open on it.
 async fn page_on(kubeconfig: &std::path::Path, resources: &str) -> (Bridge, Browser) {
-    let bridge = Bridge::start(&[
-        "--kubernetes",
-        "1.20",
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--resources",
-        resources,
-    ])
-    .await;
-    let browser = Browser::start(1920, 1080).await;
-    browser
-        .client
-        .goto(&bridge.url())
-        .await
-        .expect("open the app");
-    browser
-        .wait_until(
-            "the link is connected",
-            "document.querySelector('#link[data-link=connected]')",
-        )
-        .await;
+    let bridge = Bridge::on_cluster(kubeconfig, resources).await;
+    let browser = Browser::open_connected(1920, 1080, &bridge.url()).await;
     (bridge, browser)
 }
 
@@ -140,9 +121,7 @@ async fn the_cluster_status_says_a_denial_an_outage_with_a_countdown_and_the_ret
     browser
         .click("#cluster-status .cluster-status-raw summary")
         .await;
-    browser
-        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/cluster-status.png"))
-        .await;
+    browser.screenshot_for_docs("cluster-status.png").await;
 
     cluster.start_apiserver().await;
     let back = line_matching(&browser, r"^back since \d\d:\d\d:\d\d$", WAIT).await;

@@ -7,19 +7,7 @@ use watchlife_tests::browser::Browser;
 #[tokio::test]
 async fn the_page_shows_live_watch_events() {
     let bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
-    let browser = Browser::start(1280, 800).await;
-    browser
-        .client
-        .goto(&bridge.url())
-        .await
-        .expect("open the app");
-
-    browser
-        .wait_until(
-            "the link is connected",
-            "document.querySelector('#link[data-link=connected]')",
-        )
-        .await;
+    let browser = Browser::open_connected(1280, 800, &bridge.url()).await;
     assert_eq!(browser.text("#source").await, "embedded demo control plane");
     // Live watch events (not the initial list) arrive and are drawn.
     browser
@@ -53,27 +41,14 @@ async fn the_page_shows_live_watch_events() {
         )
         .await;
 
-    browser
-        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/live.png"))
-        .await;
+    browser.screenshot_for_docs("live.png").await;
     browser.close().await;
 }
 
 #[tokio::test]
 async fn the_page_reconnects_when_the_bridge_comes_back() {
     let mut bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
-    let browser = Browser::start(1024, 700).await;
-    browser
-        .client
-        .goto(&bridge.url())
-        .await
-        .expect("open the app");
-    browser
-        .wait_until(
-            "connected",
-            "document.querySelector('#link[data-link=connected]')",
-        )
-        .await;
+    let browser = Browser::open_connected(1024, 700, &bridge.url()).await;
     let addr = bridge.addr;
     bridge.kill();
     browser
@@ -116,12 +91,7 @@ async fn the_demo_streams_its_lists_under_kubernetes_1_36() {
     // The namespaces exist before the Reflectors start: their list is not
     // empty.
     let bridge = Bridge::start(&["--demo", "--demo-idle", "--resources", "namespaces,pods"]).await;
-    let browser = Browser::start(1920, 1080).await;
-    browser
-        .client
-        .goto(&bridge.url())
-        .await
-        .expect("open the app");
+    let browser = Browser::open(1920, 1080, &bridge.url()).await;
     browser
         .wait_until(
             "the header names the release",

@@ -14,11 +14,10 @@
 
 use serde_json::{Value, json};
 use watchlife_protocol::{
-    CacheState, ClosedWatcherState, EventType, FrameBody, Hello, ObjectRef, PROTOCOL_VERSION,
-    ReflectorState, ReflectorUpdate, ServerFrame, Snapshot, Source, Stage, StageMark, StageTimes,
-    WatchCacheReport, WatchEvent,
+    CacheState, ClosedWatcherState, EventType, FrameBody, ReflectorState, ReflectorUpdate,
+    ServerFrame, Snapshot, Stage, StageMark, StageTimes, WatchCacheReport, WatchEvent,
 };
-use watchlife_tests::browser::{Browser, ScriptedBridge};
+use watchlife_tests::browser::{Browser, ScriptedBridge, scripted_hello, scripted_pod};
 use watchlife_tests::static_files::StaticFiles;
 
 /// A start time for the scripted events (µs), far from zero.
@@ -26,32 +25,6 @@ const T0: u64 = 1_795_338_904_000_000;
 /// Events in the burst that arrives while paused: more than the animation
 /// keeps tokens for, so that some are shown without one.
 const BURST: u64 = 40;
-
-fn hello() -> Hello {
-    Hello {
-        protocol: PROTOCOL_VERSION,
-        server_version: "0.1.0".into(),
-        stream: "one-clock".into(),
-        source: Source::Demo {
-            api: "http://127.0.0.1:1".into(),
-        },
-        resources: vec!["pods".into()],
-        observed_stages: Stage::ALL.to_vec(),
-        demo_actions: false,
-        heartbeat_ms: 5_000,
-        kubernetes: "1.36".into(),
-        cluster_version: None,
-    }
-}
-
-fn pod(name: &str) -> ObjectRef {
-    ObjectRef {
-        resource: "pods".into(),
-        kind: "Pod".into(),
-        namespace: Some("default".into()),
-        name: name.into(),
-    }
-}
 
 /// Every stage read, 100 µs apart, from `start`.
 fn stages(start: u64) -> StageTimes {
@@ -70,7 +43,7 @@ fn added(seq: u64) -> ServerFrame {
         seq,
         body: FrameBody::Event(WatchEvent {
             event_type: EventType::Added,
-            target: pod(&name),
+            target: scripted_pod(&name),
             resource_version: rv.to_string(),
             object: json!({"kind": "Pod", "metadata": {"name": name, "namespace": "default",
                    "resourceVersion": rv.to_string()}})
@@ -183,19 +156,14 @@ async fn toggle_pause(browser: &Browser, paused: bool) {
 
 #[tokio::test]
 async fn a_paused_page_shows_what_the_animation_left_and_catches_up_with_it() {
-    let bridge = ScriptedBridge::start(hello(), vec![snapshot()]).await;
-    let browser = Browser::start(1920, 1080).await;
-    browser
-        .client
-        .goto(&format!("{}/?speed=3&captions=on", bridge.url()))
-        .await
-        .expect("open the app");
-    browser
-        .wait_until(
-            "the link is connected",
-            "document.querySelector('#link[data-link=connected]')",
-        )
-        .await;
+    let bridge =
+        ScriptedBridge::start(scripted_hello("one-clock", &["pods"]), vec![snapshot()]).await;
+    let browser = Browser::open_connected(
+        1920,
+        1080,
+        &format!("{}/?speed=3&captions=on", bridge.url()),
+    )
+    .await;
     bridge.send(&added(1));
     browser
         .wait_until(
@@ -235,9 +203,7 @@ async fn a_paused_page_shows_what_the_animation_left_and_catches_up_with_it() {
         format!("{BURST} events behind · catch up"),
         "one control says what waits: {paused}"
     );
-    browser
-        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/catch-up.png"))
-        .await;
+    browser.screenshot_for_docs("catch-up.png").await;
 
     // Resumed: the page catches up as the tokens are launched, not before.
     start_sampling(&browser).await;
@@ -341,18 +307,12 @@ async fn a_replay_tells_its_410_when_its_token_is_drawn_and_ends_when_all_are() 
         .filter(|f| matches!(f.frame.body, FrameBody::Event(_)))
         .count() as u64;
     let server = StaticFiles::serve(&dir).await;
-    let browser = Browser::start(1920, 1080).await;
-    browser
-        .client
-        .goto(&server.url("embed.html?scenario=compaction-relist&paused=1&captions=on"))
-        .await
-        .expect("open the replay page");
-    browser
-        .wait_until(
-            "the recording is loaded",
-            "document.querySelector('#replay-status[data-status=ready]')",
-        )
-        .await;
+    let browser = Browser::open_replay(
+        1920,
+        1080,
+        &server.url("embed.html?scenario=compaction-relist&paused=1&captions=on"),
+    )
+    .await;
     // At the fastest pace, so that the recording runs ahead of the tokens.
     browser.fill("#replay-rate", "4").await;
     browser

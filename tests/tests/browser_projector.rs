@@ -14,12 +14,7 @@ const NAME_PX_1080: f64 = 32.0;
 const NUMBER_PX_1080: f64 = 22.0;
 
 async fn open(bridge: &Bridge, width: u32, height: u32) -> Browser {
-    let browser = Browser::start(width, height).await;
-    browser
-        .client
-        .goto(&format!("{}/?presenter=1", bridge.url()))
-        .await
-        .expect("open the app");
+    let browser = Browser::open(width, height, &format!("{}/?presenter=1", bridge.url())).await;
     // The window's size includes the browser's own bars: grow it until the
     // page itself (the viewport) is `width`×`height`, as on a projector.
     let inner = browser.eval("[innerWidth, innerHeight]").await;
@@ -92,8 +87,7 @@ async fn check_screen(bridge: &Bridge, width: u32, height: u32, shot: &str) {
             "document.querySelector('#pipeline .stage-rate')",
         )
         .await;
-    let shots = watchlife_tests::workspace().join("docs/screenshots");
-    browser.screenshot(&shots.join(shot)).await;
+    browser.screenshot_for_docs(shot).await;
     let names = smallest_px(&browser, "#pipeline .stage-name").await;
     assert!(
         names >= NAME_PX_1080 * scale - 0.5,
@@ -154,8 +148,7 @@ async fn check_screen(bridge: &Bridge, width: u32, height: u32, shot: &str) {
         serde_json::json!(false),
         "the pipeline and panel fit the screen"
     );
-    let shots = watchlife_tests::workspace().join("docs/screenshots");
-    browser.screenshot(&shots.join(shot)).await;
+    browser.screenshot_for_docs(shot).await;
     browser.close().await;
 }
 
@@ -195,8 +188,7 @@ async fn the_server_side_opens_into_its_inner_hops_and_the_waterfall_labels_ever
         .eval("[...document.querySelectorAll('#side-detail .hop')].every(h => h.querySelector('.hop-label').textContent.length > 0 && h.querySelector('.hop-time').textContent.length > 0)")
         .await;
     assert_eq!(labelled, serde_json::json!(true));
-    let shots = watchlife_tests::workspace().join("docs/screenshots");
-    browser.screenshot(&shots.join("server-hops.png")).await;
+    browser.screenshot_for_docs("server-hops.png").await;
     // A click closes it.
     // An SVG element: a click event, as the pointer sends it.
     browser
@@ -216,10 +208,8 @@ async fn a_phone_still_shows_the_pipeline_in_presenter_mode() {
     let bridge = Bridge::start(&["--demo", "--demo-rate", "3"]).await;
     let browser = Browser::start_phone(375, 740).await;
     browser
-        .client
         .goto(&format!("{}/?presenter=1", bridge.url()))
-        .await
-        .expect("open the app");
+        .await;
     browser.wait_for("#pipeline g.stage").await;
     let wide = browser
         .eval(
@@ -232,7 +222,6 @@ async fn a_phone_still_shows_the_pipeline_in_presenter_mode() {
         serde_json::json!(true),
         "no sideways scrolling on a phone"
     );
-    let shots = watchlife_tests::workspace().join("docs/screenshots");
-    browser.screenshot(&shots.join("projector-phone.png")).await;
+    browser.screenshot_for_docs("projector-phone.png").await;
     browser.close().await;
 }

@@ -12,7 +12,7 @@ use watchlife_protocol::{
     ObjectRef, PROTOCOL_VERSION, ReconcileRun, ReflectorState, ReflectorUpdate, ServerFrame,
     Snapshot, Source, Stage, StageMark, StageTimes, WatchCacheReport, WatchEvent, WatcherState,
 };
-use watchlife_tests::browser::{Browser, ScriptedBridge};
+use watchlife_tests::browser::{Browser, ScriptedBridge, scripted_hello, scripted_pod};
 
 /// A start time for the scripted events (µs), far from zero.
 const T0: u64 = 1_795_338_904_000_000;
@@ -20,26 +20,7 @@ const T0: u64 = 1_795_338_904_000_000;
 fn hello(protocol: u32) -> Hello {
     Hello {
         protocol,
-        server_version: "0.1.0".into(),
-        stream: "scripted".into(),
-        source: Source::Demo {
-            api: "http://127.0.0.1:1".into(),
-        },
-        resources: vec!["pods".into(), "configmaps".into()],
-        observed_stages: Stage::ALL.to_vec(),
-        demo_actions: false,
-        heartbeat_ms: 5_000,
-        kubernetes: "1.36".into(),
-        cluster_version: None,
-    }
-}
-
-fn pod(name: &str) -> ObjectRef {
-    ObjectRef {
-        resource: "pods".into(),
-        kind: "Pod".into(),
-        namespace: Some("default".into()),
-        name: name.into(),
+        ..scripted_hello("scripted", &["pods", "configmaps"])
     }
 }
 
@@ -91,7 +72,7 @@ fn snapshot_of(objects: &[(&str, u64)]) -> ServerFrame {
             objects: objects
                 .iter()
                 .map(|(name, rv)| watchlife_protocol::frame::SnapshotObject {
-                    target: pod(name),
+                    target: scripted_pod(name),
                     resource_version: rv.to_string(),
                     summary: Default::default(),
                     object: Some(
@@ -106,20 +87,9 @@ fn snapshot_of(objects: &[(&str, u64)]) -> ServerFrame {
     }
 }
 
+/// The app of `bridge` at `query`, once connected.
 async fn open(bridge: &ScriptedBridge, query: &str) -> Browser {
-    let browser = Browser::start(1440, 1000).await;
-    browser
-        .client
-        .goto(&format!("{}/{query}", bridge.url()))
-        .await
-        .expect("open the app");
-    browser
-        .wait_until(
-            "the link is connected",
-            "document.querySelector('#link[data-link=connected]')",
-        )
-        .await;
-    browser
+    Browser::open_connected(1440, 1000, &format!("{}/{query}", bridge.url())).await
 }
 
 #[tokio::test]
@@ -134,8 +104,14 @@ async fn a_coalesced_event_merges_into_its_queued_key() {
     let reconciled = first[&Stage::Reconcile].at;
     let mut second = stages(T0 + 100_000, &queued);
     second.insert(Stage::Reconcile, StageMark::at(reconciled));
-    bridge.send(&event(1, EventType::Modified, pod("web-1"), 11, first));
-    let mut merged = event(2, EventType::Modified, pod("web-1"), 12, second);
+    bridge.send(&event(
+        1,
+        EventType::Modified,
+        scripted_pod("web-1"),
+        11,
+        first,
+    ));
+    let mut merged = event(2, EventType::Modified, scripted_pod("web-1"), 12, second);
     if let FrameBody::Event(e) = &mut merged.body {
         e.coalesced = true;
     }
@@ -238,7 +214,7 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
     bridge.send(&event(
         2,
         EventType::Modified,
-        pod("web-1"),
+        scripted_pod("web-1"),
         706,
         stages(T0, &[10, 400_000, 300_000, 10, 10, 10, 10, 10]),
     ));
@@ -262,14 +238,14 @@ async fn a_deleted_object_stays_greyed_with_its_history_ending_in_deleted() {
     bridge.send(&event(
         1,
         EventType::Modified,
-        pod("web-1"),
+        scripted_pod("web-1"),
         12,
         stages(T0, &[10, 10, 10]),
     ));
     bridge.send(&event(
         2,
         EventType::Deleted,
-        pod("web-1"),
+        scripted_pod("web-1"),
         13,
         stages(T0 + 10, &[10, 10, 10]),
     ));
@@ -380,7 +356,7 @@ async fn a_search_hides_objects_but_never_a_bookmark_or_an_error() {
     bridge.send(&event(
         1,
         EventType::Modified,
-        pod("db-1"),
+        scripted_pod("db-1"),
         20,
         stages(T0, &[10, 10, 10]),
     ));
@@ -401,7 +377,7 @@ async fn a_search_hides_objects_but_never_a_bookmark_or_an_error() {
     bridge.send(&event(
         4,
         EventType::Modified,
-        pod("web-1"),
+        scripted_pod("web-1"),
         23,
         stages(T0, &[10, 10, 10]),
     ));
@@ -433,7 +409,7 @@ async fn a_relist_is_animated_whole_however_many_objects_it_lists() {
         let mut frame = event(
             i + 1,
             EventType::Added,
-            pod(&format!("web-{i}")),
+            scripted_pod(&format!("web-{i}")),
             100 + i,
             StageTimes::from([(Stage::Reflector, StageMark::at(T0))]),
         );
@@ -550,7 +526,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
         (Stage::Reconcile, 300),
     ]);
     bridge.send(&handled(
-        event(3, EventType::Modified, pod("web-1"), 12, changed),
+        event(3, EventType::Modified, scripted_pod("web-1"), 12, changed),
         Handled {
             in_initial_list: false,
             old_resource_version: Some("11".into()),
@@ -577,7 +553,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
         (Stage::Workqueue, 5_040),
     ]);
     bridge.send(&handled(
-        event(4, EventType::Modified, pod("web-1"), 12, resynced),
+        event(4, EventType::Modified, scripted_pod("web-1"), 12, resynced),
         Handled {
             old_resource_version: Some("12".into()),
             resync: true,
@@ -593,7 +569,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
         (Stage::Handlers, 9_020),
     ]);
     bridge.send(&handled(
-        event(5, EventType::Deleted, pod("web-2"), 9, relisted),
+        event(5, EventType::Deleted, scripted_pod("web-2"), 9, relisted),
         Handled {
             final_state_unknown: true,
             calls: vec![
@@ -751,8 +727,7 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
 #[tokio::test]
 async fn a_bridge_with_a_newer_protocol_is_told_plainly() {
     let bridge = ScriptedBridge::start(hello(PROTOCOL_VERSION + 1), vec![]).await;
-    let browser = Browser::start(1280, 800).await;
-    browser.client.goto(&bridge.url()).await.unwrap();
+    let browser = Browser::open(1280, 800, &bridge.url()).await;
     browser
         .wait_until(
             "the link says incompatible",
@@ -803,7 +778,7 @@ async fn a_streaming_list_is_drawn_with_its_closing_bookmark() {
             event(
                 seq,
                 EventType::Added,
-                pod(name),
+                scripted_pod(name),
                 rv,
                 marks(&[(Stage::Reflector, 10)]),
             ),
@@ -821,7 +796,7 @@ async fn a_streaming_list_is_drawn_with_its_closing_bookmark() {
     let mut bookmark = event(
         seq + 1,
         EventType::Bookmark,
-        pod(""),
+        scripted_pod(""),
         43,
         marks(&[(Stage::Reflector, 30)]),
     );
@@ -842,7 +817,7 @@ async fn a_streaming_list_is_drawn_with_its_closing_bookmark() {
         event(
             seq + 3,
             EventType::Added,
-            pod("web-c"),
+            scripted_pod("web-c"),
             44,
             marks(&[(Stage::Reflector, 50)]),
         ),
@@ -874,8 +849,6 @@ async fn a_streaming_list_is_drawn_with_its_closing_bookmark() {
         .eval("[...document.querySelectorAll('tr.event-row .delivery-note')].map(e => e.textContent.trim()).join('|')")
         .await;
     assert_eq!(notes, json!("isInInitialList|isInInitialList"));
-    browser
-        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/streaming-list.png"))
-        .await;
+    browser.screenshot_for_docs("streaming-list.png").await;
     browser.close().await;
 }

@@ -6,7 +6,7 @@
 //! that a bookmark brought up to date must still meet the 410.
 
 use std::time::Duration;
-use watchlife_protocol::{ClientMessage, DemoAction, FrameBody, ReflectorState, ReflectorUpdate};
+use watchlife_protocol::{ClientMessage, DemoAction, FrameBody, ReflectorState};
 use watchlife_tests::bridge::Bridge;
 use watchlife_tests::ws::Viewer;
 
@@ -29,64 +29,48 @@ async fn act(viewer: &mut Viewer, action: DemoAction) {
         .await;
 }
 
-/// The first Reflector state of `resource` that `pick` accepts.
-async fn reflector<T>(
-    viewer: &mut Viewer,
-    resource: &str,
-    pick: impl Fn(&ReflectorState) -> Option<T>,
-) -> T {
-    viewer
-        .until(WAIT, |f| match &f.body {
-            FrameBody::Reflector(u) if u.resource == resource => pick(&u.state),
-            _ => None,
-        })
-        .await
-}
-
 async fn compact_then_drop_gives_410_and_a_relist(args: &[&str]) {
     let bridge = Bridge::start(args).await;
     let mut viewer = Viewer::connect(&bridge.ws_url()).await;
     // Past hello and snapshot, with the pods Reflector watching (its state
     // in the snapshot, or live when it started after the viewer came).
-    let watching = |u: &ReflectorUpdate| {
-        u.resource == "pods"
-            && matches!(
-                u.state,
+    viewer
+        .reflector(WAIT, "pods", |s| {
+            matches!(
+                s,
                 ReflectorState::WatchStarted { .. }
                     | ReflectorState::Bookmark { .. }
                     | ReflectorState::InitialEventsEnd { .. }
             )
-    };
-    viewer
-        .until(WAIT, |f| match &f.body {
-            FrameBody::Snapshot(s) => s.reflectors.iter().any(watching).then_some(()),
-            FrameBody::Reflector(u) => watching(u).then_some(()),
-            _ => None,
+            .then_some(())
         })
         .await;
     viewer.read_while(tokio::time::sleep(PAST_A_BOOKMARK)).await;
     act(&mut viewer, DemoAction::Compact).await;
-    let gone = reflector(&mut viewer, "pods", |s| match s {
-        ReflectorState::Gone { message, .. } => Some(message.clone()),
-        _ => None,
-    })
-    .await;
+    let gone = viewer
+        .reflector(WAIT, "pods", |s| match s {
+            ReflectorState::Gone { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .await;
     assert!(gone.contains("too old"), "{gone}");
     // The relist: a LIST, or (Kubernetes 1.36's rules) a streaming list.
-    reflector(&mut viewer, "pods", |s| {
-        matches!(
-            s,
-            ReflectorState::ListFinished { .. } | ReflectorState::InitialEventsEnd { .. }
-        )
-        .then_some(())
-    })
-    .await;
+    viewer
+        .reflector(WAIT, "pods", |s| {
+            matches!(
+                s,
+                ReflectorState::ListFinished { .. } | ReflectorState::InitialEventsEnd { .. }
+            )
+            .then_some(())
+        })
+        .await;
     // Dropping the watches now re-watches from the relist's revision.
     act(&mut viewer, DemoAction::DropWatches).await;
-    reflector(&mut viewer, "pods", |s| {
-        matches!(s, ReflectorState::WatchStarted { .. }).then_some(())
-    })
-    .await;
+    viewer
+        .reflector(WAIT, "pods", |s| {
+            matches!(s, ReflectorState::WatchStarted { .. }).then_some(())
+        })
+        .await;
 }
 
 #[tokio::test]

@@ -106,19 +106,7 @@ fn expected_table(text: &str) -> Vec<String> {
 
 /// A browser on the replay page at `query`, once its recording is loaded.
 async fn open_replay(server: &StaticFiles, query: &str) -> Browser {
-    let browser = Browser::start(1280, 900).await;
-    browser
-        .client
-        .goto(&server.url(&format!("embed.html?{query}")))
-        .await
-        .expect("open the replay page");
-    browser
-        .wait_until(
-            "the recording is loaded",
-            "document.querySelector('#replay-status[data-status=ready]')",
-        )
-        .await;
-    browser
+    Browser::open_replay(1280, 900, &server.url(&format!("embed.html?{query}"))).await
 }
 
 /// Plays to the end at the fastest speed.
@@ -146,12 +134,12 @@ async fn stage_numbers(browser: &Browser) -> serde_json::Value {
 async fn a_scenario_plays_from_a_static_folder_with_the_embed_options() {
     let dir = embed_dir();
     let server = StaticFiles::serve(&dir).await;
-    let browser = Browser::start(900, 700).await;
-    browser
-        .client
-        .goto(&server.url("embed.html?scenario=scale&controls=minimal&theme=dark&captions=on"))
-        .await
-        .expect("open the embed");
+    let browser = Browser::open(
+        900,
+        700,
+        &server.url("embed.html?scenario=scale&controls=minimal&theme=dark&captions=on"),
+    )
+    .await;
     browser
         .wait_until(
             "the page says it replays",
@@ -201,9 +189,7 @@ async fn a_scenario_plays_from_a_static_folder_with_the_embed_options() {
         )
         .await;
     assert_eq!(foreign, serde_json::json!([]));
-    browser
-        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/embed.png"))
-        .await;
+    browser.screenshot_for_docs("embed.png").await;
     browser.close().await;
 }
 
@@ -320,10 +306,8 @@ async fn bad_recordings_are_named_line_by_line_and_what_can_play_plays() {
         ("newer.jsonl", 1, "newer than this page reads"),
     ] {
         browser
-            .client
             .goto(&server.url(&format!("embed.html?replay={file}")))
-            .await
-            .unwrap();
+            .await;
         browser
             .wait_until(
                 &format!("{file}'s problem is listed"),
@@ -344,10 +328,8 @@ async fn bad_recordings_are_named_line_by_line_and_what_can_play_plays() {
         ("scenario=no-such-scenario", "HTTP 404"),
     ] {
         browser
-            .client
             .goto(&server.url(&format!("embed.html?{query}")))
-            .await
-            .unwrap();
+            .await;
         browser
             .wait_until(
                 &format!("{query} is refused with a reason"),
@@ -364,14 +346,7 @@ async fn a_recording_of_the_live_demo_replays_to_the_table_the_live_page_showed(
     // table can be read at a moment when it stands still.
     let api = format!("127.0.0.1:{}", watchlife_tests::free_port());
     let bridge = Bridge::start(&["--demo", "--demo-idle", "--demo-api", &api]).await;
-    let browser = Browser::start(1280, 900).await;
-    browser.client.goto(&bridge.url()).await.unwrap();
-    browser
-        .wait_until(
-            "the link is connected",
-            "document.querySelector('#link[data-link=connected]')",
-        )
-        .await;
+    let browser = Browser::open_connected(1280, 900, &bridge.url()).await;
     // Catch the download: the page saves a blob through a link; keep the
     // blob's text (the page's security policy lets nothing fetch it back).
     browser
@@ -475,12 +450,7 @@ async fn a_gzipped_recording_opened_from_a_file_plays() {
         .expect("gzip runs");
     assert!(out.success());
     let server = StaticFiles::serve(&dir).await;
-    let browser = Browser::start(1280, 900).await;
-    browser
-        .client
-        .goto(&server.url("embed.html"))
-        .await
-        .unwrap();
+    let browser = Browser::open(1280, 900, &server.url("embed.html")).await;
     browser
         .wait_until(
             "the page asks for a recording",
@@ -518,12 +488,7 @@ async fn live_pods(browser: &Browser) -> usize {
 #[tokio::test]
 async fn the_interactive_embed_runs_the_control_plane_in_the_page() {
     let (_dir, server) = serve_with(&[]).await;
-    let browser = Browser::start(1280, 900).await;
-    browser
-        .client
-        .goto(&server.url("demo.html?controls=minimal"))
-        .await
-        .expect("open the interactive embed");
+    let browser = Browser::open(1280, 900, &server.url("demo.html?controls=minimal")).await;
     browser
         .wait_until(
             "the page runs its own control plane",
@@ -595,8 +560,6 @@ async fn the_interactive_embed_runs_the_control_plane_in_the_page() {
              /[0-9]/.test(document.querySelector(`g.stage[data-stage=${stage}] .stage-latency`)?.textContent || ''))",
         )
         .await;
-    browser
-        .screenshot(&watchlife_tests::workspace().join("docs/screenshots/embed-demo.png"))
-        .await;
+    browser.screenshot_for_docs("embed-demo.png").await;
     browser.close().await;
 }

@@ -2,7 +2,7 @@
 //! read-only role it watches; with no role, the denial is said on the
 //! Reflector's node in the server's own words, and nothing else breaks.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 use watchlife_protocol::{FrameBody, ReflectorState};
@@ -23,40 +23,6 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .expect("kubectl runs")
-}
-
-/// A copy of the admin kubeconfig that acts as `user` (in `groups`), the way
-/// `kubectl --as` does: the apiserver authorizes every request as that user.
-fn acting_as(cluster: &RealCluster, file: &str, user: &str, groups: &[&str]) -> PathBuf {
-    let text = std::fs::read_to_string(cluster.kubeconfig()).expect("the kubeconfig");
-    let mut config: serde_json::Value = serde_json::from_str(&text).expect("it is JSON");
-    let auth = &mut config["users"][0]["user"];
-    auth["as"] = user.into();
-    if !groups.is_empty() {
-        auth["as-groups"] = serde_json::json!(groups);
-    }
-    let path = cluster.dir().join(file);
-    std::fs::write(&path, config.to_string()).unwrap();
-    path
-}
-
-/// The first Reflector frame for `resource` that `pick` accepts.
-async fn reflector_until<T>(
-    viewer: &mut Viewer,
-    resource: &str,
-    pick: impl Fn(&ReflectorState) -> Option<T>,
-) -> T {
-    viewer
-        .until(WAIT, |f| match &f.body {
-            FrameBody::Reflector(u) if u.resource == resource => pick(&u.state),
-            FrameBody::Snapshot(s) => s
-                .reflectors
-                .iter()
-                .find(|u| u.resource == resource)
-                .and_then(|u| pick(&u.state)),
-            _ => None,
-        })
-        .await
 }
 
 #[tokio::test]
@@ -90,8 +56,7 @@ async fn the_read_only_role_watches_and_no_role_is_a_denial_told_on_the_node() {
     }
 
     // As the service account: LIST and WATCH succeed.
-    let reader = acting_as(
-        &cluster,
+    let reader = cluster.kubeconfig_acting_as(
         "reader.kubeconfig",
         SERVICE_ACCOUNT,
         &[
@@ -100,15 +65,7 @@ async fn the_read_only_role_watches_and_no_role_is_a_denial_told_on_the_node() {
             "system:authenticated",
         ],
     );
-    let bridge = Bridge::start(&[
-        "--kubernetes",
-        "1.20",
-        "--kubeconfig",
-        reader.to_str().unwrap(),
-        "--resources",
-        "pods,secrets",
-    ])
-    .await;
+    let bridge = Bridge::on_cluster(&reader, "pods,secrets").await;
     let mut viewer = Viewer::connect(&bridge.ws_url()).await;
     let mut watching = std::collections::BTreeSet::new();
     viewer
@@ -130,22 +87,15 @@ async fn the_read_only_role_watches_and_no_role_is_a_denial_told_on_the_node() {
 
     // As a user with no role: the LIST is refused, the node says why in the
     // server's words, and the Reflector keeps trying (a role may be granted).
-    let nobody = acting_as(&cluster, "nobody.kubeconfig", "nobody", &[]);
-    let bridge = Bridge::start(&[
-        "--kubernetes",
-        "1.20",
-        "--kubeconfig",
-        nobody.to_str().unwrap(),
-        "--resources",
-        "pods",
-    ])
-    .await;
+    let nobody = cluster.kubeconfig_acting_as("nobody.kubeconfig", "nobody", &[]);
+    let bridge = Bridge::on_cluster(&nobody, "pods").await;
     let mut viewer = Viewer::connect(&bridge.ws_url()).await;
-    let error = reflector_until(&mut viewer, "pods", |s| match s {
-        ReflectorState::Backoff { error, .. } => Some(error.clone()),
-        _ => None,
-    })
-    .await;
+    let error = viewer
+        .reflector(WAIT, "pods", |s| match s {
+            ReflectorState::Backoff { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .await;
     assert!(
         error.contains("forbidden") && error.contains("\"nobody\"") && error.contains("pods"),
         "the server's denial is told: {error}"
@@ -172,8 +122,9 @@ async fn the_read_only_role_watches_and_no_role_is_a_denial_told_on_the_node() {
         "{}",
         String::from_utf8_lossy(&bind.stderr)
     );
-    reflector_until(&mut viewer, "pods", |s| {
-        matches!(s, ReflectorState::WatchStarted { .. }).then_some(())
-    })
-    .await;
+    viewer
+        .reflector(WAIT, "pods", |s| {
+            matches!(s, ReflectorState::WatchStarted { .. }).then_some(())
+        })
+        .await;
 }

@@ -228,18 +228,9 @@ async fn a_viewer_moved_to_another_replica_is_resynced_and_misses_nothing() {
     // account tokens): counted once they stand still, then the two replicas,
     // the same flags but their own ports, each one WATCH per resource more.
     let base = stable_watches(&client, before_setup).await;
-    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let args = [
-        "--kubernetes",
-        "1.20",
-        "--kubeconfig",
-        kubeconfig.as_str(),
-        "--resources",
-        "configmaps,pods",
-    ];
-    let mut bridge_a = Bridge::start(&args).await;
+    let mut bridge_a = Bridge::on_cluster(cluster.kubeconfig(), "configmaps,pods").await;
     until_watches(&client, &base, 1).await;
-    let bridge_b = Bridge::start(&args).await;
+    let bridge_b = Bridge::on_cluster(cluster.kubeconfig(), "configmaps,pods").await;
     until_watches(&client, &base, 2).await;
 
     // One viewer on A, and one on B from the start to the end.

@@ -209,20 +209,15 @@ fn a_missing_kubeconfig_given_explicitly_is_an_error_not_a_fallback() {
 
 /// A Backoff state of the Reflector of `resource`, live or in a snapshot.
 async fn backoff_of(viewer: &mut Viewer, resource: &str) -> String {
-    let backoff = |r: &watchlife_protocol::ReflectorUpdate| match &r.state {
-        ReflectorState::Backoff { error, delay_ms } if r.resource == resource => {
-            assert!(
-                *delay_ms >= 800,
-                "client-go's schedule starts at 800 ms: {delay_ms}"
-            );
-            Some(error.clone())
-        }
-        _ => None,
-    };
     viewer
-        .until(LINE_TIMEOUT, |f| match &f.body {
-            FrameBody::Reflector(r) => backoff(r),
-            FrameBody::Snapshot(s) => s.reflectors.iter().find_map(backoff),
+        .reflector(LINE_TIMEOUT, resource, |state| match state {
+            ReflectorState::Backoff { error, delay_ms } => {
+                assert!(
+                    *delay_ms >= 800,
+                    "client-go's schedule starts at 800 ms: {delay_ms}"
+                );
+                Some(error.clone())
+            }
             _ => None,
         })
         .await
@@ -241,15 +236,7 @@ async fn an_unreachable_cluster_shows_backoff_while_the_app_is_served() {
         ),
     )
     .unwrap();
-    let bridge = Bridge::start(&[
-        "--kubernetes",
-        "1.20",
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--resources",
-        "pods",
-    ])
-    .await;
+    let bridge = Bridge::on_cluster(&kubeconfig, "pods").await;
     let mut viewer = Viewer::connect(&bridge.ws_url()).await;
     let error = backoff_of(&mut viewer, "pods").await;
     assert!(!error.is_empty());
