@@ -118,6 +118,14 @@ async fn a_label_added_from_the_panel_travels_and_shows_in_the_history() {
         .expect("an object is offered")
         .to_string();
     browser.fill("#action-object", &target).await;
+    // The page shows an event when its token sets off: let the initial
+    // list's tokens go first, so the label's event is not queued behind them.
+    browser
+        .wait_until(
+            "the initial list has been drawn",
+            "document.querySelector('#pipeline').dataset.waiting === '0'",
+        )
+        .await;
     let (resource, name) = target.split_once(' ').expect("`resource ns/name`");
     let (resource, name) = (resource.to_string(), name.to_string());
     let last_seq = browser
