@@ -52,6 +52,7 @@
 //! tested with 5.0.0.
 
 mod config;
+mod counters;
 mod layer;
 mod names;
 mod reconcile;

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use watchlife_protocol::tap::{Reason, TapFrame, TapObjectRef};
 
 use crate::config::{TapConfig, TapError};
+use crate::counters::Counters;
 use crate::names::now_us;
 use crate::sender;
 
@@ -36,21 +37,6 @@ pub(crate) struct Inner {
     /// The failed reconcile of each object, for its error policy's frame
     /// (the runner never reconciles one object twice at once).
     pub(crate) failed: Mutex<HashMap<TapObjectRef, u64>>,
-}
-
-/// Counters shared with the sending task.
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub(crate) seq: AtomicU64,
-    pub(crate) recorded: AtomicU64,
-    pub(crate) dropped: AtomicU64,
-}
-
-impl Counters {
-    /// The next sequence number (from 1).
-    pub(crate) fn next_seq(&self) -> u64 {
-        self.seq.fetch_add(1, Ordering::Relaxed) + 1
-    }
 }
 
 impl Tap {

@@ -17,8 +17,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use watchlife_protocol::tap::{Hello, Stats, TAP_PROTOCOL_VERSION, TapFrame};
 
 use crate::config::STATS_EVERY;
+use crate::counters::Counters;
 use crate::names::now_us;
-use crate::recorder::Counters;
 
 /// First wait after a failed connection: quick enough to catch a watchlife
 /// that is just starting.

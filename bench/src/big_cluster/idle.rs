@@ -1,10 +1,10 @@
 //! Idle viewers of the bridge over the empty cluster, and what each costs
 //! it in resident memory.
 
-use super::measure::steady_rss;
 use super::viewer::connect;
 use super::{CONNECTING, Config, Empty, TIMEOUT};
 use crate::crowd::Crowd;
+use crate::machine::rss_bytes;
 use crate::process::Watchlife;
 use crate::stats::count;
 use futures_util::StreamExt;
@@ -60,4 +60,20 @@ async fn idle_viewer(url: String, failures: Arc<AtomicU64>, permit: OwnedSemapho
         return;
     };
     while let Some(Ok(_)) = ws.next().await {}
+}
+
+/// `VmRSS` of `pid` once two readings a second apart differ by under 1%
+/// (the LIST's buffers freed), or after ten seconds.
+pub async fn steady_rss(pid: u32) -> Result<f64, String> {
+    let read = || rss_bytes(pid).map(|b| b as f64).ok_or("watchlife is gone");
+    let mut last = read()?;
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = read()?;
+        if (now - last).abs() < last * 0.01 {
+            return Ok(now);
+        }
+        last = now;
+    }
+    Ok(last)
 }

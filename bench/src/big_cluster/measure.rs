@@ -2,12 +2,11 @@
 //! each size filled, the apiserver restarted, and a fresh bridge measured.
 
 use super::fill::{create_namespaces, fill, wait_watch_cache};
-use super::idle::measure_empty;
+use super::idle::{measure_empty, steady_rss};
 use super::page::Page;
 use super::viewer::{connect, count_frames, read_opening};
 use super::{Config, Empty, Figures, NAMESPACES, TIMEOUT, WRITE_FOR, WRITE_RATE};
 use crate::apiserver::Api;
-use crate::machine::rss_bytes;
 use crate::process::{Watchlife, get, metric};
 use crate::stats::{bytes, count, micros};
 use std::time::{Duration, Instant};
@@ -223,20 +222,4 @@ async fn write(api: &Api, objects: usize) -> (usize, f64) {
         }
     }
     (written, t0.elapsed().as_secs_f64())
-}
-
-/// `VmRSS` of `pid` once two readings a second apart differ by under 1%
-/// (the LIST's buffers freed), or after ten seconds.
-pub async fn steady_rss(pid: u32) -> Result<f64, String> {
-    let read = || rss_bytes(pid).map(|b| b as f64).ok_or("watchlife is gone");
-    let mut last = read()?;
-    for _ in 0..10 {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = read()?;
-        if (now - last).abs() < last * 0.01 {
-            return Ok(now);
-        }
-        last = now;
-    }
-    Ok(last)
 }
