@@ -677,6 +677,19 @@ async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read
             "document.querySelector('g.stage[data-stage=reflector] .stage-depth')?.textContent.startsWith('1 of 1 negative')",
         )
         .await;
+    // Why, in the line's tooltip: an SVG title, which the browser shows.
+    let why = browser
+        .eval(
+            "(t => t && t.namespaceURI === 'http://www.w3.org/2000/svg' && t.textContent)\
+             (document.querySelector('g.stage[data-stage=reflector] .stage-depth title'))",
+        )
+        .await;
+    assert!(
+        why.as_str().is_some_and(
+            |w| w.starts_with("1 of the last 1 intervals from the stage before are negative")
+        ),
+        "{why}"
+    );
 
     browser
         .wait_until(

@@ -131,36 +131,45 @@ fn StageNumbers(
     };
     view! {
         <text class="stage-rate" x=cx y=top + dims.rate_y text-anchor="middle">{move || numbers.get().rate}</text>
-        <text
-            class="stage-latency"
-            x=cx
-            y=top + dims.latency_y
-            text-anchor="middle"
-            textLength=move || {
-                let chars = numbers.with(|n| n.latency.chars().count()) as f64;
-                (chars * dims.sans_char_w > w - 12.0).then_some(w - 12.0)
-            }
-            lengthAdjust="spacingAndGlyphs"
-        >
-            {move || numbers.get().latency}
-        </text>
-        <text
-            class="stage-depth"
-            x=cx
-            y=top + dims.depth_y
-            text-anchor="middle"
-            textLength=move || {
-                let chars = numbers.with(|n| n.third.chars().count()) as f64;
-                (chars * dims.sans_char_w > w - 12.0).then_some(w - 12.0)
-            }
-            lengthAdjust="spacingAndGlyphs"
-        >
-            {move || numbers.get().third}
-            <title>{move || numbers.get().why}</title>
-        </text>
+        {number_line("stage-latency", at, dims.latency_y, dims, numbers, |n| &n.latency, None)}
+        {number_line("stage-depth", at, dims.depth_y, dims, numbers, |n| &n.third, Some(|n| &n.why))}
         {matches!(stage, Stage::WatchCache | Stage::Reflector | Stage::Handlers)
             .then_some(lines)}
         {(stage == Stage::Workqueue).then(|| view! { <QueuedKeys at dims/> })}
+    }
+}
+
+/// One of the lines under the rate (the latency, the third line): the
+/// `text` of the node's numbers on baseline `y` (under the node's top),
+/// squeezed when it is wider than the node, with the `tooltip` of the
+/// numbers when there is one.
+fn number_line(
+    class: &'static str,
+    at: Placed,
+    y: f64,
+    dims: &'static Dims,
+    numbers: Memo<Numbers>,
+    text: fn(&Numbers) -> &String,
+    tooltip: Option<fn(&Numbers) -> &String>,
+) -> impl IntoView {
+    let w = at.w;
+    view! {
+        <text
+            class=class
+            x=at.x + w / 2.0
+            y=at.y + y
+            text-anchor="middle"
+            textLength=move || {
+                let chars = numbers.with(|n| text(n).chars().count()) as f64;
+                (chars * dims.sans_char_w > w - 12.0).then_some(w - 12.0)
+            }
+            lengthAdjust="spacingAndGlyphs"
+        >
+            {move || numbers.with(|n| text(n).clone())}
+            // An SVG `<title>`: written in a `view!` of its own, the macro
+            // would make it the document's HTML one.
+            {tooltip.map(|tip| leptos::tachys::svg::title().child(move || numbers.with(|n| tip(n).clone())))}
+        </text>
     }
 }
 
