@@ -33,12 +33,13 @@ async fn open(bridge: &Bridge, width: u32, height: u32) -> Browser {
             .await
             .expect("resize the window");
     }
-    let inner = browser.eval("[innerWidth, innerHeight]").await;
-    assert_eq!(
-        inner,
-        serde_json::json!([width, height]),
-        "the viewport is the screen's size"
-    );
+    // The window manager resizes when it gets to it.
+    browser
+        .wait_until(
+            "the viewport is the screen's size",
+            &format!("innerWidth === {width} && innerHeight === {height}"),
+        )
+        .await;
     browser
         .wait_until(
             "a token travels in presenter mode",
@@ -87,7 +88,20 @@ async fn check_screen(bridge: &Bridge, width: u32, height: u32, shot: &str) {
             "document.querySelector('#pipeline .stage-rate')",
         )
         .await;
-    browser.screenshot_for_docs(shot).await;
+    // Paused, the picture holds still while it is measured; a step lets a
+    // token travel if none was on its way when the pause came.
+    browser.press(" ").await;
+    browser
+        .wait_until(
+            "the PAUSED badge shows",
+            "document.querySelector('#paused-badge[data-paused=true] .paused-word:not([hidden])')",
+        )
+        .await;
+    let token_shown = "[...document.querySelectorAll('#pipeline .token text.token-label')].some(e => e.getBoundingClientRect().width > 0)";
+    if browser.eval(token_shown).await != serde_json::json!(true) {
+        browser.press("ArrowRight").await;
+    }
+    browser.wait_until("a token is on screen", token_shown).await;
     let names = smallest_px(&browser, "#pipeline .stage-name").await;
     assert!(
         names >= NAME_PX_1080 * scale - 0.5,
@@ -119,13 +133,6 @@ async fn check_screen(bridge: &Bridge, width: u32, height: u32, shot: &str) {
         "a token shows its object's name"
     );
     // Paused: the badge and the number waiting, beside the pipeline.
-    browser.press(" ").await;
-    browser
-        .wait_until(
-            "the PAUSED badge shows",
-            "document.querySelector('#paused-badge[data-paused=true] .paused-word:not([hidden])')",
-        )
-        .await;
     for css in [
         "#pipeline",
         ".side-panel",

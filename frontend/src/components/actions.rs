@@ -1,8 +1,13 @@
 //! Demo actions: each starts a story the audience can follow. Shown only
 //! when the bridge accepts them (`hello.demo_actions`); the outcome comes
 //! back as an `action_result` or `error` frame and is shown as a notice.
+//!
+//! Sending an action catches the animation up first (as the "catch up"
+//! control does): what the viewer just did is then the next thing the
+//! picture shows, not an event queued behind everything that had arrived.
 
 use crate::model::Model;
+use crate::player::Player;
 use crate::throttle::throttled;
 use leptos::prelude::*;
 use watchlife_protocol::{ClientMessage, DemoAction};
@@ -123,13 +128,32 @@ fn pick(select: Select, offered: Vec<(String, String)>) -> Option<(String, Strin
         .find(|(ns, n)| c.is_empty() || format!("{ns}/{n}") == c)
 }
 
-/// Sends a demo action to the bridge, or says why it could not.
-fn send(model: Model, action: DemoAction) {
-    if !model.send(&ClientMessage::Action { action }) {
-        model.tell(
-            "Not connected to the bridge: the action was not sent.".into(),
-            true,
-        );
+/// Sends demo actions to the bridge. `Copy`: handles only.
+#[derive(Clone, Copy)]
+struct Sender {
+    model: Model,
+    player: Player,
+}
+
+impl Sender {
+    /// From the page's context.
+    fn here() -> Sender {
+        Sender {
+            model: expect_context::<Model>(),
+            player: expect_context::<Player>(),
+        }
+    }
+
+    /// Catches the animation up, then sends `action`; or says why it could
+    /// not be sent.
+    fn send(self, action: DemoAction) {
+        self.player.catch_up();
+        if !self.model.send(&ClientMessage::Action { action }) {
+            self.model.tell(
+                "Not connected to the bridge: the action was not sent.".into(),
+                true,
+            );
+        }
     }
 }
 
@@ -173,11 +197,11 @@ fn PickedButton(
     act: impl Fn(String, String) -> DemoAction + 'static,
     children: Children,
 ) -> impl IntoView {
-    let model = expect_context::<Model>();
+    let sender = Sender::here();
     view! {
         <button id=id disabled=move || offered.with(Vec::is_empty) on:click=move |_| {
             if let Some((namespace, name)) = pick(select, offered.get_untracked()) {
-                send(model, act(namespace, name));
+                sender.send(act(namespace, name));
             }
         }>{children()}</button>
     }
@@ -194,7 +218,7 @@ fn TextInput(id: &'static str, size: &'static str, value: RwSignal<String>) -> i
 /// Adds a label to any object.
 #[component]
 fn LabelRow(labellable: Objects) -> impl IntoView {
-    let model = expect_context::<Model>();
+    let sender = Sender::here();
     let target = RwSignal::new(String::new());
     let key = RwSignal::new(DEFAULT_LABEL.0.to_string());
     let value = RwSignal::new(DEFAULT_LABEL.1.to_string());
@@ -213,16 +237,13 @@ fn LabelRow(labellable: Objects) -> impl IntoView {
             .into_iter()
             .find(|(r, ns, n)| chosen.is_empty() || format!("{r} {ns}/{n}") == chosen);
         if let Some((resource, namespace, name)) = found {
-            send(
-                model,
-                DemoAction::Label {
-                    resource,
-                    namespace,
-                    name,
-                    key: key.get_untracked(),
-                    value: value.get_untracked(),
-                },
-            );
+            sender.send(DemoAction::Label {
+                resource,
+                namespace,
+                name,
+                key: key.get_untracked(),
+                value: value.get_untracked(),
+            });
         }
     };
     view! {
@@ -282,14 +303,14 @@ fn DeploymentRow(deployments: Names) -> impl IntoView {
 /// Actions on the whole demo cluster: its etcd and its watches.
 #[component]
 fn ClusterRow() -> impl IntoView {
-    let model = expect_context::<Model>();
+    let sender = Sender::here();
     view! {
         <div class="action-row">
-            <button id="action-compact" on:click=move |_| send(model, DemoAction::Compact)
+            <button id="action-compact" on:click=move |_| sender.send(DemoAction::Compact)
                 title="Compact etcd's history: a watch from an older RV gets 410 Gone">"compact"</button>
-            <button id="action-drop" on:click=move |_| send(model, DemoAction::DropWatches)
+            <button id="action-drop" on:click=move |_| sender.send(DemoAction::DropWatches)
                 title="Close every watch: each watcher re-watches or relists">"drop watches"</button>
-            <button id="action-slow" on:click=move |_| send(model, DemoAction::SlowWatcher)
+            <button id="action-slow" on:click=move |_| sender.send(DemoAction::SlowWatcher)
                 title="Make one watcher too slow: the dispatcher waits for it at most its time budget, then closes it">"slow watcher"</button>
         </div>
     }
