@@ -199,6 +199,17 @@ async fn a_label_added_from_the_panel_travels_and_shows_in_the_history() {
     browser
         .click(&format!("tr.event-row[data-type=MODIFIED][data-rv='{rv}']"))
         .await;
+    // Its detail, under the log: a labelled waterfall of every hop, then
+    // its life in lines.
+    browser
+        .wait_until(
+            "the event's detail has its waterfall",
+            "[...document.querySelectorAll('.event-detail-box .hop-waterfall .hop')].length >= 6 \
+             && [...document.querySelectorAll('.event-detail-box .hop-waterfall .hop')].every(h => \
+                  h.querySelector('.hop-label').textContent.length > 0 && h.querySelector('.hop-time').textContent.length > 0) \
+             && document.querySelector('.event-detail-box .hop.measured[data-hop=reflector] .hop-bar')",
+        )
+        .await;
     browser
         .wait_until(
             "the event's token travels",

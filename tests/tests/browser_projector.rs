@@ -101,7 +101,9 @@ async fn check_screen(bridge: &Bridge, width: u32, height: u32, shot: &str) {
     if browser.eval(token_shown).await != serde_json::json!(true) {
         browser.press("ArrowRight").await;
     }
-    browser.wait_until("a token is on screen", token_shown).await;
+    browser
+        .wait_until("a token is on screen", token_shown)
+        .await;
     let names = smallest_px(&browser, "#pipeline .stage-name").await;
     assert!(
         names >= NAME_PX_1080 * scale - 0.5,

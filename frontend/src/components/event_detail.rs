@@ -1,17 +1,28 @@
-//! The event clicked in the log, one line each (see [`crate::detail::text`]):
-//! how it was delivered, each stage with the signed interval from the one
+//! The event clicked in the log: the waterfall of its hops (see
+//! [`Waterfall`]), then its life in lines (see [`crate::detail::text`]): how
+//! it was delivered, each stage with the signed interval from the one
 //! before, each listener's call, and the reconcile (its worker, the
 //! resourceVersion it read). Written once, when the event is chosen.
 
+use super::waterfall::Waterfall;
 use leptos::prelude::*;
+use std::sync::Arc;
+use watchlife_protocol::WatchEvent;
 
-/// `detail`: the chosen event's text, its lines kept by the stylesheet, so
-/// that the detail costs the page one element however many lines it has.
+/// The chosen event and its text.
+pub type Chosen = Option<(Arc<WatchEvent>, String)>;
+
+/// `detail`: the chosen event and its text, the text's lines kept by the
+/// stylesheet, so that the lines cost the page one element however many
+/// there are.
 #[component]
-pub fn EventDetail(detail: RwSignal<Option<String>>) -> impl IntoView {
+pub fn EventDetail(detail: RwSignal<Chosen>) -> impl IntoView {
     view! {
-        <p class="event-detail" id="event-detail" aria-live="polite">
-            {move || detail.get()}
-        </p>
+        <div class="event-detail-box">
+            {move || detail.with(|d| d.as_ref().map(|(e, _)| view! { <Waterfall e=e.clone()/> }))}
+            <p class="event-detail" id="event-detail" aria-live="polite">
+                {move || detail.with(|d| d.as_ref().map(|(_, text)| text.clone()))}
+            </p>
+        </div>
     }
 }

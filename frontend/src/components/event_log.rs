@@ -2,7 +2,7 @@
 //! the page, redrawn at most [`REDRAW_MS`] apart), each with a waterfall of
 //! its stage times; click one to follow its token and read its detail.
 
-use super::event_detail::EventDetail;
+use super::event_detail::{Chosen, EventDetail};
 use super::scroll_table::ScrollTable;
 use crate::detail;
 use crate::event_row::EventRow;
@@ -157,17 +157,14 @@ pub fn EventLog() -> impl IntoView {
             .with(|h| etcd_notifies(h.as_ref().map(|h| &h.source)))
     });
     // The detail of the event clicked, shown under the log.
-    let detail: RwSignal<Option<String>> = RwSignal::new(None);
+    let detail: RwSignal<Chosen> = RwSignal::new(None);
     // One listener for all the rows, which are redrawn many times a second:
     // listeners of their own would be taken off and put back on each redraw.
     let player = expect_context::<Player>();
     let follow = move |ev: &web_sys::Event| {
         if let Some(row) = row_of(ev, shown) {
-            detail.set(Some(detail::text(
-                row.seq,
-                &row.event,
-                notifies.get_untracked(),
-            )));
+            let text = detail::text(row.seq, &row.event, notifies.get_untracked());
+            detail.set(Some((row.event.clone(), text)));
             player.follow(row, view.paused.get_untracked());
         }
     };
