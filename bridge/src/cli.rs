@@ -141,6 +141,12 @@ pub struct Args {
     #[arg(global = true, long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub workers: u32,
 
+    /// How long `/readyz` waits for every resource's first list before it
+    /// answers ready anyway, so that the page can show why a cluster does
+    /// not answer (seconds; see `downstream::readiness`).
+    #[arg(global = true, long, default_value_t = crate::downstream::readiness::READY_GRACE.as_secs(), value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=3_600))]
+    pub ready_grace: u64,
+
     /// Shortest server-side timeout a watch asks for, in seconds; each
     /// watch asks for a random time between this and twice this. client-go
     /// uses 300; shorter shows watches ending and resuming in a talk.

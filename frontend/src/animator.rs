@@ -23,7 +23,7 @@ pub use crate::backlog::MAX_WAITING;
 use crate::backlog::{Backlog, Pending};
 use crate::event_row::EventRow;
 use std::collections::VecDeque;
-use watchlife_protocol::{Stage, WatchEvent};
+use watchlife_protocol::{FrameBody, ServerFrame, Stage, WatchEvent};
 
 /// Tokens on screen at once, one lane each: more cannot be followed.
 pub const LANES: usize = 6;
@@ -180,6 +180,11 @@ pub struct AnimState {
     pub step_requested: bool,
     /// The event (by `seq`) the viewer asked to follow.
     pub followed: Option<u64>,
+    /// When the newest token reaches the watch cache (its launch, when the
+    /// watch cache did not measure it). A watch cache's report waits for
+    /// it: a watcher closed for being slow shows as the event before the
+    /// report reaches the cache, not as it leaves etcd.
+    cache_reached: f64,
     last_launch: f64,
     next_id: u64,
 }
@@ -262,11 +267,16 @@ impl AnimState {
             {
                 self.step_requested = false;
                 self.stepping = Some(id);
-                feed.backlog.release_ready(&feed.shows, feed.out);
             }
         } else {
             self.launch_due(journey_ms, feed);
-            feed.backlog.release_ready(&feed.shows, feed.out);
+        }
+        // What the clock has reached leaves while the clock runs.
+        if !paused || self.stepping.is_some() {
+            let (clock, reached) = (self.clock, self.cache_reached);
+            let holds =
+                |f: &ServerFrame| matches!(f.body, FrameBody::WatchCache(_)) && clock < reached;
+            feed.backlog.release_ready(&feed.shows, &holds, feed.out);
         }
         self.skipped_total += feed.out[first..].iter().filter(|p| p.skipped()).count() as u64;
     }
@@ -316,6 +326,10 @@ impl AnimState {
         self.launched += 1;
         self.last_launch = self.clock;
         let mut hops = schedule(&row, self.clock, journey_ms);
+        self.cache_reached = hops
+            .iter()
+            .find(|h| h.0 == Stage::WatchCache)
+            .map_or(self.clock, |h| h.1);
         let merges = row.event.coalesced
             && hops.iter().any(|h| h.0 == Stage::Workqueue)
             && hops.last().is_some_and(|h| h.0 != Stage::Workqueue);
@@ -377,7 +391,7 @@ impl AnimState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backlog::Backlog;
+    use crate::backlog::{Backlog, Held};
     use crate::test_events::pod_event;
     use std::sync::Arc;
     use watchlife_protocol::{EventType, WatchEvent};
@@ -438,6 +452,41 @@ mod tests {
         assert_eq!(hops[2].1, 2_000.0);
         let live = schedule(&row(1, EventType::Added, &PATH), 0.0, None);
         assert_eq!(live[2].1, 0.4);
+    }
+
+    #[test]
+    fn a_watch_cache_report_shows_once_the_token_before_it_reaches_the_cache() {
+        let mut r = Rig::default();
+        r.push(row(1, EventType::Modified, &PATH));
+        let report = ServerFrame {
+            seq: 2,
+            body: FrameBody::WatchCache(Default::default()),
+        };
+        r.backlog.push_frame(report, 0.0);
+        let reports = |out: &[Pending]| {
+            out.iter()
+                .filter(|p| matches!(&p.held, Held::Frame(f) if f.seq == 2))
+                .count()
+        };
+        // The token sets off at etcd; the cache is a quarter of its way on.
+        while r.a.launched == 0 {
+            r.frame(16.0, false, Some(2_000.0));
+        }
+        let launched_at = r.a.clock;
+        assert_eq!(reports(&r.out), 0, "held as the token leaves etcd");
+        while r.a.clock < launched_at + 480.0 {
+            r.frame(16.0, false, Some(2_000.0));
+        }
+        assert_eq!(
+            reports(&r.out),
+            0,
+            "still before the cache at {} ms",
+            r.a.clock
+        );
+        for _ in 0..3 {
+            r.frame(16.0, false, Some(2_000.0));
+        }
+        assert_eq!(reports(&r.out), 1, "shown once the token is at the cache");
     }
 
     #[test]

@@ -179,11 +179,25 @@ impl Backlog {
         }
     }
 
-    /// Lets go, into `out`, the front things that wait for no token: frames,
-    /// skipped events, and events `shows` hides.
-    pub fn release_ready(&mut self, shows: &impl Fn(&WatchEvent) -> bool, out: &mut Vec<Pending>) {
+    /// Lets go, into `out`, the front things that wait for no token: frames
+    /// (but those `holds` keeps back a moment longer), skipped events, and
+    /// events `shows` hides.
+    pub fn release_ready(
+        &mut self,
+        shows: &impl Fn(&WatchEvent) -> bool,
+        holds: &impl Fn(&ServerFrame) -> bool,
+        out: &mut Vec<Pending>,
+    ) {
         while let Some(p) = self.items.front() {
-            let waits = matches!(&p.held, Held::Event { row, fate: Fate::Animate, .. } if shows(&row.event));
+            let waits = match &p.held {
+                Held::Event {
+                    row,
+                    fate: Fate::Animate,
+                    ..
+                } => shows(&row.event),
+                Held::Event { .. } => false,
+                Held::Frame(frame) => holds(frame),
+            };
             if waits {
                 return;
             }
@@ -239,6 +253,10 @@ mod tests {
         true
     }
 
+    fn never(_: &ServerFrame) -> bool {
+        false
+    }
+
     fn seqs(out: &[Pending]) -> Vec<u64> {
         out.iter()
             .map(|p| match &p.held {
@@ -255,10 +273,10 @@ mod tests {
         b.push_frame(gone(2), 0.0);
         b.push_event(row(3, EventType::Added), None, 1.0);
         let mut out = Vec::new();
-        b.release_ready(&all, &mut out);
+        b.release_ready(&all, &never, &mut out);
         assert!(out.is_empty(), "nothing leaves before its token");
         assert_eq!(b.next_token(&all, &mut out).map(|r| r.seq), Some(1));
-        b.release_ready(&all, &mut out);
+        b.release_ready(&all, &never, &mut out);
         assert_eq!(
             seqs(&out),
             vec![1, 2],
@@ -278,7 +296,7 @@ mod tests {
         assert_eq!(b.animated(), MAX_WAITING);
         let mut out = Vec::new();
         assert_eq!(b.next_token(&all, &mut out).map(|r| r.seq), Some(0));
-        b.release_ready(&all, &mut out);
+        b.release_ready(&all, &never, &mut out);
         let skipped = out.iter().filter(|p| p.skipped()).count();
         assert_eq!(skipped, 100 - MAX_WAITING);
         assert_eq!(b.events(), MAX_WAITING - 1);

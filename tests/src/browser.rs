@@ -180,6 +180,25 @@ impl Browser {
         }
     }
 
+    /// Fails when two visible elements matching `css` overlap (by more
+    /// than half a pixel): text written over text.
+    pub async fn assert_no_overlap(&self, css: &str) {
+        let css_json = serde_json::to_string(css).expect("a string");
+        let pair = self
+            .eval(&format!(
+                "(() => {{ const all = [...document.querySelectorAll({css_json})]
+                    .map(e => [e, e.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+                  for (let i = 0; i < all.length; i++) for (let j = i + 1; j < all.length; j++) {{
+                    const [ea, a] = all[i], [eb, b] = all[j];
+                    if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5)
+                      return [ea.textContent, eb.textContent];
+                  }}
+                  return null; }})()"
+            ))
+            .await;
+        assert!(pair.is_null(), "{css}: {pair} overlap");
+    }
+
     /// The value of a JavaScript expression.
     pub async fn eval(&self, expr: &str) -> serde_json::Value {
         self.client

@@ -26,7 +26,7 @@ pub mod real_cluster;
 pub mod static_files;
 pub mod ws;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
@@ -93,4 +93,19 @@ pub fn one_line_error(out: &std::process::Output) -> String {
     let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line: {stderr}");
     lines[0].to_string()
+}
+
+/// Writes, in `dir`, a kubeconfig whose cluster is a loopback port nothing
+/// listens on, and returns its path.
+pub fn unreachable_kubeconfig(dir: &Path) -> PathBuf {
+    let kubeconfig = dir.join("kubeconfig");
+    let server = format!("http://127.0.0.1:{}", free_port());
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: {server}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: u\ncurrent-context: gone\n"
+        ),
+    )
+    .expect("the kubeconfig is written");
+    kubeconfig
 }

@@ -511,6 +511,8 @@ async fn plots_draw_the_event_rate_and_each_stages_latency_in_both_themes() {
         .text("#plot-latency .histogram[data-stage=reflector] .cell-summary")
         .await;
     assert!(summary.starts_with("p50 "), "{summary}");
+    // Each line of text stays inside its cell: none overlaps another.
+    browser.assert_no_overlap("#plot-latency text").await;
     // One histogram per stage after the first.
     let cells = browser
         .eval("document.querySelectorAll('#plot-latency .histogram').length")

@@ -483,18 +483,7 @@ fn reflector(seq: u64, resource: &str, state: ReflectorState) -> ServerFrame {
 #[tokio::test]
 async fn the_informer_side_listeners_a_resync_a_relist_deletion_and_a_stage_read_first() {
     // A cluster watched with its etcd: the etcd mark is etcd's notification.
-    let cluster = Hello {
-        source: Source::Cluster {
-            context: "kind".into(),
-            server: "https://127.0.0.1:6443".into(),
-        },
-        // etcd, then the client's stages: the apiserver's own go unobserved.
-        observed_stages: Stage::ALL
-            .into_iter()
-            .filter(|s| *s == Stage::Etcd || !s.is_server_side())
-            .collect(),
-        ..hello(PROTOCOL_VERSION)
-    };
+    let cluster = cluster_hello();
     let bridge =
         ScriptedBridge::start(cluster, vec![snapshot_of(&[("web-1", 11), ("web-2", 9)])]).await;
     let browser = open(&bridge, "?speed=0").await;
@@ -864,4 +853,100 @@ async fn a_streaming_list_is_drawn_with_its_closing_bookmark() {
     assert_eq!(notes, json!("isInInitialList|isInInitialList"));
     browser.screenshot_for_docs("streaming-list.png").await;
     browser.close().await;
+}
+
+/// A cluster whose apiserver's stages cannot be observed (watched with its
+/// etcd): etcd, then the client's stages.
+fn cluster_hello() -> Hello {
+    Hello {
+        source: Source::Cluster {
+            context: "kind".into(),
+            server: "https://127.0.0.1:6443".into(),
+        },
+        observed_stages: Stage::ALL
+            .into_iter()
+            .filter(|s| *s == Stage::Etcd || !s.is_server_side())
+            .collect(),
+        ..hello(PROTOCOL_VERSION)
+    }
+}
+
+#[tokio::test]
+async fn a_token_jumps_the_unobserved_stages_and_bookmarks_can_be_hidden() {
+    let bridge = ScriptedBridge::start(cluster_hello(), vec![snapshot_of(&[])]).await;
+    // Slow motion: the jump lasts long enough to be seen.
+    let browser = open(&bridge, "?speed=0").await;
+    let client_side = marks(&[
+        (Stage::Etcd, 0),
+        (Stage::Reflector, 900),
+        (Stage::Fifo, 910),
+    ]);
+    bridge.send(&event(
+        1,
+        EventType::Modified,
+        scripted_pod("web-1"),
+        20,
+        client_side.clone(),
+    ));
+    // From etcd the token jumps over the watch cache and the stream, which
+    // nothing measured: it is never drawn at either.
+    browser
+        .wait_until(
+            "the token jumps from etcd",
+            "document.querySelector('#pipeline .token.jumping[data-rv=\"20\"]')",
+        )
+        .await;
+    let at_server = browser
+        .eval("[...document.querySelectorAll('#pipeline .token')].map(t => t.dataset.at).filter(a => a === 'watch_cache' || a === 'watch_stream')")
+        .await;
+    assert_eq!(at_server, json!([]));
+    // Bookmarks: how often they come, said beside the box that hides them.
+    let whole_watch = ObjectRef {
+        resource: "pods".into(),
+        kind: "Pod".into(),
+        namespace: None,
+        name: String::new(),
+    };
+    bridge.send(&event(
+        2,
+        EventType::Bookmark,
+        whole_watch,
+        21,
+        client_side.clone(),
+    ));
+    bridge.send(&event(
+        3,
+        EventType::Modified,
+        scripted_pod("web-2"),
+        22,
+        client_side,
+    ));
+    browser
+        .wait_until(
+            "the bookmark is listed",
+            "document.querySelector('tr.event-row[data-type=BOOKMARK]')",
+        )
+        .await;
+    let interval = browser.text(".bookmark-interval").await;
+    assert!(
+        interval.contains("about once a minute per watch"),
+        "{interval}"
+    );
+    browser.click("#hide-bookmarks").await;
+    browser
+        .wait_until(
+            "the bookmark is hidden, the other events are not",
+            "!document.querySelector('tr.event-row[data-type=BOOKMARK]') \
+             && document.querySelectorAll('tr.event-row[data-type=MODIFIED]').length === 2 \
+             && location.search.includes('bookmarks=0')",
+        )
+        .await;
+    browser.close().await;
+    // The address keeps the choice.
+    let again = open(&bridge, "?bookmarks=0").await;
+    let checked = again
+        .eval("document.querySelector('#hide-bookmarks').checked")
+        .await;
+    assert_eq!(checked, json!(true));
+    again.close().await;
 }

@@ -226,16 +226,7 @@ async fn backoff_of(viewer: &mut Viewer, resource: &str) -> String {
 #[tokio::test]
 async fn an_unreachable_cluster_shows_backoff_while_the_app_is_served() {
     let home = tempfile::tempdir().unwrap();
-    let kubeconfig = home.path().join("kubeconfig");
-    // Nothing listens there.
-    let server = format!("http://127.0.0.1:{}", free_port());
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: {server}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: u\ncurrent-context: gone\n"
-        ),
-    )
-    .unwrap();
+    let kubeconfig = watchlife_tests::unreachable_kubeconfig(home.path());
     let bridge = Bridge::on_cluster(&kubeconfig, "pods").await;
     let mut viewer = Viewer::connect(&bridge.ws_url()).await;
     let error = backoff_of(&mut viewer, "pods").await;

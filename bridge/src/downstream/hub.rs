@@ -130,6 +130,8 @@ struct State {
     /// Each Reflector's latest answer from the server, by resource: kept
     /// apart, as the page keeps it beside the states that follow.
     answers: BTreeMap<String, ReflectorUpdate>,
+    /// Resources whose Reflector has finished a list at least once.
+    listed: BTreeSet<String>,
     /// Event frames published (only counted for a test-only fault).
     events: u64,
 }
@@ -160,6 +162,7 @@ impl Hub {
                 body_bytes: 0,
                 reflectors: BTreeMap::new(),
                 answers: BTreeMap::new(),
+                listed: BTreeSet::new(),
                 events: 0,
             })),
             live: broadcast::channel(VIEWER_LAG).0,
@@ -238,6 +241,12 @@ impl Hub {
         let is_event = matches!(frame.body, FrameBody::Event(_));
         match frame.body {
             FrameBody::Reflector(update) => {
+                if matches!(
+                    update.state,
+                    ReflectorState::ListFinished { .. } | ReflectorState::InitialEventsEnd { .. }
+                ) {
+                    state.listed.insert(update.resource.clone());
+                }
                 let latest = match update.state {
                     ReflectorState::Answered { .. } => &mut state.answers,
                     _ => &mut state.reflectors,
@@ -275,6 +284,15 @@ impl Hub {
         let _ = self.live.send(published);
         self.metrics.frame_published();
         seq
+    }
+
+    /// How many of `resources` have never finished a list.
+    pub fn unlisted(&self, resources: &[String]) -> usize {
+        let state = self.lock();
+        resources
+            .iter()
+            .filter(|r| !state.listed.contains(*r))
+            .count()
     }
 
     /// Forgets every object of `resource`: a relist replaces them all.

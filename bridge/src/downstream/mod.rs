@@ -2,9 +2,10 @@
 //!
 //! - [`hub`]: one ordered stream, encoded once, a window for resuming
 //!   viewers, and the current objects for a snapshot.
-//! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/version`, the
-//!   app), the connection cap and graceful shutdown; [`assets`], the
-//!   embedded app, and [`csp`], its security policy.
+//! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/readyz`,
+//!   `/version`, the app), the connection cap and graceful shutdown;
+//!   [`assets`], the embedded app, and [`csp`], its security policy;
+//!   [`readiness`], when a viewer sent here sees the whole cluster.
 //! - [`access`]: who may connect (token, Origin, Host), the rules;
 //!   [`guard`], their checks on the routes.
 //! - [`viewer`]: one WebSocket connection, a session with one method per
@@ -22,6 +23,7 @@ pub mod liveness;
 pub mod metrics;
 pub mod outbox;
 pub mod rate_limit;
+pub mod readiness;
 pub mod server;
 pub mod viewer;
 pub mod viewer_message;

@@ -2,9 +2,10 @@
 //! connection caps, security headers, and serving until a graceful shutdown.
 //!
 //! Routes: `/ws` (the stream, [`crate::downstream::viewer`]), `/metrics` (Prometheus
-//! text, [`crate::downstream::metrics`]), `/healthz`, `/version`, and the embedded app
-//! for everything else ([`crate::downstream::assets`]; 405 for a method other than GET
-//! or HEAD).
+//! text, [`crate::downstream::metrics`]), `/healthz`, `/readyz`
+//! ([`crate::downstream::readiness`]), `/version`, and the embedded app for
+//! everything else ([`crate::downstream::assets`]; 405 for a method other
+//! than GET or HEAD).
 //!
 //! Every connection is bounded by `watchlife-serve` ([`connection_limits`]):
 //! its request head within 10 s (so also its idle time before the first
@@ -22,7 +23,7 @@ use crate::cli::Args;
 use crate::downstream::access::{Access, AccessError, Denied};
 use crate::downstream::guard::{Guard, RequireToken, SameOrigin, refuse};
 use crate::downstream::metrics::Refusal;
-use crate::downstream::{assets, csp, guard, viewer};
+use crate::downstream::{assets, csp, guard, readiness, viewer};
 use axum::Router;
 use axum::extract::{Path, Query, State, WebSocketUpgrade};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -31,7 +32,7 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, watch};
 use tower_http::set_header::SetResponseHeaderLayer;
 use watchlife_protocol::StreamQuery;
@@ -59,6 +60,8 @@ pub struct ServerConfig {
     pub max_viewers: usize,
     /// The `Content-Security-Policy` of every response.
     pub csp: HeaderValue,
+    /// `--ready-grace` (see [`readiness`]).
+    pub ready_grace: Duration,
 }
 
 impl ServerConfig {
@@ -68,6 +71,7 @@ impl ServerConfig {
             access: Access::from_args(args)?,
             max_viewers: args.max_viewers as usize,
             csp: csp::policy(&args.frame_ancestors)?,
+            ready_grace: Duration::from_secs(args.ready_grace),
         })
     }
 }
@@ -79,6 +83,9 @@ struct Shared {
     max_viewers: usize,
     permits: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
+    /// When the routes were made: the bridge's start, for `/readyz`.
+    started: Instant,
+    ready_grace: Duration,
 }
 
 impl AsRef<Guard> for Shared {
@@ -157,12 +164,15 @@ pub fn router(
         max_viewers: config.max_viewers,
         permits,
         shutdown,
+        started: Instant::now(),
+        ready_grace: config.ready_grace,
     });
     Router::new()
         .route("/ws", get(websocket))
         .route("/objects/{*path}", get(object_body))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
         .route("/version", get(version))
         .fallback(static_files)
         .layer(middleware::from_fn_with_state(
@@ -307,6 +317,24 @@ async fn metrics(State(shared): State<Arc<Shared>>, _: RequireToken) -> Response
 
 /// `GET /version`. The source names the cluster: only for those who hold
 /// the token.
+/// `/readyz` (see [`readiness`]): open to the kubelet's probe, like
+/// `/healthz`; it tells counts only.
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let resources = &shared.app.resources;
+    let answer = readiness::readiness(
+        resources.len(),
+        shared.app.hub.unlisted(resources),
+        shared.started.elapsed(),
+        shared.ready_grace,
+    );
+    let status = if answer.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, answer.words).into_response()
+}
+
 async fn version(State(shared): State<Arc<Shared>>, _: RequireToken) -> Response {
     Json(serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),

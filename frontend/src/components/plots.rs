@@ -23,10 +23,17 @@ const AXIS_W: f64 = 34.0;
 const AXIS_H: f64 = 16.0;
 /// One histogram's cell, four to a row.
 const CELL_W: f64 = 150.0;
-const CELL_H: f64 = 74.0;
+const CELL_H: f64 = 88.0;
 const COLUMNS: usize = 4;
-/// Height of the bars' area in a cell, under its two lines of title.
-const BARS_TOP: f64 = 30.0;
+/// Height of the bars' area in a cell, under its three lines of title
+/// (the stage, its p50, its p99: "p50 < 100 µs (clock tick)" alone fills
+/// a cell's width).
+const BARS_TOP: f64 = 44.0;
+/// Width a cell's text may take: the cell less its margin.
+const TEXT_W: f64 = CELL_W - 16.0;
+/// A character's width in a summary line (10.5 px sans), to tell when a
+/// line must be squeezed into [`TEXT_W`].
+const SUMMARY_CHAR_W: f64 = 5.6;
 const BARS_H: f64 = 30.0;
 /// Event types stacked in the rate plot, bottom first (see `RateSeries`).
 const SERIES: [(&str, &str); 4] = [
@@ -163,10 +170,19 @@ fn LatencyPlot(now: RwSignal<f64>) -> impl IntoView {
     }
 }
 
+/// One line of a cell's summary at (`x`, `y`), squeezed into the cell when
+/// it is longer than the cell is wide.
+fn summary_line(text: String, x: f64, y: f64) -> impl IntoView + use<> {
+    let fit = (text.chars().count() as f64 * SUMMARY_CHAR_W > TEXT_W).then_some(TEXT_W);
+    view! {
+        <text class="cell-summary" x=x y=y textLength=fit lengthAdjust="spacingAndGlyphs">{text}</text>
+    }
+}
+
 /// Width of one bin in a histogram's cell: the bins and the overflow bin
 /// across the cell, less a margin.
 fn bin_width() -> f64 {
-    (CELL_W - 16.0) / (LATENCY_BINS.len() + 1) as f64
+    TEXT_W / (LATENCY_BINS.len() + 1) as f64
 }
 
 /// The `i`th cell: `stage`'s latencies as bars, its p50 and p99, and its
@@ -175,9 +191,17 @@ fn histogram_cell(i: usize, stage: Stage, st: Option<&StageStats>) -> impl IntoV
     let x0 = (i % COLUMNS) as f64 * CELL_W + 4.0;
     let y0 = (i / COLUMNS) as f64 * CELL_H;
     let hist = st.map(|s| histogram(s.latencies())).unwrap_or_default();
-    let summary = match st.and_then(|s| s.latency_quantiles([0.5, 0.99])) {
-        Some([p50, p99]) => format!("p50 {} · p99 {}", format_micros(p50), format_micros(p99)),
-        None => "no measurements yet".to_string(),
+    let (p50, p99) = match st.and_then(|s| s.latency_quantiles([0.5, 0.99])) {
+        Some([p50, p99]) => (
+            format!("p50 {}", format_micros(p50)),
+            format!("p99 {}", format_micros(p99)),
+        ),
+        None => ("no measurements yet".to_string(), String::new()),
+    };
+    let summary = if p99.is_empty() {
+        p50.clone()
+    } else {
+        format!("{p50} · {p99}")
     };
     let bars = histogram_bars(&hist.bins, stage, x0, y0);
     let label = format!("{}: {summary}", stage.label());
@@ -189,12 +213,13 @@ fn histogram_cell(i: usize, stage: Stage, st: Option<&StageStats>) -> impl IntoV
     view! {
         <g class="histogram" data-stage=stage_id(stage) data-samples=samples data-negative=hist.negative role="img" aria-label=label>
             <text class="cell-title" x=x0 y=y0 + 12.0>{stage.label()}</text>
-            <text class="cell-negative" x=x0 + CELL_W - 16.0 y=y0 + 12.0 text-anchor="end">
+            <text class="cell-negative" x=x0 + TEXT_W y=y0 + 12.0 text-anchor="end">
                 {(hist.negative > 0).then(|| format!("{} negative", hist.negative))}
             </text>
 
-            <text class="cell-summary" x=x0 y=y0 + 25.0>{summary}</text>
-            <line class="axis" x1=x0 x2=x0 + CELL_W - 16.0 y1=y0 + BARS_TOP + BARS_H y2=y0 + BARS_TOP + BARS_H/>
+            {summary_line(p50, x0, y0 + 25.0)}
+            {summary_line(p99, x0, y0 + 38.5)}
+            <line class="axis" x1=x0 x2=x0 + TEXT_W y1=y0 + BARS_TOP + BARS_H y2=y0 + BARS_TOP + BARS_H/>
             {bars}
             {bin_ticks(x0, y0)}
         </g>
