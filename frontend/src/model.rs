@@ -389,6 +389,7 @@ impl Model {
             text,
             alarming,
             serial,
+            at: self.now(),
         }));
     }
 

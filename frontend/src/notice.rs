@@ -13,6 +13,21 @@ pub struct Notice {
     pub alarming: bool,
     /// Counts notices, so that two equal sentences still read as new.
     pub serial: u64,
+    /// The page's time when it was told (see `Model::now`).
+    pub at: f64,
+}
+
+/// How long a notice that is not an alarm stays in the caption bar, in the
+/// page's time (which stands still while paused): long enough to be read
+/// twice, not so long that it reads as news minutes later.
+pub const NOTICE_LINGER_MS: f64 = 15_000.0;
+
+impl Notice {
+    /// Whether it is still shown at page time `now`: an alarm stays until
+    /// another notice takes its place.
+    pub fn current(&self, now: f64) -> bool {
+        self.alarming || now - self.at < NOTICE_LINGER_MS
+    }
 }
 
 /// What the page says when the bridge speaks a newer protocol.
@@ -87,6 +102,19 @@ pub fn reflector_caption(resource: &str, state: &ReflectorState) -> Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_notice_goes_after_its_time_but_an_alarm_stays() {
+        let told = |alarming| Notice {
+            text: "scaled deployment default/web to 4".into(),
+            alarming,
+            serial: 1,
+            at: 1_000.0,
+        };
+        assert!(told(false).current(1_000.0 + NOTICE_LINGER_MS - 1.0));
+        assert!(!told(false).current(1_000.0 + NOTICE_LINGER_MS));
+        assert!(told(true).current(1_000.0 + 10.0 * NOTICE_LINGER_MS));
+    }
 
     #[test]
     fn a_410_outweighs_its_relist_and_backoff() {

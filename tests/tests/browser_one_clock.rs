@@ -215,7 +215,8 @@ async fn a_paused_page_shows_what_the_animation_left_and_catches_up_with_it() {
             &format!(
                 "document.querySelector('.event-log').dataset.received === '{total}' \
                  && document.querySelector('#catch-up').dataset.behind === '0' \
-                 && document.querySelector('#notice').textContent.includes('410')"
+                 && document.querySelector('#notice').textContent.includes('410') \
+                 && document.querySelector('#fanout')"
             ),
         )
         .await;

@@ -85,7 +85,8 @@ async fn check_screen(bridge: &Bridge, width: u32, height: u32, shot: &str) {
     browser
         .wait_until(
             "the numbers are on the nodes",
-            "document.querySelector('#pipeline .stage-rate')",
+            "['.stage-rate', '.stage-latency', '.stage-depth'].every(c => \
+               [...document.querySelectorAll(`#pipeline ${c}`)].some(e => e.getBoundingClientRect().width > 0))",
         )
         .await;
     // Paused, the picture holds still while it is measured; a step lets a

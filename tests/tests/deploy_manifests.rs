@@ -68,11 +68,12 @@ fn the_base_renders_what_a_platform_team_expects() {
     assert_eq!(security["allowPrivilegeEscalation"], false);
     assert_eq!(security["capabilities"]["drop"][0], "ALL");
 
-    // Requests, and probes on /healthz through the named port.
+    // Requests, and probes through the named port: liveness on /healthz,
+    // readiness on /readyz (a replica takes viewers once it has listed).
     assert!(container["resources"]["requests"]["cpu"].is_string());
     assert!(container["resources"]["requests"]["memory"].is_string());
-    for probe in ["livenessProbe", "readinessProbe"] {
-        assert_eq!(container[probe]["httpGet"]["path"], "/healthz", "{probe}");
+    for (probe, path) in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")] {
+        assert_eq!(container[probe]["httpGet"]["path"], path, "{probe}");
         assert_eq!(container[probe]["httpGet"]["port"], "http", "{probe}");
     }
 

@@ -10,6 +10,9 @@ use crate::player::Player;
 use crate::view_state::ViewState;
 use leptos::prelude::*;
 
+/// How often the notice's age is looked at.
+const NOTICE_TICK: std::time::Duration = std::time::Duration::from_millis(500);
+
 #[component]
 pub fn Captions() -> impl IntoView {
     let model = expect_context::<Model>();
@@ -29,6 +32,22 @@ pub fn Captions() -> impl IntoView {
     let waiting = Memo::new(move |_| player.waiting());
     let idle = move || idle_words(view.paused.get(), waiting.get());
     let on = move || view.captions.get().unwrap_or(true);
+    // The page's time, read twice a second: a notice goes once it is old.
+    let now = RwSignal::new(model.now());
+    let tick = set_interval_with_handle(move || now.set(model.now()), NOTICE_TICK).ok();
+    on_cleanup(move || {
+        if let Some(tick) = tick {
+            tick.clear();
+        }
+    });
+    let notice = move || {
+        model.notice.with(|n| {
+            n.as_ref()
+                .filter(|n| n.current(now.get()))
+                .map(|n| n.text.clone())
+                .unwrap_or_default()
+        })
+    };
     view! {
         <section class="captions" aria-label="Captions">
             <Show when=on>
@@ -43,7 +62,7 @@ pub fn Captions() -> impl IntoView {
                 role="status"
                 aria-live="polite"
             >
-                {move || model.notice.with(|n| n.as_ref().map(|n| n.text.clone()).unwrap_or_default())}
+                {notice}
             </p>
             <CatchUp/>
         </section>
