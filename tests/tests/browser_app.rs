@@ -109,6 +109,13 @@ async fn a_label_added_from_the_panel_travels_and_shows_in_the_history() {
             "document.querySelector('#action-object option[value^=\"deployments.apps \"]')",
         )
         .await;
+    // Every resource of the demo has listed: its objects are the whole set.
+    browser
+        .wait_until(
+            "no resource is said to be listing",
+            "document.querySelector('#listing-note[data-listing=false]')?.hidden",
+        )
+        .await;
     // The deployment, which the story changes but never deletes (its pods
     // come and go as the controllers roll them).
     let target = browser

@@ -4,7 +4,8 @@
 //! relist that is never sampled away, BOOKMARK and ERROR past a name search,
 //! the informer's side of events (listeners' lanes, a resync, a deletion
 //! found by relist, a stage read before the one before it, the Reflector's
-//! requests), a newer protocol, and the access token passed on to `/ws`.
+//! requests), a newer protocol, the access token passed on to `/ws`, and
+//! objects listed so far never shown as the whole set.
 
 use serde_json::json;
 use watchlife_protocol::{
@@ -949,4 +950,71 @@ async fn a_token_jumps_the_unobserved_stages_and_bookmarks_can_be_hidden() {
         .await;
     assert_eq!(checked, json!(true));
     again.close().await;
+}
+
+/// A viewer that joins a bridge in the middle of its first lists (a new
+/// replica in a rolling update) sees the objects listed so far, and is told
+/// that they are not the whole set until each resource has listed.
+#[tokio::test]
+async fn objects_listed_so_far_are_never_shown_as_the_whole_set() {
+    let bridge =
+        ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[("web-1", 11)])]).await;
+    let browser = open(&bridge, "").await;
+    bridge.send(&reflector(
+        1,
+        "pods",
+        ReflectorState::ListStarted {
+            resource_version: "0".into(),
+            limit: 500,
+        },
+    ));
+    browser
+        .wait_until(
+            "the note names both resources",
+            "document.querySelector('#listing-note[data-listing=true]')?.textContent.includes('pods and configmaps are being listed')",
+        )
+        .await;
+    bridge.send(&reflector(
+        2,
+        "pods",
+        ReflectorState::ListFinished {
+            count: 1,
+            resource_version: "11".into(),
+        },
+    ));
+    browser
+        .wait_until(
+            "only configmaps is left",
+            "document.querySelector('#listing-note').textContent.startsWith('Not the whole set yet: configmaps is being listed')",
+        )
+        .await;
+    bridge.send(&reflector(
+        3,
+        "configmaps",
+        ReflectorState::InitialEventsEnd {
+            count: 0,
+            resource_version: "12".into(),
+        },
+    ));
+    browser
+        .wait_until(
+            "the note goes once every resource has listed",
+            "document.querySelector('#listing-note[data-listing=false]')?.hidden",
+        )
+        .await;
+    // A 410 makes the set stale again until the relist is done.
+    bridge.send(&reflector(
+        4,
+        "pods",
+        ReflectorState::Relist {
+            reason: "410 Gone".into(),
+        },
+    ));
+    browser
+        .wait_until(
+            "a relist is said too",
+            "document.querySelector('#listing-note[data-listing=true]')?.textContent.includes('pods is being listed')",
+        )
+        .await;
+    browser.close().await;
 }

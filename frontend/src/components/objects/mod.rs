@@ -3,8 +3,10 @@
 //! A deleted object stays a while, greyed, its history ending in DELETED.
 //!
 //! - [`history`]: the chosen object's versions, each with what changed.
+//! - [`listing`]: which resources are still being listed, above them.
 
 pub mod history;
+pub mod listing;
 
 use super::scroll_table::ScrollTable;
 use super::slot::part;
@@ -14,6 +16,7 @@ use crate::throttle::throttled;
 use crate::view_state::ViewState;
 use history::History;
 use leptos::prelude::*;
+use listing::ListingNote;
 
 /// Shortest time between two redraws of the table and of the chosen
 /// object's history as objects change: five a second is quicker than a
@@ -105,6 +108,7 @@ pub fn Objects() -> impl IntoView {
     view! {
         <section class="objects panel" aria-label="Current objects" data-objects=move || total.get()>
             <h2>"Objects " <small>"the informer's cache: click one for its history"</small></h2>
+            <ListingNote/>
             <ScrollTable
                 class="scroll"
                 style=format!("max-height:{VIEWPORT_H}px")
