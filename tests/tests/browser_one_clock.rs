@@ -323,10 +323,13 @@ async fn a_replay_tells_its_410_when_its_token_is_drawn_and_ends_when_all_are() 
         ))
         .await;
     browser.click("#replay-play").await;
+    // The bar may turn "ended" after that frame's sample was taken: wait
+    // for a sample that has it.
     browser
         .wait_until(
             "the replay ends",
-            "document.querySelector('#replay-status[data-status=ended]')",
+            "document.querySelector('#replay-status[data-status=ended]') \
+             && window.samples.some(s => s.status === 'ended')",
         )
         .await;
     let seen = samples(&browser).await;
