@@ -446,6 +446,8 @@ impl Model {
             }
             FrameBody::ActionResult(r) => self.tell(r.message, false),
             FrameBody::WatchCache(report) => self.watch_caches.set(Some(report)),
+            // Not drawn yet: the controllers' lanes read these.
+            FrameBody::Tap(_) => {}
         }
         self.cursor.update(|c| {
             if let Some((_, last)) = c {

@@ -4,6 +4,7 @@
 use crate::event::WatchEvent;
 use crate::reflector::ReflectorUpdate;
 use crate::stage::Stage;
+use crate::tap::TapRelay;
 use crate::watch_cache::WatchCacheReport;
 
 pub use crate::snapshot::{Snapshot, SnapshotObject};
@@ -14,7 +15,7 @@ use serde_json::value::RawValue;
 /// A frame from the bridge: `{"seq":7,"type":"event","data":{…}}`.
 ///
 /// `seq` orders the bridge's stream. *Stream* frames (`event`, `reflector`,
-/// `watch_cache`) are numbered 1, 2, 3… in the single order the bridge
+/// `watch_cache`, `tap`) are numbered 1, 2, 3… in the single order the bridge
 /// observed them, and a viewer that reconnects with the last `seq` it saw
 /// resumes after it. *Control* frames
 /// (`hello`, `heartbeat`, `resync`, `snapshot`, `error`, `action_result`) belong
@@ -52,6 +53,8 @@ pub enum FrameBody {
     Error(ErrorFrame),
     /// A demo action the viewer asked for was carried out.
     ActionResult(ActionResult),
+    /// What a connected controller's tap said (see [`crate::tap`]).
+    Tap(TapRelay),
 }
 
 impl FrameBody {
@@ -59,7 +62,10 @@ impl FrameBody {
     pub fn is_stream(&self) -> bool {
         matches!(
             self,
-            FrameBody::Event(_) | FrameBody::Reflector(_) | FrameBody::WatchCache(_)
+            FrameBody::Event(_)
+                | FrameBody::Reflector(_)
+                | FrameBody::WatchCache(_)
+                | FrameBody::Tap(_)
         )
     }
 }
@@ -86,6 +92,7 @@ enum FrameType {
     Snapshot,
     Error,
     ActionResult,
+    Tap,
 }
 
 impl FrameType {
@@ -102,6 +109,7 @@ impl FrameType {
             FrameType::Snapshot => FrameBody::Snapshot(from_str(data)?),
             FrameType::Error => FrameBody::Error(from_str(data)?),
             FrameType::ActionResult => FrameBody::ActionResult(from_str(data)?),
+            FrameType::Tap => FrameBody::Tap(from_str(data)?),
         })
     }
 }
@@ -315,6 +323,40 @@ mod tests {
         assert_eq!(json["type"], "reflector");
         assert_eq!(json["data"]["state"], "watch_started");
         assert_eq!(json["data"]["resource_version"], "42");
+        assert!(frame.body.is_stream());
+    }
+
+    #[test]
+    fn tap_frame_carries_the_taps_own_frame_under_data() {
+        use crate::tap::{TapFrame, TapObjectRef, TapRelay, WatcherEventKind, WatcherFrame};
+        let frame = ServerFrame {
+            seq: 9,
+            body: FrameBody::Tap(TapRelay {
+                tap: 2,
+                controller: "configmap-per-deployment".into(),
+                received: 1_700_000_000_000_000,
+                frame: Some(TapFrame::Watcher(WatcherFrame {
+                    seq: 4,
+                    at_us: 1_699_999_999_999_000,
+                    resource: "deployments.apps".into(),
+                    event: WatcherEventKind::Apply,
+                    object: Some(TapObjectRef {
+                        api_version: "apps/v1".into(),
+                        kind: "Deployment".into(),
+                        namespace: Some("default".into()),
+                        name: "web".into(),
+                    }),
+                    resource_version: Some("812".into()),
+                    applied_to_store: Some(true),
+                })),
+                left: None,
+            }),
+        };
+        let json = round_trip(&frame);
+        assert_eq!(json["type"], "tap");
+        assert_eq!(json["data"]["frame"]["type"], "watcher");
+        assert_eq!(json["data"]["frame"]["seq"], 4);
+        assert!(json["data"].get("left").is_none());
         assert!(frame.body.is_stream());
     }
 

@@ -28,12 +28,39 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Micros;
+
 /// The path a bridge accepts taps on.
 pub const TAP_PATH: &str = "/tap";
 
 /// This wire's version, in [`Hello::version`]. A bridge refuses versions it
 /// does not know rather than guess at their fields.
 pub const TAP_PROTOCOL_VERSION: u32 = 1;
+
+/// A tap's frame as a bridge relays it to its viewers: the stream frame of
+/// type `tap`, numbered in the bridge's one order with its own events.
+///
+/// Exactly one of `frame` and `left` is set. The tap's own `seq` stays in
+/// `frame`: a gap in it is a frame the tap dropped, told in its `stats`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TapRelay {
+    /// The tap's connection, numbered by the bridge from 1 in the order taps
+    /// connected: two controllers of one name are two lanes, and a tap that
+    /// reconnects is a new number with the same `controller`.
+    pub tap: u64,
+    /// The controller's name, from the connection's [`Hello`].
+    pub controller: String,
+    /// When the bridge received it, on the bridge's clock (the clock of its
+    /// own events' client stages).
+    pub received: Micros,
+    /// What the tap said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<TapFrame>,
+    /// The tap's connection ended, and why (closed by the tap, broken, or
+    /// closed by the bridge for a frame it refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left: Option<String>,
+}
 
 /// One frame from a tap: `{"type": ..., "seq": ..., "at_us": ..., ...}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
