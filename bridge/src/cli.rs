@@ -45,6 +45,13 @@ pub struct Args {
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
 
+    /// Accept controllers' taps on /tap (`watchlife-tap` in a kube-rs
+    /// controller): their watcher events and reconciles are relayed to the
+    /// viewers as the controller's own lane. Same token and Origin rules as
+    /// viewers.
+    #[arg(long)]
+    pub accept_taps: bool,
+
     /// Pages that may show the app in a frame (CSP frame-ancestors): 'self',
     /// 'none', or origins; repeat for several.
     #[arg(long, value_name = "SOURCE", default_value = "'self'")]

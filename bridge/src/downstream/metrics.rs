@@ -134,6 +134,33 @@ impl Closed {
     }
 }
 
+/// What became of a frame a tap sent (see [`crate::downstream::tap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TapOutcome {
+    /// Relayed to the viewers.
+    Relayed,
+    /// Over the tap's rate: dropped.
+    OverRate,
+    /// Not a tap frame, or not the frame due: the connection was closed.
+    Refused,
+}
+
+impl TapOutcome {
+    const ALL: [TapOutcome; 3] = [
+        TapOutcome::Relayed,
+        TapOutcome::OverRate,
+        TapOutcome::Refused,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            TapOutcome::Relayed => "relayed",
+            TapOutcome::OverRate => "over_rate",
+            TapOutcome::Refused => "refused",
+        }
+    }
+}
+
 /// Error codes a viewer's message can be rejected with.
 const REJECTED: [ErrorCode; 3] = [
     ErrorCode::Malformed,
@@ -155,6 +182,12 @@ fn rejected_label(code: ErrorCode) -> &'static str {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ByReason {
     reason: &'static str,
+}
+
+/// Label of the tap frames counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ByOutcome {
+    outcome: &'static str,
 }
 
 /// Label of the resync counter.
@@ -203,6 +236,31 @@ struct Inner {
     registry: Registry,
     down: Downstream,
     up: Upstream,
+    taps: Taps,
+}
+
+/// Controllers' taps: connected now, and what became of their frames.
+struct Taps {
+    connected: Gauge,
+    frames: [Counter; TapOutcome::ALL.len()],
+}
+
+impl Taps {
+    fn register(r: &mut Registry) -> Taps {
+        Taps {
+            connected: gauge(
+                r,
+                "watchlife_taps",
+                "Controllers' taps connected to /tap now",
+            ),
+            frames: family(
+                r,
+                "watchlife_tap_frames",
+                "Frames controllers' taps sent, by what became of them",
+                TapOutcome::ALL.map(|o| ByOutcome { outcome: o.label() }),
+            ),
+        }
+    }
 }
 
 /// The viewers' side: connections, refusals, what was sent to them.
@@ -275,6 +333,7 @@ impl Inner {
         Inner {
             down: Downstream::register(&mut registry),
             up: Upstream::register(&mut registry),
+            taps: Taps::register(&mut registry),
             registry,
         }
     }
@@ -436,6 +495,16 @@ impl Drop for ViewerGauge {
     }
 }
 
+/// A connected tap, counted in `watchlife_taps` while it lives.
+#[must_use = "the tap is counted until this is dropped"]
+pub struct TapGauge(Metrics);
+
+impl Drop for TapGauge {
+    fn drop(&mut self) {
+        self.0.0.taps.connected.dec();
+    }
+}
+
 impl Metrics {
     /// The Reflector opened a watch on the source (an upstream watch).
     pub fn upstream_watch_opened(&self) {
@@ -489,6 +558,17 @@ impl Metrics {
         self.0.down.viewers.inc();
         self.0.down.viewers_connected.inc();
         ViewerGauge(self.clone())
+    }
+
+    /// A tap connected; it is counted until the returned gauge is dropped.
+    pub fn tap_connected(&self) -> TapGauge {
+        self.0.taps.connected.inc();
+        TapGauge(self.clone())
+    }
+
+    /// A tap's frame was relayed, dropped or refused.
+    pub fn tap_frame(&self, outcome: TapOutcome) {
+        self.0.taps.frames[outcome as usize].inc();
     }
 
     /// A viewer was refused at the handshake.

@@ -12,6 +12,8 @@
 //!   event; [`outbox`], its writes and their pace; [`viewer_message`], what
 //!   a viewer may say; [`rate_limit`], how often; [`liveness`], the
 //!   heartbeat both ends go by.
+//! - [`tap`]: `/tap`, where controllers' taps tell what they saw, relayed
+//!   to the viewers.
 //! - [`metrics`]: the Prometheus numbers.
 
 pub mod access;
@@ -25,5 +27,6 @@ pub mod outbox;
 pub mod rate_limit;
 pub mod readiness;
 pub mod server;
+pub mod tap;
 pub mod viewer;
 pub mod viewer_message;

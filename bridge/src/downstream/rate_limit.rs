@@ -1,7 +1,7 @@
-//! How many messages a viewer may send: a token bucket per viewer, and the
-//! count of what it turned away, so that a person clicking fast is slowed
-//! down (told `rate_limited`) while a client that goes on flooding is
-//! closed.
+//! How many messages a viewer (or a tap) may send: a token bucket per
+//! connection, and the count of what it turned away, so that a person
+//! clicking fast is slowed down (told `rate_limited`) while a client that
+//! goes on flooding is closed.
 
 use std::time::Duration;
 use tokio::time::Instant;
@@ -15,7 +15,7 @@ pub const MESSAGES_PER_SECOND: f64 = 10.0;
 /// restores a view sends a handful together.
 pub const MESSAGE_BURST: f64 = 20.0;
 
-/// Messages over the rate the bridge forgives, minus what it forgave at
+/// A viewer's messages over the rate the bridge forgives, minus what it forgave at
 /// [`MESSAGES_PER_SECOND`], before it closes the connection: a client that
 /// goes on sending after being told `rate_limited` is a flood, not a person.
 pub const FLOOD_LIMIT: f64 = 100.0;
@@ -24,8 +24,25 @@ pub const FLOOD_LIMIT: f64 = 100.0;
 /// of a flood would make the bridge flood back.
 pub const RATE_ERROR_EVERY: Duration = Duration::from_secs(1);
 
-/// The per-viewer token bucket, and the count of messages it turned away.
+/// A bucket's size and refill: how many messages at once, how many a
+/// second, and how many over the rate make a flood.
+#[derive(Debug, Clone, Copy)]
+pub struct Rate {
+    pub per_second: f64,
+    pub burst: f64,
+    pub flood: f64,
+}
+
+/// A viewer's rate: [`MESSAGES_PER_SECOND`], [`MESSAGE_BURST`], [`FLOOD_LIMIT`].
+pub const VIEWER_RATE: Rate = Rate {
+    per_second: MESSAGES_PER_SECOND,
+    burst: MESSAGE_BURST,
+    flood: FLOOD_LIMIT,
+};
+
+/// The per-connection token bucket, and the count of messages it turned away.
 pub struct RateLimiter {
+    rate: Rate,
     tokens: f64,
     /// Messages turned away, forgiven at [`MESSAGES_PER_SECOND`].
     excess: f64,
@@ -44,9 +61,16 @@ pub enum Admit {
 }
 
 impl RateLimiter {
+    /// A viewer's bucket ([`VIEWER_RATE`]).
     pub fn new(now: Instant) -> Self {
+        RateLimiter::at_rate(VIEWER_RATE, now)
+    }
+
+    /// A full bucket of `rate`.
+    pub fn at_rate(rate: Rate, now: Instant) -> Self {
         RateLimiter {
-            tokens: MESSAGE_BURST,
+            rate,
+            tokens: rate.burst,
             excess: 0.0,
             at: now,
             last_told: None,
@@ -54,16 +78,16 @@ impl RateLimiter {
     }
 
     pub fn admit(&mut self, now: Instant) -> Admit {
-        let refill = now.duration_since(self.at).as_secs_f64() * MESSAGES_PER_SECOND;
+        let refill = now.duration_since(self.at).as_secs_f64() * self.rate.per_second;
         self.at = now;
-        self.tokens = (self.tokens + refill).min(MESSAGE_BURST);
+        self.tokens = (self.tokens + refill).min(self.rate.burst);
         self.excess = (self.excess - refill).max(0.0);
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             return Admit::Yes;
         }
         self.excess += 1.0;
-        if self.excess > FLOOD_LIMIT {
+        if self.excess > self.rate.flood {
             return Admit::Flood;
         }
         let tell = self

@@ -1,7 +1,8 @@
 //! The HTTP side: routes, the checks before a WebSocket upgrade, the
 //! connection caps, security headers, and serving until a graceful shutdown.
 //!
-//! Routes: `/ws` (the stream, [`crate::downstream::viewer`]), `/metrics` (Prometheus
+//! Routes: `/ws` (the stream, [`crate::downstream::viewer`]), `/tap`
+//! (controllers' taps, with `--accept-taps`, [`crate::downstream::tap`]), `/metrics` (Prometheus
 //! text, [`crate::downstream::metrics`]), `/healthz`, `/readyz`
 //! ([`crate::downstream::readiness`]), `/version`, and the embedded app for
 //! everything else ([`crate::downstream::assets`]; 405 for a method other
@@ -23,7 +24,7 @@ use crate::cli::Args;
 use crate::downstream::access::{Access, AccessError, Denied};
 use crate::downstream::guard::{Guard, RequireToken, SameOrigin, refuse};
 use crate::downstream::metrics::Refusal;
-use crate::downstream::{assets, csp, guard, readiness, viewer};
+use crate::downstream::{assets, csp, guard, readiness, tap, viewer};
 use axum::Router;
 use axum::extract::{Path, Query, State, WebSocketUpgrade};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -62,6 +63,8 @@ pub struct ServerConfig {
     pub csp: HeaderValue,
     /// `--ready-grace` (see [`readiness`]).
     pub ready_grace: Duration,
+    /// `--accept-taps`.
+    pub accept_taps: bool,
 }
 
 impl ServerConfig {
@@ -72,6 +75,7 @@ impl ServerConfig {
             max_viewers: args.max_viewers as usize,
             csp: csp::policy(&args.frame_ancestors)?,
             ready_grace: Duration::from_secs(args.ready_grace),
+            accept_taps: args.accept_taps,
         })
     }
 }
@@ -86,6 +90,10 @@ struct Shared {
     /// When the routes were made: the bridge's start, for `/readyz`.
     started: Instant,
     ready_grace: Duration,
+    /// Places for [`tap::MAX_TAPS`] taps, when taps are accepted.
+    taps: Option<Arc<Semaphore>>,
+    /// Taps that connected, for their numbers.
+    taps_seen: std::sync::atomic::AtomicU64,
 }
 
 impl AsRef<Guard> for Shared {
@@ -166,9 +174,14 @@ pub fn router(
         shutdown,
         started: Instant::now(),
         ready_grace: config.ready_grace,
+        taps: config
+            .accept_taps
+            .then(|| Arc::new(Semaphore::new(tap::MAX_TAPS))),
+        taps_seen: Default::default(),
     });
     Router::new()
         .route("/ws", get(websocket))
+        .route(watchlife_protocol::tap::TAP_PATH, get(tap_socket))
         .route("/objects/{*path}", get(object_body))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
@@ -257,6 +270,48 @@ async fn websocket(
         .max_message_size(viewer::MAX_FRAME_BYTES)
         .max_frame_size(viewer::MAX_FRAME_BYTES)
         .on_upgrade(move |socket| viewer::serve(socket, viewer))
+        .into_response()
+}
+
+/// `GET /tap`: the viewers' checks, then `--accept-taps` (404 without),
+/// then [`tap::MAX_TAPS`] (503), then the upgrade.
+async fn tap_socket(
+    State(shared): State<Arc<Shared>>,
+    upgrade: WebSocketUpgrade,
+    _: RequireToken,
+    _: SameOrigin,
+) -> Response {
+    let Some(places) = &shared.taps else {
+        return refuse(Denied {
+            status: 404,
+            message: "this watchlife does not accept taps: start it with --accept-taps".into(),
+        });
+    };
+    let Ok(permit) = places.clone().try_acquire_owned() else {
+        let mut response = refuse(Denied {
+            status: 503,
+            message: format!(
+                "watchlife is serving its maximum of {} taps; try again later",
+                tap::MAX_TAPS
+            ),
+        });
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        return response;
+    };
+    let connection = tap::TapConnection {
+        app: shared.app.clone(),
+        number: 1 + shared
+            .taps_seen
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        shutdown: shared.shutdown.clone(),
+        permit,
+    };
+    upgrade
+        .max_message_size(tap::MAX_TAP_MESSAGE_BYTES)
+        .max_frame_size(tap::MAX_TAP_MESSAGE_BYTES)
+        .on_upgrade(move |socket| tap::serve(socket, connection))
         .into_response()
 }
 
