@@ -1,7 +1,7 @@
 //! What has arrived and is not shown yet: the page's one clock.
 //!
 //! Every stream frame (an event, a Reflector's change, a watch cache's
-//! report) waits here, in arrival order, until the animation gets to it.
+//! report, a controller's tap frame) waits here, in arrival order, until the animation gets to it.
 //! Nothing leaves out of order: an event leaves when its token is launched
 //! ([`Backlog::next_token`]), and the frames and events behind it that wait
 //! for no token leave with it ([`Backlog::release_ready`]). So a 410 notice
@@ -39,7 +39,7 @@ pub enum Held {
         object: Option<ObjectJson>,
         fate: Fate,
     },
-    /// A Reflector's change or a watch cache's report (boxed: a frame is
+    /// A Reflector's change, a watch cache's report or a tap's frame (boxed: a frame is
     /// far larger than an event's row, and most things held are events).
     Frame(Box<ServerFrame>),
 }

@@ -33,6 +33,9 @@
 //!   [`detail`]: one event's life in lines; [`waterfall_spans`]: its every
 //!   hop, server and client, as spans of measured time;
 //!   [`deletions`]: how long deleted objects stay in the table.
+//! - [`taps`]: the user's kube-rs controllers, a lane per tap connection,
+//!   matched with the bridge's events by resourceVersion; [`tap_words`]:
+//!   their reconciles in words.
 //! - [`throttle`]: costly panels redrawn a few times a second, not per frame.
 //! - [`components`]: what is drawn.
 
@@ -67,7 +70,9 @@ pub mod reflector_steps;
 #[cfg(feature = "replay")]
 pub mod replay;
 pub mod stats;
+pub mod tap_words;
 pub mod tape;
+pub mod taps;
 #[cfg(test)]
 pub mod test_events;
 pub mod throttle;

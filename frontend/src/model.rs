@@ -1,7 +1,7 @@
 //! What the page knows, as signals, and how each frame changes it.
 //!
 //! One clock: a stream frame (an event, a Reflector's change, a watch
-//! cache's report) is held in the [`Backlog`] when it arrives and applied
+//! cache's report, a controller's tap frame) is held in the [`Backlog`] when it arrives and applied
 //! when the animation lets go of it ([`Model::show`]), so that every number,
 //! notice and panel shows what the tokens have reached, no more. The page's
 //! time ([`Model::now`]) is the arrival time of what is shown, and stands
@@ -16,6 +16,7 @@ use crate::notice::{
     Notice, incompatible_message, reflector_alarming, reflector_caption, reflector_weight,
 };
 use crate::stats::{PipelineStats, RateSeries};
+use crate::taps::Taps;
 use futures::channel::mpsc::UnboundedSender;
 use leptos::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
@@ -102,6 +103,10 @@ pub struct Model {
     pub rates: RwSignal<RateSeries>,
     /// The demo's watch caches: rings and watchers (absent for a cluster).
     pub watch_caches: RwSignal<Option<WatchCacheReport>>,
+    /// The user's controllers, as their taps tell them (written without
+    /// notice inside a batch, like events: a relist's burst of watcher
+    /// events redraws the lanes once).
+    pub taps: RwSignal<Taps>,
     /// Last stream `seq` seen, for resuming after a reconnect.
     pub cursor: RwSignal<Option<(String, u64)>>,
     /// The last error the bridge reported, shown until the next one.
@@ -140,6 +145,7 @@ struct Unnotified {
     events: bool,
     objects: bool,
     roster: bool,
+    taps: bool,
 }
 
 impl Model {
@@ -157,6 +163,7 @@ impl Model {
             stats: RwSignal::new(PipelineStats::default()),
             rates: RwSignal::new(RateSeries::default()),
             watch_caches: RwSignal::new(None),
+            taps: RwSignal::new(Taps::default()),
             cursor: RwSignal::new(None),
             last_error: RwSignal::new(None),
             notice: RwSignal::new(None),
@@ -288,6 +295,9 @@ impl Model {
         if changed.roster {
             self.roster.notify();
         }
+        if changed.taps {
+            self.taps.notify();
+        }
     }
 
     /// The page's time in ms, as shown: the arrival time of what the page
@@ -335,6 +345,7 @@ impl Model {
         self.stats.set(PipelineStats::default());
         self.rates.set(RateSeries::default());
         self.watch_caches.set(None);
+        self.taps.set(Taps::default());
         self.cursor.set(None);
         self.last_error.set(None);
         self.notice.set(None);
@@ -446,8 +457,11 @@ impl Model {
             }
             FrameBody::ActionResult(r) => self.tell(r.message, false),
             FrameBody::WatchCache(report) => self.watch_caches.set(Some(report)),
-            // Not drawn yet: the controllers' lanes read these.
-            FrameBody::Tap(_) => {}
+            FrameBody::Tap(relay) => {
+                self.taps.try_update_untracked(|t| t.record(relay));
+                self.unnotified.update_value(|u| u.taps = true);
+                self.notify_events();
+            }
         }
         self.cursor.update(|c| {
             if let Some((_, last)) = c {

@@ -293,7 +293,8 @@ fn for_replay(frame: &ServerFrame) -> ServerFrame {
 }
 
 /// The moments worth a mark: a Reflector in trouble (410, relist, backoff),
-/// an ERROR event, a slow watcher closed by a watch cache.
+/// an ERROR event, a slow watcher closed by a watch cache, a controller's
+/// tap disconnected.
 fn markers(frames: &[RecordedFrame]) -> Vec<Marker> {
     let mut marks = Vec::new();
     let mut closed = 0;
@@ -324,6 +325,11 @@ fn markers(frames: &[RecordedFrame]) -> Vec<Marker> {
                 }
                 closed = now;
             }
+            FrameBody::Tap(t) if t.left.is_some() => marks.push(Marker {
+                t_ms: f.t_ms,
+                label: format!("{} disconnected", t.controller),
+                alarming: false,
+            }),
             _ => {}
         }
     }
