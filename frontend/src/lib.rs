@@ -130,6 +130,7 @@ pub fn App() -> impl IntoView {
             <Show when=desk>
                 <captions::Captions/>
             </Show>
+            <controllers::Controllers/>
             <div class="insights">
                 <fanout::Fanout/>
                 <plots::Plots/>

@@ -2,9 +2,13 @@
 //! its waterfall: the apiserver's inner hops where the server reports them
 //! (the demo's `server` path), then each client stage, then the reconcile's
 //! run. A hop with no measurement is kept, unmeasured, so that the reader
-//! sees what is not known rather than a gap.
+//! sees what is not known rather than a gap. After them, each connected
+//! controller's hops with the same version of the object
+//! ([`controller_spans`]).
 
 use crate::interval::interval;
+use crate::taps::ControllerHops;
+use std::borrow::Cow;
 use watchlife_protocol::{Micros, Stage, WatchEvent};
 
 /// One hop: from the last measured instant before it to its own, when both
@@ -13,7 +17,7 @@ use watchlife_protocol::{Micros, Stage, WatchEvent};
 pub struct Span {
     /// For the stylesheet and tests (`incoming`, `reflector`).
     pub id: &'static str,
-    pub label: &'static str,
+    pub label: Cow<'static, str>,
     /// Start and end (µs on the event's clock); `None` when not measured.
     pub at: Option<(Micros, Micros)>,
 }
@@ -83,7 +87,7 @@ pub fn spans(e: &WatchEvent) -> Vec<Span> {
         }
         out.push(Span {
             id,
-            label,
+            label: label.into(),
             at: from.zip(at),
         });
         if at.is_some() && id != "reconcile_run" {
@@ -91,6 +95,38 @@ pub fn spans(e: &WatchEvent) -> Vec<Span> {
         }
     }
     out
+}
+
+/// One controller's hops with the event `e`, on the controller's clock
+/// (the waterfall heads them with the controller's name):
+/// its watcher yielding the version (from the watch cache, whose stamp is
+/// the bridge's: the two clocks are one only on one machine), the wait in
+/// the trigger, scheduler and runner (one span: kube-runtime lets no one
+/// tell them apart), and the reconcile's run.
+pub fn controller_spans(e: &WatchEvent, hops: &ControllerHops) -> [Span; 3] {
+    let cached = [Stage::WatchCache, Stage::Etcd]
+        .iter()
+        .find_map(|s| e.stages.get(s).map(|m| m.at));
+    let r = hops.reconcile.as_ref();
+    let started = r.and_then(|r| r.started_us);
+    let ended = r.and_then(|r| r.end.as_ref().map(|e| e.at_us));
+    [
+        Span {
+            id: "tap_watcher",
+            label: "its watcher got it".into(),
+            at: cached.zip(hops.watcher_at),
+        },
+        Span {
+            id: "tap_wait",
+            label: "trigger, scheduler, runner: not observed separately".into(),
+            at: hops.wait_from().zip(started),
+        },
+        Span {
+            id: "tap_reconcile",
+            label: "its reconcile ran".into(),
+            at: started.zip(ended),
+        },
+    ]
 }
 
 #[cfg(test)]
@@ -143,5 +179,36 @@ mod tests {
         let s = spans(&e);
         assert_eq!(s.iter().find(|s| s.id == "incoming").unwrap().at, None);
         assert_eq!(s.iter().find(|s| s.id == "fifo").unwrap().micros(), Some(2));
+    }
+
+    #[test]
+    fn a_controllers_hops_follow_from_the_watch_cache() {
+        use crate::taps::{Taps, tests as t};
+        use watchlife_protocol::tap::{ReconcileResult, Requeue};
+        let e = pod_event(
+            EventType::Modified,
+            "web",
+            "812",
+            &[(Stage::Etcd, 0), (Stage::WatchCache, 100)],
+        );
+        let mut taps = Taps::default();
+        taps.record(t::relay(1, "cm", t::watcher(1, 400, "812")));
+        taps.record(t::relay(1, "cm", t::start(2, 1_100, 1, "812")));
+        let done = ReconcileResult::Action {
+            action: Requeue::AwaitChange,
+        };
+        taps.record(t::relay(1, "cm", t::end(3, 3_100, 1, done)));
+        let hops = &taps.hops_of(Some("default"), "web", "812")[0];
+        let s = controller_spans(&e, hops);
+        let got: Vec<(&str, Option<i64>)> = s.iter().map(|s| (s.id, s.micros())).collect();
+        assert_eq!(
+            got,
+            [
+                ("tap_watcher", Some(300)),
+                ("tap_wait", Some(700)),
+                ("tap_reconcile", Some(2_000))
+            ]
+        );
+        assert_eq!(s[2].label, "its reconcile ran");
     }
 }

@@ -6,6 +6,8 @@ pub mod cache_answers;
 pub mod captions;
 pub mod catch_up;
 pub mod cluster_status;
+pub mod controller_lane;
+pub mod controllers;
 pub mod controls;
 pub mod event_detail;
 pub mod event_log;

@@ -1,9 +1,12 @@
 //! One event's waterfall: a labelled row per hop, server and client, its bar
 //! as long as its measured share of the whole journey and placed where it
-//! happened; a hop not measured says so instead of drawing a bar.
+//! happened; a hop not measured says so instead of drawing a bar. The
+//! connected controllers' hops with the same version of the object follow
+//! the bridge's, and appear as their taps tell them.
 
 use crate::micros::format_micros;
-use crate::waterfall_spans::{Span, spans};
+use crate::model::Model;
+use crate::waterfall_spans::{Span, controller_spans, spans};
 use leptos::prelude::*;
 use watchlife_protocol::WatchEvent;
 
@@ -13,12 +16,45 @@ const MIN_BAR_PCT: f64 = 0.6;
 /// The hops of `e` as a list of rows: label, bar, duration.
 #[component]
 pub fn Waterfall(e: std::sync::Arc<WatchEvent>) -> impl IntoView {
-    let all = spans(&e);
-    let measured = || all.iter().filter_map(|s| s.at);
-    let start = measured().flat_map(|(a, b)| [a, b]).min().unwrap_or(0);
-    let end = measured().flat_map(|(a, b)| [a, b]).max().unwrap_or(0);
-    let whole = end.saturating_sub(start).max(1) as f64;
-    let rows = all.iter().map(|s| row(s, start, whole)).collect_view();
+    // Redrawn when a controller's hops with this event change, not on
+    // every tap frame.
+    let taps = use_context::<Model>().map(|m| m.taps);
+    let target = e.clone();
+    let controllers = Memo::new(move |_| {
+        let t = &target.target;
+        taps.map(|taps| {
+            taps.with(|taps| {
+                taps.hops_of(t.namespace.as_deref(), &t.name, &target.resource_version)
+            })
+        })
+        .unwrap_or_default()
+    });
+    let rows = move || {
+        let bridge = spans(&e);
+        let theirs: Vec<_> = controllers.with(|c| {
+            c.iter()
+                .map(|h| (h.controller.clone(), h.tap, controller_spans(&e, h)))
+                .collect()
+        });
+        let all = || bridge.iter().chain(theirs.iter().flat_map(|(.., s)| s));
+        let measured = || all().filter_map(|s| s.at);
+        let start = measured().flat_map(|(a, b)| [a, b]).min().unwrap_or(0);
+        let end = measured().flat_map(|(a, b)| [a, b]).max().unwrap_or(0);
+        let whole = end.saturating_sub(start).max(1) as f64;
+        let ours = bridge.iter().map(|s| row(s, start, whole)).collect_view();
+        let theirs = theirs
+            .iter()
+            .map(|(name, tap, spans)| {
+                view! {
+                    <li class="hop-controller" data-tap=*tap>
+                        {format!("{name}, on its own clock")}
+                    </li>
+                    {spans.iter().map(|s| row(s, start, whole)).collect_view()}
+                }
+            })
+            .collect_view();
+        (ours, theirs)
+    };
     view! {
         <ol class="hop-waterfall" aria-label="Every hop of this event, with its measured time">
             {rows}
@@ -44,9 +80,14 @@ fn row(s: &Span, start: u64, whole: f64) -> impl IntoView + use<> {
         }
         None => (None, "not measured".to_string(), "hop unmeasured"),
     };
+    let class = if s.id.starts_with("tap_") {
+        format!("{class} tap")
+    } else {
+        class.to_string()
+    };
     view! {
         <li class=class data-hop=s.id data-micros=s.micros()>
-            <span class="hop-label">{s.label}</span>
+            <span class="hop-label" title=s.label.to_string()>{s.label.to_string()}</span>
             <span class="hop-track">
                 {bar.map(|style| view! { <span class=format!("hop-bar {}", s.id) style=style></span> })}
             </span>
