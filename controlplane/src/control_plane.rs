@@ -291,6 +291,9 @@ impl ControlPlane {
                 object::metadata_mut(&mut obj).insert(field.into(), v.clone());
             }
         }
+        if unchanged(&current, &obj, expected) {
+            return Ok(current);
+        }
         let event = state
             .store
             .update(&key, obj, expected)
@@ -484,6 +487,26 @@ pub(crate) fn api_watch_error(e: WatchError) -> ApiError {
     }
 }
 
+/// Whether writing `new` over `current` would store the same object: then
+/// kube-apiserver writes nothing (its etcd store compares the encoded
+/// object, resourceVersion aside, and returns the stored one), so there is
+/// no new revision and no event. A precondition on another revision is
+/// still a conflict, checked by the write.
+fn unchanged(current: &Value, new: &Value, expected: Option<Revision>) -> bool {
+    let current_revision = object::resource_version(current).and_then(|rv| rv.parse().ok());
+    if expected.is_some_and(|rv| Some(rv) != current_revision) {
+        return false;
+    }
+    let without_revision = |obj: &Value| {
+        let mut obj = obj.clone();
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
+        obj
+    };
+    without_revision(current) == without_revision(new)
+}
+
 fn set_type_meta(obj: &mut Value, rt: ResourceType) {
     object::metadata_mut(obj);
     let map = obj.as_object_mut().expect("metadata_mut made an object");
@@ -567,11 +590,41 @@ mod tests {
         let v1 = cp
             .create(CONFIGMAPS, json!({"metadata": {"name": "c"}}))
             .unwrap();
-        cp.update(CONFIGMAPS, (*v1).clone()).unwrap();
+        let mut changed = (*v1).clone();
+        changed["data"] = json!({"k": "v"});
+        cp.update(CONFIGMAPS, changed).unwrap();
+        // Stale, even with nothing to change.
         assert!(matches!(
             cp.update(CONFIGMAPS, (*v1).clone()),
             Err(ApiError::Conflict { .. })
         ));
+    }
+
+    #[test]
+    fn an_update_that_changes_nothing_writes_nothing() {
+        let cp = cp();
+        let v1 = cp
+            .create(
+                CONFIGMAPS,
+                json!({"metadata": {"name": "c"}, "data": {"k": "v"}}),
+            )
+            .unwrap();
+        let (_, rv) = cp.list(CONFIGMAPS, None);
+        let mut rx = cp.watch(CONFIGMAPS, Some(rv), None).unwrap();
+        let same = cp.update(CONFIGMAPS, (*v1).clone()).unwrap();
+        assert_eq!(same, v1, "the stored object, its revision unchanged");
+        let mut unversioned = (*v1).clone();
+        unversioned["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
+        assert_eq!(cp.update(CONFIGMAPS, unversioned).unwrap(), v1);
+        assert!(rx.try_recv().is_err(), "no event");
+        let mut changed = (*v1).clone();
+        changed["data"]["k"] = json!("w");
+        let v2 = cp.update(CONFIGMAPS, changed).unwrap();
+        assert_ne!(object::resource_version(&v2), object::resource_version(&v1));
+        assert!(rx.try_recv().is_ok(), "a change is an event");
     }
 
     #[test]

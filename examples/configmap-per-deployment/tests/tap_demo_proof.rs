@@ -5,53 +5,13 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use configmap_per_deployment::{Journal, RESYNC, run_tapped};
 use kube::api::{Api, DeleteParams};
 use tracing_subscriber::prelude::*;
-use watchlife_protocol::tap::{
-    Reason, ReconcileResult, RequestVerb, Requeue, TapFrame, WatcherEventKind,
-};
+use watchlife_protocol::tap::{RequestVerb, TapFrame};
 use watchlife_tap::{Tap, TapConfig};
-
-type Key = (String, String);
-
-/// One reconcile as the tap told it: resourceVersion, reason, result.
-type Told = (Option<String>, Option<Reason>, Option<ReconcileResult>);
-
-/// The tap's reconciles per object, in the order it recorded them.
-fn told(frames: &[TapFrame]) -> BTreeMap<Key, Vec<Told>> {
-    let mut by_number = BTreeMap::new();
-    let mut per_object: BTreeMap<Key, Vec<u64>> = BTreeMap::new();
-    for frame in frames {
-        match frame {
-            TapFrame::ReconcileStart(s) => {
-                let key = (
-                    s.object.namespace.clone().unwrap_or_default(),
-                    s.object.name.clone(),
-                );
-                per_object.entry(key).or_default().push(s.reconcile);
-                by_number.insert(
-                    s.reconcile,
-                    (s.resource_version.clone(), s.reason.clone(), None),
-                );
-            }
-            TapFrame::ReconcileEnd(e) => {
-                by_number
-                    .get_mut(&e.reconcile)
-                    .expect("an end after its start")
-                    .2 = Some(e.result.clone());
-            }
-            _ => {}
-        }
-    }
-    per_object
-        .into_iter()
-        .map(|(key, numbers)| (key, numbers.iter().map(|n| by_number[n].clone()).collect()))
-        .collect()
-}
 
 // One thread: the tap's layer is this thread's subscriber, and every task
 // (the controller's, kube's) runs on it.
@@ -101,70 +61,7 @@ async fn every_reconcile_is_told_with_its_reason_and_result_in_order() {
     assert_eq!(tap.dropped(), 0, "nothing dropped with a reading peer");
 
     let journal = journal.entries();
-    let mut kept: BTreeMap<Key, Vec<_>> = BTreeMap::new();
-    for entry in &journal {
-        kept.entry((entry.namespace.clone(), entry.name.clone()))
-            .or_default()
-            .push(entry.clone());
-    }
-    let told = told(&frames);
-    assert_eq!(
-        told.keys().collect::<Vec<_>>(),
-        kept.keys().collect::<Vec<_>>(),
-        "the same objects"
-    );
-    let applied: Vec<_> = frames
-        .iter()
-        .filter_map(|f| match f {
-            TapFrame::Watcher(w) if w.resource == "deployments.apps" => Some((
-                w.event,
-                w.object.as_ref()?.name.clone(),
-                w.resource_version.clone()?,
-            )),
-            _ => None,
-        })
-        .collect();
-    for (key, entries) in &kept {
-        let tells = &told[key];
-        assert_eq!(tells.len(), entries.len(), "{key:?}: every reconcile, once");
-        for (n, (entry, (rv, reason, result))) in entries.iter().zip(tells).enumerate() {
-            assert_eq!(rv, &entry.resource_version, "{key:?} #{n}: in order");
-            let want = match &entry.result {
-                Ok(Some(after)) => ReconcileResult::Action {
-                    action: Requeue::After {
-                        after_us: after.as_micros() as u64,
-                    },
-                },
-                Ok(None) => ReconcileResult::Action {
-                    action: Requeue::AwaitChange,
-                },
-                Err(message) => ReconcileResult::Error {
-                    message: message.clone(),
-                },
-            };
-            assert_eq!(result.as_ref(), Some(&want), "{key:?} #{n}: its result");
-            match reason {
-                Some(Reason::ObjectUpdated) => {}
-                Some(Reason::RelatedObjectUpdated { related }) => assert!(
-                    related.contains(&configmap_per_deployment::configmap_name(&key.1)),
-                    "{key:?} #{n}: related to its own ConfigMap, not {related}"
-                ),
-                other => panic!("{key:?} #{n}: reason {other:?}"),
-            }
-            // The object reconciled is one the watcher yielded.
-            let rv = rv.clone().expect("a resourceVersion");
-            assert!(
-                applied.iter().any(|(event, name, v)| name == &key.1
-                    && v == &rv
-                    && matches!(event, WatcherEventKind::Apply | WatcherEventKind::InitApply)),
-                "{key:?} #{n}: resourceVersion {rv} was watched"
-            );
-        }
-        assert!(
-            matches!(tells[0].1, Some(Reason::ObjectUpdated)),
-            "{key:?}: first reconciled because it appeared"
-        );
-    }
+    let kept = support::proof::every_reconcile_told(&frames, &journal);
     assert!(kept.contains_key(&("default".into(), "web".into())));
     assert!(journal.iter().all(|e| e.result == Ok(Some(RESYNC))));
     // The watcher's requests were seen: a LIST and a WATCH of Deployments.

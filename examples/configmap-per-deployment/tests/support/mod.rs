@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod proof;
+pub mod through_bridge;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,18 +26,29 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 /// `watchlife --demo --demo-idle` and a client of its API (from the
 /// kubeconfig it writes).
 pub async fn demo() -> (Bridge, kube::Client) {
-    let bridge = Bridge::start(&["--demo", "--demo-idle"]).await;
+    demo_with(&[]).await
+}
+
+/// Like [`demo`], with more flags for the bridge.
+pub async fn demo_with(flags: &[&str]) -> (Bridge, kube::Client) {
+    let bridge = Bridge::start(&[&["--demo", "--demo-idle"], flags].concat()).await;
     let folder = bridge.cache_dir().join("watchlife");
     let path: PathBuf = std::fs::read_dir(&folder)
         .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().ends_with("demo.kubeconfig"))
         .expect("the demo wrote its kubeconfig");
-    let kubeconfig = Kubeconfig::read_from(&path).unwrap();
+    let client = kube_client(&path).await;
+    (bridge, client)
+}
+
+/// A kube client from a kubeconfig file.
+pub async fn kube_client(path: &std::path::Path) -> kube::Client {
+    let kubeconfig = Kubeconfig::read_from(path).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .unwrap();
-    (bridge, kube::Client::try_from(config).unwrap())
+    kube::Client::try_from(config).unwrap()
 }
 
 /// A WebSocket server keeping every frame it gets, in order.
