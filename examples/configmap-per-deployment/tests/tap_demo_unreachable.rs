@@ -1,6 +1,6 @@
-//! With watchlife away (nobody listening) or stuck (a peer that never
-//! reads), the example controller keeps reconciling on the demo and its tap
-//! counts what it dropped.
+//! With watchlife away (nobody listening), stuck (a peer that never
+//! reads) or refusing the tap's token, the example controller keeps
+//! reconciling on the demo and its tap counts what it dropped.
 
 mod support;
 
@@ -27,7 +27,19 @@ async fn the_controller_reconciles_on_while_its_tap_drops() {
             sockets.push(socket);
         }
     });
-    for (n, url) in [nobody, never_reads].into_iter().enumerate() {
+    // A watchlife that accepts taps, but only with a token this tap lacks.
+    let refusing = watchlife_tests::bridge::Bridge::start(&[
+        "--demo",
+        "--demo-idle",
+        "--accept-taps",
+        "--token",
+        "not-the-taps",
+    ])
+    .await;
+    for (n, url) in [nobody, never_reads, refusing.url()]
+        .into_iter()
+        .enumerate()
+    {
         let tap = Tap::connect(TapConfig::new(url, "c").buffer(BUFFER)).unwrap();
         let _subscriber =
             tracing::subscriber::set_default(tracing_subscriber::registry().with(tap.layer()));
