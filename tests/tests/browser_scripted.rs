@@ -4,10 +4,16 @@
 //! relist that is never sampled away, BOOKMARK and ERROR past a name search,
 //! the informer's side of events (listeners' lanes, a resync, a deletion
 //! found by relist, a stage read before the one before it, the Reflector's
-//! requests), a newer protocol, the access token passed on to `/ws`, and
-//! objects listed so far never shown as the whole set.
+//! requests), a newer protocol, the access token passed on to `/ws`,
+//! objects listed so far never shown as the whole set, and the user's
+//! controllers, a lane each, matched with the bridge's events.
 
 use serde_json::json;
+use watchlife_protocol::tap::{
+    Reason, ReconcileEnd, ReconcileResult, ReconcileStart, RequestFrame, RequestVerb, Requeue,
+    Stats as TapStats, TAP_PROTOCOL_VERSION, TapFrame, TapObjectRef, TapRelay, WatcherEventKind,
+    WatcherFrame,
+};
 use watchlife_protocol::{
     CacheState, Callback, ClosedWatcherState, EventType, FrameBody, Handled, HandlerCall, Hello,
     ObjectRef, PROTOCOL_VERSION, ReconcileRun, ReflectorState, ReflectorUpdate, ServerFrame,
@@ -1016,5 +1022,440 @@ async fn objects_listed_so_far_are_never_shown_as_the_whole_set() {
             "document.querySelector('#listing-note[data-listing=true]')?.textContent.includes('pods is being listed')",
         )
         .await;
+    browser.close().await;
+}
+
+/// Deployment `default/web`, as the bridge's own watch names it.
+fn deployment_web() -> ObjectRef {
+    ObjectRef {
+        resource: "deployments.apps".into(),
+        kind: "Deployment".into(),
+        namespace: Some("default".into()),
+        name: "web".into(),
+    }
+}
+
+/// What a controller's tap said, as the bridge relays it, at stream `seq`.
+/// With no frame, it says the tap left.
+fn tap(seq: u64, tap: u64, controller: &str, frame: Option<TapFrame>) -> ServerFrame {
+    let left = frame.is_none().then(|| "closed by the tap".to_string());
+    ServerFrame {
+        seq,
+        body: FrameBody::Tap(TapRelay {
+            tap,
+            controller: controller.into(),
+            received: T0 + 5_000,
+            frame,
+            left,
+        }),
+    }
+}
+
+/// Two controllers' taps around one bridge event: `configmap-per-deployment`
+/// sees Deployment default/web at RV 812 in its watcher, reconciles it and
+/// asks for a requeue in 5 minutes, and says it dropped 3 frames;
+/// `pod-janitor` fails a reconcile and leaves.
+fn two_controllers() -> Vec<ServerFrame> {
+    let web = TapObjectRef {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        namespace: Some("default".into()),
+        name: "web".into(),
+    };
+    let hello = |controller: &str| {
+        Some(TapFrame::Hello(watchlife_protocol::tap::Hello {
+            version: TAP_PROTOCOL_VERSION,
+            controller: controller.into(),
+            tap_version: "0.1.0".into(),
+            kube_runtime: "5.x".into(),
+            started_at_us: T0 - 60_000_000,
+            unobserved: vec!["scheduler".into(), "runner".into()],
+        }))
+    };
+    let cm = "configmap-per-deployment";
+    let janitor = "pod-janitor";
+    // The bridge's event: committed at T0, in the watch cache at T0 + 10 µs.
+    let bridge_event = event(
+        1,
+        EventType::Modified,
+        deployment_web(),
+        812,
+        stages(T0, &[10, 5, 200, 50, 50, 20, 30, 900]),
+    );
+    vec![
+        tap(0, 1, cm, hello(cm)),
+        bridge_event,
+        tap(
+            2,
+            1,
+            cm,
+            Some(TapFrame::Request(RequestFrame {
+                seq: 1,
+                at_us: T0 - 1_000_000,
+                method: "GET".into(),
+                url: "/apis/apps/v1/deployments?&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=811".into(),
+                verb: RequestVerb::Watch,
+                status: Some(200),
+                duration_us: None,
+            })),
+        ),
+        tap(
+            3,
+            1,
+            cm,
+            Some(TapFrame::Watcher(WatcherFrame {
+                seq: 2,
+                at_us: T0 + 400,
+                resource: "deployments.apps".into(),
+                event: WatcherEventKind::Apply,
+                object: Some(web.clone()),
+                resource_version: Some("812".into()),
+                applied_to_store: Some(true),
+            })),
+        ),
+        tap(
+            4,
+            1,
+            cm,
+            Some(TapFrame::ReconcileStart(ReconcileStart {
+                seq: 3,
+                at_us: T0 + 1_100,
+                reconcile: 1,
+                object: web.clone(),
+                resource_version: Some("812".into()),
+                reason: Some(Reason::ObjectUpdated),
+                since_watcher_event_us: Some(700),
+            })),
+        ),
+        tap(
+            5,
+            1,
+            cm,
+            Some(TapFrame::ReconcileEnd(ReconcileEnd {
+                seq: 4,
+                at_us: T0 + 3_100,
+                reconcile: 1,
+                object: web.clone(),
+                duration_us: 2_000,
+                result: ReconcileResult::Action {
+                    action: Requeue::After {
+                        after_us: 300_000_000,
+                    },
+                },
+            })),
+        ),
+        tap(
+            6,
+            1,
+            cm,
+            Some(TapFrame::Stats(TapStats {
+                seq: 8,
+                at_us: T0 + 4_000,
+                recorded: 8,
+                dropped: 3,
+            })),
+        ),
+        tap(7, 2, janitor, hello(janitor)),
+        tap(
+            8,
+            2,
+            janitor,
+            Some(TapFrame::ReconcileStart(ReconcileStart {
+                seq: 1,
+                at_us: T0 + 2_000,
+                reconcile: 1,
+                object: web.clone(),
+                resource_version: Some("812".into()),
+                reason: Some(Reason::RelatedObjectUpdated {
+                    related: "ConfigMap.v1./web.default".into(),
+                }),
+                since_watcher_event_us: None,
+            })),
+        ),
+        tap(
+            9,
+            2,
+            janitor,
+            Some(TapFrame::ReconcileEnd(ReconcileEnd {
+                seq: 2,
+                at_us: T0 + 2_500,
+                reconcile: 1,
+                object: web,
+                duration_us: 500,
+                result: ReconcileResult::Error {
+                    message: "pods is forbidden".into(),
+                },
+            })),
+        ),
+        tap(10, 2, janitor, None),
+    ]
+}
+
+#[tokio::test]
+async fn each_connected_controller_is_a_lane_matched_with_the_bridges_events() {
+    let mut opening = vec![snapshot_of(&[])];
+    opening.extend(two_controllers());
+    let bridge = ScriptedBridge::start(
+        scripted_hello("scripted", &["pods", "deployments.apps"]),
+        opening,
+    )
+    .await;
+    // Live speed: the event's token launches at once, and the tap frames
+    // behind it are shown in their turn.
+    let browser = Browser::open_connected(1920, 1080, &format!("{}/?speed=4", bridge.url())).await;
+    browser
+        .wait_until(
+            "both lanes are drawn, the second one disconnected",
+            "document.querySelectorAll('#controllers article.tap-lane').length == 2 \
+             && document.querySelector('.tap-lane[data-tap=\"2\"] .tap-status.left')",
+        )
+        .await;
+    let lanes = browser
+        .eval("[...document.querySelectorAll('#controllers .tap-lane h3')].map(h => h.textContent)")
+        .await;
+    assert_eq!(lanes, json!(["configmap-per-deployment", "pod-janitor"]));
+    let lane = ".tap-lane[data-controller=\"configmap-per-deployment\"]";
+    let stage_names = browser
+        .eval(&format!(
+            "[...document.querySelectorAll('{lane} .tap-stage')].map(s => s.dataset.stage)"
+        ))
+        .await;
+    assert_eq!(
+        stage_names,
+        json!([
+            "watcher",
+            "store",
+            "trigger-scheduler-runner",
+            "reconcile",
+            "requeue"
+        ])
+    );
+    let joined = browser
+        .text(&format!(
+            "{lane} .tap-stage[data-stage=trigger-scheduler-runner]"
+        ))
+        .await;
+    assert!(
+        joined.contains("not observed separately") && joined.contains("700 µs"),
+        "{joined}"
+    );
+    let reconcile = format!("{lane} .tap-reconcile[data-rv=\"812\"]");
+    assert_eq!(
+        browser.text(&format!("{reconcile} .tap-reason")).await,
+        "the object changed"
+    );
+    assert_eq!(
+        browser.text(&format!("{reconcile} .tap-result")).await,
+        "requeue after 5 min"
+    );
+    assert_eq!(
+        browser.text(&format!("{reconcile} .tap-ran")).await,
+        "ran 2.00 ms"
+    );
+    assert_eq!(
+        browser
+            .text(&format!("{lane} .tap-drops[data-dropped=\"3\"]"))
+            .await,
+        "3 frames dropped of 8 recorded"
+    );
+    assert!(
+        browser
+            .text(&format!("{lane} .tap-request"))
+            .await
+            .starts_with("WATCH /apis/apps/v1/deployments")
+    );
+    let janitor = ".tap-lane[data-controller=\"pod-janitor\"]";
+    assert_eq!(
+        browser.text(&format!("{janitor} .tap-status")).await,
+        "disconnected: closed by the tap"
+    );
+    assert_eq!(
+        browser.text(&format!("{janitor} .tap-reason")).await,
+        "a related object changed (ConfigMap web.default)"
+    );
+    assert_eq!(
+        browser.text(&format!("{janitor} .tap-result")).await,
+        "error: pods is forbidden"
+    );
+
+    // The bridge's event, clicked: its waterfall goes on into each
+    // controller that handled the same version of the object.
+    browser.click("tr.event-row[data-rv=\"812\"]").await;
+    browser
+        .wait_until(
+            "the event's detail heads both controllers' hops",
+            "document.querySelectorAll('.event-detail-box .hop-controller').length == 2",
+        )
+        .await;
+    let heads = browser
+        .eval("[...document.querySelectorAll('.event-detail-box .hop-controller')].map(h => h.textContent)")
+        .await;
+    assert_eq!(
+        heads,
+        json!([
+            "configmap-per-deployment, on its own clock",
+            "pod-janitor, on its own clock"
+        ])
+    );
+    let hops = browser
+        .eval("[...document.querySelectorAll('.event-detail-box li.hop.tap')].map(h => [h.dataset.hop, h.dataset.micros ?? null])")
+        .await;
+    assert_eq!(
+        hops,
+        json!([
+            ["tap_watcher", "390"],
+            ["tap_wait", "700"],
+            ["tap_reconcile", "2000"],
+            // pod-janitor's watcher was not seen: its wait and hop are unknown.
+            ["tap_watcher", null],
+            ["tap_wait", null],
+            ["tap_reconcile", "500"],
+        ])
+    );
+    browser.assert_no_overlap("#controllers .tap-stage").await;
+    browser
+        .assert_no_overlap(&format!("{lane} .tap-reconcile > span"))
+        .await;
+    browser
+        .eval("document.getElementById('controllers').scrollIntoView() || true")
+        .await;
+    browser.screenshot_for_docs("controllers.png").await;
+    browser
+        .eval("document.querySelector('.event-detail-box').scrollIntoView() || true")
+        .await;
+    browser.screenshot_for_docs("controller-hops.png").await;
+    browser.close().await;
+
+    // A phone (in presenter mode, the page's one-column layout there): the
+    // stages stack, nothing overlaps, nothing scrolls sideways.
+    let phone = Browser::start_phone(375, 812).await;
+    phone
+        .goto(&format!("{}/?presenter=1&speed=4", bridge.url()))
+        .await;
+    phone.wait_connected().await;
+    phone
+        .wait_for(".tap-lane[data-tap=\"2\"] .tap-status.left")
+        .await;
+    phone.assert_no_overlap("#controllers .tap-stage").await;
+    phone
+        .assert_no_overlap("#controllers .tap-reconcile > span")
+        .await;
+    phone.assert_no_overlap("#controllers .tap-head > *").await;
+    let wide = phone
+        .eval("[...document.querySelectorAll('#controllers *')].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5).map(e => e.className)")
+        .await;
+    assert_eq!(
+        wide,
+        json!([]),
+        "nothing of the lanes reaches past the screen"
+    );
+    phone
+        .eval("document.getElementById('controllers').scrollIntoView() || true")
+        .await;
+    phone.screenshot_for_docs("controllers-phone.png").await;
+    phone.close().await;
+}
+
+#[tokio::test]
+async fn tap_frames_wait_their_turn_on_the_one_clock() {
+    let mut opening = vec![snapshot_of(&[])];
+    opening.extend(two_controllers());
+    let bridge = ScriptedBridge::start(
+        scripted_hello("scripted", &["pods", "deployments.apps"]),
+        opening,
+    )
+    .await;
+    let browser = open(&bridge, "?paused=1&speed=4").await;
+    // Paused, nothing the stream brought is shown: not even the first
+    // tap's hello, which came before the bridge's event. The frames came
+    // with the greeting; the page is given time to take them.
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let held = browser
+        .eval("document.querySelectorAll('#controllers, .tap-lane').length")
+        .await;
+    assert_eq!(held, json!(0), "while paused, the tap frames wait");
+    browser.click("#step").await;
+    browser
+        .wait_until(
+            "once the event travels, the frames behind it are shown, none lost",
+            "document.querySelectorAll('.tap-lane').length == 2 \
+             && document.querySelectorAll('.tap-reconcile').length == 2 \
+             && document.querySelector('.tap-drops[data-dropped=\"3\"]') \
+             && document.querySelector('.tap-status.left')",
+        )
+        .await;
+    browser.close().await;
+}
+
+/// Copies the folder `from` into `to`, recursively.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("a folder");
+    for entry in std::fs::read_dir(from).expect("a readable folder") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("a copy");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_recording_made_with_taps_connected_replays_their_lanes() {
+    use watchlife_protocol::recording::{
+        RECORDING_FORMAT, RecordingHeader, frame_line, header_line,
+    };
+    // The recording as the page's recorder writes it: the header, the
+    // bridge's hello and a snapshot, then every stream frame as received.
+    let hello = scripted_hello("scripted", &["pods", "deployments.apps"]);
+    let mut lines = vec![header_line(&RecordingHeader {
+        watchlife_recording: RECORDING_FORMAT,
+        protocol: PROTOCOL_VERSION,
+        source: hello.source.clone(),
+        resources: hello.resources.clone(),
+        started_at: T0,
+        title: "two controllers".into(),
+    })];
+    let mut frames = vec![
+        ServerFrame {
+            seq: 0,
+            body: FrameBody::Hello(hello),
+        },
+        snapshot_of(&[]),
+    ];
+    frames.extend(two_controllers());
+    for (i, frame) in frames.iter().enumerate() {
+        let json = serde_json::to_string(frame).expect("frames serialize");
+        lines.push(frame_line(i as u64 * 100, &json));
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    copy_dir(&watchlife_tests::browser::embed_folder(), dir.path());
+    std::fs::write(dir.path().join("taps.jsonl"), lines.join("\n") + "\n").expect("written");
+    let server = watchlife_tests::static_files::StaticFiles::serve(dir.path()).await;
+    let browser = Browser::open_replay(
+        1440,
+        1000,
+        &server.url("embed.html?replay=taps.jsonl&speed=4"),
+    )
+    .await;
+    browser
+        .wait_until(
+            "the replay draws both lanes, the reconcile, the drops and the leaving",
+            "document.querySelectorAll('#controllers .tap-lane').length == 2 \
+             && document.querySelector('.tap-reconcile[data-rv=\"812\"] .tap-result')?.textContent === 'requeue after 5 min' \
+             && document.querySelector('.tap-drops[data-dropped=\"3\"]') \
+             && document.querySelector('.tap-lane[data-controller=\"pod-janitor\"] .tap-status.left')",
+        )
+        .await;
+    let marks = browser
+        .eval("[...document.querySelectorAll('#replay-markers .replay-marker')].map(o => o.textContent)")
+        .await;
+    assert!(
+        marks.as_array().is_some_and(|m| m.iter().any(|t| t
+            .as_str()
+            .is_some_and(|t| t.contains("pod-janitor disconnected")))),
+        "{marks}"
+    );
     browser.close().await;
 }
