@@ -576,6 +576,13 @@ impl Model {
     }
 
     fn replace_objects(&self, snapshot: Snapshot) {
+        // The taps' lanes as those who watched them drew them: the
+        // snapshot carries what each tap said lately.
+        let mut taps = Taps::default();
+        for relay in snapshot.taps {
+            taps.record(relay);
+        }
+        self.taps.set(taps);
         let (answers, states): (Vec<_>, Vec<_>) = snapshot
             .reflectors
             .into_iter()

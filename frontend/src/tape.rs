@@ -87,6 +87,9 @@ impl Tape {
                     })
                     .collect()
             }),
+            // The lanes start with the first tap frame recorded: the page
+            // keeps its lanes, not the frames that drew them.
+            taps: Vec::new(),
         };
         // Each frame's payload spliced under its `seq` and `type`, rather
         // than a whole `ServerFrame` serialized: that would bring the

@@ -7,6 +7,7 @@
 use crate::event::ObjectRef;
 use crate::object::ObjectJson;
 use crate::reflector::ReflectorUpdate;
+use crate::tap::TapRelay;
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -38,6 +39,11 @@ pub struct SnapshotObject {
 pub struct Snapshot {
     pub objects: Vec<SnapshotObject>,
     pub reflectors: Vec<ReflectorUpdate>,
+    /// What connected controllers' taps said lately (see
+    /// [`crate::tap::TapRelay`]), in the stream's order, so that a viewer
+    /// who joins draws their lanes as those who watched them: a bounded
+    /// tail per tap, its requests, its counters and its leaving.
+    pub taps: Vec<TapRelay>,
 }
 
 /// A snapshot as read.
@@ -50,6 +56,8 @@ struct WireSnapshot {
     objects: Vec<SnapshotObject>,
     #[serde(default)]
     reflectors: Vec<ReflectorUpdate>,
+    #[serde(default)]
+    taps: Vec<TapRelay>,
 }
 
 /// The objects of one resource.
@@ -105,6 +113,7 @@ impl From<WireSnapshot> for Snapshot {
         Snapshot {
             objects,
             reflectors: wire.reflectors,
+            taps: wire.taps,
         }
     }
 }
@@ -115,6 +124,8 @@ impl Serialize for Snapshot {
         struct Written<'a> {
             groups: Vec<Group<MemberRef<'a>>>,
             reflectors: &'a [ReflectorUpdate],
+            #[serde(skip_serializing_if = "<[TapRelay]>::is_empty")]
+            taps: &'a [TapRelay],
         }
         // Consecutive objects of one resource and kind share a group.
         let mut groups: Vec<Group<MemberRef<'_>>> = Vec::new();
@@ -140,6 +151,7 @@ impl Serialize for Snapshot {
         Written {
             groups,
             reflectors: &self.reflectors,
+            taps: &self.taps,
         }
         .serialize(serializer)
     }
@@ -181,6 +193,7 @@ mod tests {
                 object("pods", "p", false),
             ],
             reflectors: vec![],
+            taps: vec![],
         };
         let text = serde_json::to_string(&snapshot).unwrap();
         assert_eq!(text.matches("\"resource\"").count(), 2, "{text}");

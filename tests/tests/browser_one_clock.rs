@@ -98,10 +98,7 @@ fn watch_cache(seq: u64) -> ServerFrame {
 fn snapshot() -> ServerFrame {
     ServerFrame {
         seq: 0,
-        body: FrameBody::Snapshot(Snapshot {
-            objects: vec![],
-            reflectors: vec![],
-        }),
+        body: FrameBody::Snapshot(Snapshot::default()),
     }
 }
 

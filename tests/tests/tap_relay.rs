@@ -1,6 +1,6 @@
 //! `/tap` on the real binary, with real WebSocket clients on both sides: a
 //! tap's frames reach every viewer in order as `tap` frames, its leaving is
-//! told, and the bridge refuses what it should with a reason: taps not
+//! told, a viewer who joins later finds them in its snapshot, and the bridge refuses what it should with a reason: taps not
 //! enabled, no token, a foreign page, no hello, another wire version, a
 //! frame that is not a tap frame, binary, oversized, and the rate (dropped
 //! and counted, the connection kept).
@@ -104,6 +104,24 @@ async fn a_taps_frames_reach_every_viewer_in_order_and_its_leaving_is_told() {
     let relayed = r#"watchlife_tap_frames_total{outcome="relayed"}"#;
     assert_eq!(metric(bridge.addr, relayed).await, Some(3.0));
     wait_for_metric(bridge.addr, "watchlife_taps", |n| n == 0.0).await;
+
+    // A viewer who joins later finds the lane in its snapshot.
+    let mut late = Client::connect(&bridge.ws_url()).await;
+    late.frame().await;
+    let (snapshot, _) = late.frame().await;
+    let FrameBody::Snapshot(snapshot) = snapshot.body else {
+        panic!("a snapshot after hello: {snapshot:?}")
+    };
+    let kept: Vec<Option<u64>> = snapshot
+        .taps
+        .iter()
+        .map(|r| r.frame.as_ref().map(TapFrame::seq))
+        .collect();
+    assert_eq!(
+        kept,
+        [Some(1), Some(2), Some(5), None],
+        "the frames, then the leaving"
+    );
 
     // A tap that comes back is a new lane number with the same name.
     let mut again = Client::connect(&tap_url(&bridge)).await;

@@ -20,6 +20,7 @@
 //! ([`crate::downstream::outbox::MAX_BATCH`]).
 
 use crate::downstream::metrics::Metrics;
+use crate::downstream::tap_history::TapHistory;
 use axum::extract::ws::Utf8Bytes;
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -134,6 +135,8 @@ struct State {
     listed: BTreeSet<String>,
     /// Event frames published (only counted for a test-only fault).
     events: u64,
+    /// What controllers' taps said lately, for a snapshot.
+    taps: TapHistory,
 }
 
 /// The hub. Cheap to clone.
@@ -164,6 +167,7 @@ impl Hub {
                 answers: BTreeMap::new(),
                 listed: BTreeSet::new(),
                 events: 0,
+                taps: TapHistory::default(),
             })),
             live: broadcast::channel(VIEWER_LAG).0,
             stream_id: stream_id.into(),
@@ -253,6 +257,7 @@ impl Hub {
                 };
                 latest.insert(update.resource.clone(), update);
             }
+            FrameBody::Tap(relay) => state.taps.keep(seq, &relay),
             FrameBody::Event(event) => {
                 self.metrics.observe_stages(&event.stages);
                 self.metrics.observe_handled(&event.handled);
@@ -477,6 +482,7 @@ struct SnapshotParts {
     /// Per resource: its name, its objects' kind, and its objects.
     resources: Vec<(String, String, Vec<Object>)>,
     reflectors: Vec<ReflectorUpdate>,
+    taps: Vec<watchlife_protocol::tap::TapRelay>,
     /// Whether the snapshot carries the bodies.
     bodies: Bodies,
 }
@@ -504,6 +510,7 @@ impl SnapshotParts {
                 .chain(state.reflectors.values())
                 .cloned()
                 .collect(),
+            taps: state.taps.snapshot(),
             bodies,
         }
     }
@@ -533,6 +540,7 @@ impl SnapshotParts {
         Snapshot {
             objects,
             reflectors: self.reflectors,
+            taps: self.taps,
         }
     }
 }

@@ -13,7 +13,8 @@
 //!   a viewer may say; [`rate_limit`], how often; [`liveness`], the
 //!   heartbeat both ends go by.
 //! - [`tap`]: `/tap`, where controllers' taps tell what they saw, relayed
-//!   to the viewers.
+//!   to the viewers; [`tap_history`], what the hub keeps of it for a
+//!   viewer who joins.
 //! - [`metrics`]: the Prometheus numbers.
 
 pub mod access;
@@ -28,5 +29,6 @@ pub mod rate_limit;
 pub mod readiness;
 pub mod server;
 pub mod tap;
+pub mod tap_history;
 pub mod viewer;
 pub mod viewer_message;

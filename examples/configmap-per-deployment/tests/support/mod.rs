@@ -32,14 +32,18 @@ pub async fn demo() -> (Bridge, kube::Client) {
 /// Like [`demo`], with more flags for the bridge.
 pub async fn demo_with(flags: &[&str]) -> (Bridge, kube::Client) {
     let bridge = Bridge::start(&[&["--demo", "--demo-idle"], flags].concat()).await;
+    let client = kube_client(&demo_kubeconfig(&bridge)).await;
+    (bridge, client)
+}
+
+/// The kubeconfig the demo of `bridge` wrote (for kube and kubectl).
+pub fn demo_kubeconfig(bridge: &Bridge) -> PathBuf {
     let folder = bridge.cache_dir().join("watchlife");
-    let path: PathBuf = std::fs::read_dir(&folder)
+    std::fs::read_dir(&folder)
         .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().ends_with("demo.kubeconfig"))
-        .expect("the demo wrote its kubeconfig");
-    let client = kube_client(&path).await;
-    (bridge, client)
+        .expect("the demo wrote its kubeconfig")
 }
 
 /// A kube client from a kubeconfig file.
