@@ -35,8 +35,9 @@ pub const LANES_KEPT: usize = 8;
 /// controller handles each of them once or twice.
 pub const MATCH_KEPT: usize = 256;
 
-/// Reconciles a lane shows, latest first: enough to see a requeue follow
-/// the reconcile that asked for it, few enough to read at a glance.
+/// Objects whose latest reconcile a lane shows, latest first: one row per
+/// object, so that one object requeued in a loop does not hide the others;
+/// few enough to read at a glance.
 pub const RECONCILES_SHOWN: usize = 6;
 
 /// The watcher's latest requests and errors a lane keeps (LIST, WATCH, a
@@ -318,9 +319,27 @@ impl Lane {
         }
     }
 
-    /// The reconciles shown: the latest [`RECONCILES_SHOWN`], latest first.
-    pub fn latest_reconciles(&self) -> impl Iterator<Item = &Reconcile> {
-        self.reconciles.iter().rev().take(RECONCILES_SHOWN)
+    /// The reconciles shown: each object's latest, for the
+    /// [`RECONCILES_SHOWN`] objects reconciled last, latest first.
+    pub fn latest_reconciles(&self) -> Vec<&Reconcile> {
+        let mut shown: Vec<&Reconcile> = Vec::with_capacity(RECONCILES_SHOWN);
+        for r in self.reconciles.iter().rev() {
+            if shown.len() == RECONCILES_SHOWN {
+                break;
+            }
+            if !shown.iter().any(|s| s.object == r.object) {
+                shown.push(r);
+            }
+        }
+        shown
+    }
+
+    /// How many of the reconciles kept were of `object`.
+    pub fn runs_of(&self, object: &TapObjectRef) -> usize {
+        self.reconciles
+            .iter()
+            .filter(|r| &r.object == object)
+            .count()
     }
 
     /// The frames the tap dropped, by its own count.
@@ -481,12 +500,39 @@ pub mod tests {
         // An end whose start was dropped is kept, its start unknown.
         t.record(relay(1, "c", end(6, 9_000, 9, after.clone())));
         let lane = &t.lanes[0];
-        let latest: Vec<u64> = lane.latest_reconciles().map(|r| r.id).collect();
-        assert_eq!(latest, [9, 8, 7]);
+        let latest: Vec<u64> = lane.latest_reconciles().iter().map(|r| r.id).collect();
+        assert_eq!(latest, [9], "one row per object, its latest");
+        assert_eq!(lane.runs_of(&web()), 3);
         assert_eq!(lane.reconciles[0].end.as_ref().unwrap().result, after);
         assert!(lane.reconciles[1].policy.is_some());
         assert_eq!(lane.reconciles[2].started_us, None);
         assert_eq!(lane.reconciles_total, 3);
+    }
+
+    #[test]
+    fn each_objects_latest_reconcile_is_shown_latest_first() {
+        let mut t = Taps::default();
+        let other = |name: &str| TapObjectRef {
+            name: name.into(),
+            ..web()
+        };
+        let mut starts = Vec::new();
+        for (id, name) in [(1, "a"), (2, "b"), (3, "a"), (4, "web")] {
+            let TapFrame::ReconcileStart(mut s) = start(id, id, id, "1") else {
+                unreachable!()
+            };
+            s.object = other(name);
+            starts.push(relay(1, "c", TapFrame::ReconcileStart(s)));
+        }
+        for r in starts {
+            t.record(r);
+        }
+        let latest: Vec<u64> = t.lanes[0]
+            .latest_reconciles()
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(latest, [4, 3, 2]);
     }
 
     #[test]

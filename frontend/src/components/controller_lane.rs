@@ -89,8 +89,9 @@ fn stages(l: &Lane) -> impl IntoView + use<> {
     }
 }
 
-/// One reconcile's row: object and version, reason, wait, run, result.
-fn reconcile(r: &Reconcile) -> impl IntoView + use<> {
+/// An object's latest reconcile as a row: object and version, reason,
+/// wait, run, result, and how many of its reconciles the lane kept.
+fn reconcile(r: &Reconcile, runs: usize) -> impl IntoView + use<> {
     let rv = r
         .resource_version
         .as_deref()
@@ -106,6 +107,8 @@ fn reconcile(r: &Reconcile) -> impl IntoView + use<> {
         .end
         .as_ref()
         .map(|e| format!("ran {}", format_micros(e.duration_us as i64)));
+    let runs =
+        (runs > 1).then(|| view! { <span class="tap-runs">{format!("{runs} runs lately")}</span> });
     view! {
         <li class="tap-reconcile" data-reconcile=r.id data-rv=r.resource_version.clone()
             data-result=tap_words::result_kind(r)>
@@ -114,6 +117,7 @@ fn reconcile(r: &Reconcile) -> impl IntoView + use<> {
             {wait}
             <span class="tap-ran">{ran}</span>
             <span class="tap-result">{tap_words::result(r)}</span>
+            {runs}
         </li>
     }
 }
@@ -164,7 +168,11 @@ pub fn lane(l: &Lane) -> impl IntoView + use<> {
         ),
         None => format!("tap {}", l.tap),
     };
-    let reconciles = l.latest_reconciles().map(reconcile).collect_view();
+    let reconciles = l
+        .latest_reconciles()
+        .into_iter()
+        .map(|r| reconcile(r, l.runs_of(&r.object)))
+        .collect_view();
     let no_reconcile = l
         .reconciles
         .is_empty()
@@ -178,8 +186,8 @@ pub fn lane(l: &Lane) -> impl IntoView + use<> {
                 {status(l)}
             </header>
             {stages(l)}
-            <h4>"Latest reconciles"</h4>
-            <ol class="tap-reconciles" aria-label=format!("{}'s latest reconciles, latest first", l.controller)>
+            <h4>"Latest reconcile per object"</h4>
+            <ol class="tap-reconciles" aria-label=format!("{}'s latest reconcile of each object, latest first", l.controller)>
                 {reconciles}
                 {no_reconcile}
             </ol>
