@@ -113,6 +113,8 @@ pub fn start(model: Model) {
     page.control(FrameBody::Snapshot(Snapshot {
         objects: Vec::new(),
         reflectors: Vec::new(),
+        // No controller taps into a demo that runs in the page.
+        taps: Vec::new(),
     }));
     spawn_local(drive(Demo::new(cp, Some(STORY_PACE)), page.clock.clone()));
     for rt in RESOURCES {
