@@ -20,8 +20,9 @@
 use std::collections::VecDeque;
 use watchlife_protocol::tap::Reason;
 use watchlife_protocol::tap::{
-    ErrorPolicyFrame, Hello, ReconcileEnd, ReconcileResult, ReconcileStart, RequestFrame, Stats,
-    TapFrame, TapObjectRef, TapRelay, WatcherErrorFrame, WatcherEventKind, WatcherFrame,
+    ErrorPolicyFrame, Hello, ReconcileEnd, ReconcileResult, ReconcileStart, RequestFrame,
+    RequestVerb, Stats, TapFrame, TapObjectRef, TapRelay, WatcherErrorFrame, WatcherEventKind,
+    WatcherFrame,
 };
 
 /// Lanes kept. A tap that reconnects is a new lane, so a flapping tap would
@@ -70,6 +71,7 @@ pub struct Lane {
     /// Whether the latest watcher event was seen after the reflector
     /// applied it to the store (`None`: not observed).
     pub store_applied: Option<bool>,
+    /// The watcher's latest LISTs and WATCHes (not the reconciler's requests).
     pub requests: VecDeque<RequestFrame>,
     pub errors: VecDeque<WatcherErrorFrame>,
     pub errors_total: u64,
@@ -246,7 +248,12 @@ impl Lane {
                 self.errors_total += 1;
                 push_bounded(&mut self.errors, e, ERRORS_KEPT);
             }
-            TapFrame::Request(r) => push_bounded(&mut self.requests, r, REQUESTS_KEPT),
+            // The watcher's LISTs and WATCHes; the reconciler's own requests
+            // would push them out, and belong to its reconcile.
+            TapFrame::Request(r) if r.verb != RequestVerb::Other => {
+                push_bounded(&mut self.requests, r, REQUESTS_KEPT)
+            }
+            TapFrame::Request(_) => {}
             TapFrame::ReconcileStart(s) => self.started(s),
             TapFrame::ReconcileEnd(end) => self.ended(end),
             TapFrame::ErrorPolicy(p) => self.policy(p),
@@ -374,7 +381,7 @@ fn kind_index(kind: WatcherEventKind) -> usize {
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use watchlife_protocol::tap::{RequestVerb, Requeue};
+    use watchlife_protocol::tap::Requeue;
 
     pub fn web() -> TapObjectRef {
         TapObjectRef {

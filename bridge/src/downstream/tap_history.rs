@@ -4,7 +4,7 @@
 //! say and however many come and go.
 
 use std::collections::{BTreeMap, VecDeque};
-use watchlife_protocol::tap::{TapFrame, TapRelay};
+use watchlife_protocol::tap::{RequestVerb, TapFrame, TapRelay};
 
 /// Tap connections remembered, the newest: twice the taps a bridge accepts
 /// at once ([`crate::downstream::tap::MAX_TAPS`]), so that the lanes of
@@ -16,8 +16,9 @@ pub const TAPS_KEPT: usize = 32;
 /// hops among its last 256 frames; this covers both.
 pub const FRAMES_KEPT: usize = 256;
 
-/// A tap's latest requests and watcher errors kept apart, so that a busy
-/// controller's reconciles never push its watcher's LIST and WATCH out.
+/// A tap's latest watcher requests (LIST, WATCH) and errors kept apart, so
+/// that a busy controller's reconciles (and their own requests) never push
+/// its watcher's LIST and WATCH out.
 pub const REQUESTS_KEPT: usize = 8;
 
 /// Each kept frame with its `seq` in the stream, so that a snapshot lists
@@ -49,7 +50,10 @@ impl TapHistory {
         match &relay.frame {
             None => history.left = Some(kept),
             Some(TapFrame::Stats(_)) => history.stats = Some(kept),
-            Some(TapFrame::Request(_) | TapFrame::WatcherError(_)) => {
+            Some(TapFrame::WatcherError(_)) => {
+                push_bounded(&mut history.requests, kept, REQUESTS_KEPT)
+            }
+            Some(TapFrame::Request(r)) if r.verb != RequestVerb::Other => {
                 push_bounded(&mut history.requests, kept, REQUESTS_KEPT)
             }
             Some(_) => push_bounded(&mut history.frames, kept, FRAMES_KEPT),
@@ -169,6 +173,21 @@ mod tests {
             said.windows(2).all(|w| w[0] < w[1]),
             "in the stream's order"
         );
+    }
+
+    #[test]
+    fn the_reconcilers_own_requests_never_push_the_watchers_out() {
+        let mut history = TapHistory::default();
+        history.keep(1, &relay(1, request(1)));
+        for n in 2..100 {
+            let Some(TapFrame::Request(mut patch)) = request(n) else {
+                unreachable!()
+            };
+            patch.verb = RequestVerb::Other;
+            history.keep(n, &relay(1, Some(TapFrame::Request(patch))));
+        }
+        let first = history.snapshot().remove(0);
+        assert!(matches!(first.frame, Some(TapFrame::Request(r)) if r.verb == RequestVerb::List));
     }
 
     #[test]
