@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use watchlife_informer::profile::{Gate, Profile, ProfileError, Release};
+use watchlife_informer::reflector::SilentWatch;
 
 /// watchlife: watch the life of Kubernetes watch events, live in the browser.
 ///
@@ -160,6 +161,13 @@ pub struct Args {
     #[arg(global = true, long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub min_watch_timeout: u64,
 
+    /// A watch that says nothing (no event, no bookmark) for this many
+    /// seconds is taken for dead, and the Reflector lists again. By default
+    /// the release decides: 75 s under 1.36 (its apiserver sends a bookmark
+    /// every minute), the watch's own timeout plus 5 s under 1.20.
+    #[arg(global = true, long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub dead_watch_after: Option<u64>,
+
     /// client-go's `WatchListPageSize` for every Reflector: when set, each
     /// LIST is paged by it, a relist from a resourceVersion included, which
     /// the watch cache cannot serve (the store answers, or 410 once that
@@ -304,8 +312,21 @@ impl Args {
             min_watch_timeout: Duration::from_secs(self.min_watch_timeout),
             resync_period: self.resync,
             watch_list_page_size: self.watch_list_page_size,
+            silent_watch: self.silent_watch(),
             ..crate::upstream::reflector::Config::for_profile(self.profile()?)
         })
+    }
+
+    /// When a watch on the source is taken for dead: `--dead-watch-after`,
+    /// else by the release's rules.
+    fn silent_watch(&self) -> SilentWatch {
+        if crate::test_break::is(crate::test_break::Break::TrustSilentWatch) {
+            return SilentWatch::Trusted;
+        }
+        match self.dead_watch_after {
+            Some(seconds) => SilentWatch::After(Duration::from_secs(seconds)),
+            None => SilentWatch::ByRelease,
+        }
     }
 
     /// Applies a scenario's [`ClientSettings`] over the user's flags: a gate

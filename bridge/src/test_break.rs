@@ -9,6 +9,8 @@
 //!   cycles (client-go always backs off at least 0.8 s).
 //! - `skip-resync`: a viewer that must be resynced gets the snapshot without
 //!   the `resync` frame that announces it.
+//! - `trust-silent-watch`: a watch that says nothing is never taken for
+//!   dead (a connection a load balancer forgot is read forever).
 //!
 //! Never set it outside tests: the bridge then loses events or hammers the
 //! apiserver by design. It is logged at WARN when set.
@@ -25,6 +27,7 @@ pub enum Break {
     DropEvent,
     SkipBackoff,
     SkipResync,
+    TrustSilentWatch,
 }
 
 /// The event frame (counting from 1) that `drop-event` drops.
@@ -41,6 +44,7 @@ pub fn active() -> Option<Break> {
             "drop-event" => Some(Break::DropEvent),
             "skip-backoff" => Some(Break::SkipBackoff),
             "skip-resync" => Some(Break::SkipResync),
+            "trust-silent-watch" => Some(Break::TrustSilentWatch),
             "" => None,
             other => {
                 tracing::warn!("WATCHLIFE_TEST_BREAK={other} is not a known test fault; ignored");

@@ -24,8 +24,8 @@
 //!   (`processEvent`), and the server's events wait in the stream meanwhile.
 
 use crate::object::Stored;
-use crate::reflector::ReflectorState;
 use crate::reflector::{Config, Effect, Failure, Reflector, Request, Route, Seen, Step, WatchEnd};
+use crate::reflector::{ReflectorState, silence};
 use crate::{EventType, Micros};
 use futures_util::future::{self, Either};
 use std::collections::HashMap;
@@ -200,10 +200,16 @@ where
                     timeout_seconds,
                     send_initial_events,
                 };
+                let silence = machine.silence_bound(timeout_seconds);
                 match lw.watch(request).await {
                     Ok(stream) => {
                         sink.answered(false);
-                        watch(stream, &mut machine, &mut gathered, sink, timer).await
+                        let mut reading = Watching {
+                            machine: &mut machine,
+                            gathered: &mut gathered,
+                            silence,
+                        };
+                        reading.read(stream, sink, timer).await
                     }
                     Err(failure) => machine.watch_failed(failure, timer.now()),
                 }
@@ -216,74 +222,108 @@ where
     }
 }
 
-/// Reads one watch stream to its end, resyncing the store when due.
-async fn watch<O, W, S, T>(
-    mut stream: W,
-    machine: &mut Reflector,
-    gathered: &mut Gathered<O>,
-    sink: &mut S,
-    timer: &T,
-) -> Step
-where
-    O: Stored,
-    W: WatchStream<O>,
-    S: Sink<O>,
-    T: Timer,
-{
-    loop {
-        sink.ready().await;
-        let item = {
-            let next = pin!(stream.next());
-            let resync = pin!(resync_due(machine.resync_at(), timer));
-            match future::select(next, resync).await {
-                Either::Left((item, _)) => item,
-                Either::Right(((), _)) => {
+/// One watch being read: the machine, the list being gathered, and how
+/// long the stream may say nothing.
+struct Watching<'a, O> {
+    machine: &'a mut Reflector,
+    gathered: &'a mut Gathered<O>,
+    /// See [`crate::reflector::silence`]; `None`: the stream is trusted.
+    silence: Option<Duration>,
+}
+
+/// What ended a wait for the watch's next item.
+enum Woken<T> {
+    Item(T),
+    Resync,
+    Silent(Duration),
+}
+
+impl<O: Stored> Watching<'_, O> {
+    /// Reads one watch stream to its end, resyncing the store when due;
+    /// a stream that says nothing for the silence bound has failed.
+    async fn read<W, S, T>(&mut self, mut stream: W, sink: &mut S, timer: &T) -> Step
+    where
+        W: WatchStream<O>,
+        S: Sink<O>,
+        T: Timer,
+    {
+        let machine = &mut *self.machine;
+        // Time spent waiting on the stream since its last item (a resync
+        // between does not count as hearing from the server).
+        let mut silent = Duration::ZERO;
+        loop {
+            sink.ready().await;
+            let waiting_since = timer.now();
+            let woken = {
+                let next = pin!(stream.next());
+                let resync = pin!(resync_due(machine.resync_at(), timer));
+                let left = self.silence.map(|bound| bound.saturating_sub(silent));
+                let silence = pin!(silence_due(left, timer));
+                match future::select(next, future::select(resync, silence)).await {
+                    Either::Left((item, _)) => Woken::Item(item),
+                    Either::Right((Either::Left(((), _)), _)) => Woken::Resync,
+                    Either::Right((Either::Right(((), _)), _)) => {
+                        Woken::Silent(self.silence.unwrap_or_default())
+                    }
+                }
+            };
+            let item = match woken {
+                Woken::Item(item) => {
+                    silent = Duration::ZERO;
+                    item
+                }
+                Woken::Resync => {
+                    silent += Duration::from_micros(timer.now().saturating_sub(waiting_since));
                     sink.resync();
                     machine.resynced(timer.now());
                     continue;
                 }
-            }
-        };
-        let at = timer.now();
-        let (event_type, object) = match item {
-            None => return machine.watch_ended(WatchEnd::Closed, at),
-            Some(Err(failure)) => return machine.watch_ended(WatchEnd::Failed(failure), at),
-            Some(Ok(WatchItem::Error(failure))) => {
-                sink.marker(EventType::Error, machine.last_sync_resource_version(), at);
-                return machine.watch_ended(WatchEnd::Failed(failure), at);
-            }
-            Some(Ok(WatchItem::Bookmark {
-                resource_version,
-                initial_events_end,
-            })) => {
-                let seen = Seen::Bookmark {
-                    resource_version: &resource_version,
-                    initial_events_end,
-                };
-                let (_, effects) = machine.observe(seen, at);
-                sink.marker(EventType::Bookmark, &resource_version, at);
-                apply(effects, gathered, sink, timer);
-                continue;
-            }
-            Some(Ok(WatchItem::Added(o))) => (EventType::Added, o),
-            Some(Ok(WatchItem::Modified(o))) => (EventType::Modified, o),
-            Some(Ok(WatchItem::Deleted(o))) => (EventType::Deleted, o),
-        };
-        // The resourceVersion is read in place: nothing is copied per event.
-        let (route, effects) = {
-            let rv = object.resource_version();
-            let seen = match event_type {
-                EventType::Added => Seen::Added(rv),
-                EventType::Deleted => Seen::Deleted(rv),
-                _ => Seen::Modified(rv),
+                Woken::Silent(bound) => {
+                    let failure = Failure::Other(silence::silent_for(bound));
+                    return machine.watch_ended(WatchEnd::Failed(failure), timer.now());
+                }
             };
-            machine.observe(seen, at)
-        };
-        match route {
-            Route::Deliver => sink.delta(event_type, object, at),
-            Route::Gather => gathered.apply(event_type, object, at),
+            let at = timer.now();
+            let (event_type, object) = match item {
+                None => return machine.watch_ended(WatchEnd::Closed, at),
+                Some(Err(failure)) => return machine.watch_ended(WatchEnd::Failed(failure), at),
+                Some(Ok(WatchItem::Error(failure))) => {
+                    sink.marker(EventType::Error, machine.last_sync_resource_version(), at);
+                    return machine.watch_ended(WatchEnd::Failed(failure), at);
+                }
+                Some(Ok(WatchItem::Bookmark {
+                    resource_version,
+                    initial_events_end,
+                })) => {
+                    let seen = Seen::Bookmark {
+                        resource_version: &resource_version,
+                        initial_events_end,
+                    };
+                    let (_, effects) = machine.observe(seen, at);
+                    sink.marker(EventType::Bookmark, &resource_version, at);
+                    apply(effects, self.gathered, sink, timer);
+                    continue;
+                }
+                Some(Ok(WatchItem::Added(o))) => (EventType::Added, o),
+                Some(Ok(WatchItem::Modified(o))) => (EventType::Modified, o),
+                Some(Ok(WatchItem::Deleted(o))) => (EventType::Deleted, o),
+            };
+            // The resourceVersion is read in place: nothing is copied per event.
+            let (route, effects) = {
+                let rv = object.resource_version();
+                let seen = match event_type {
+                    EventType::Added => Seen::Added(rv),
+                    EventType::Deleted => Seen::Deleted(rv),
+                    _ => Seen::Modified(rv),
+                };
+                machine.observe(seen, at)
+            };
+            match route {
+                Route::Deliver => sink.delta(event_type, object, at),
+                Route::Gather => self.gathered.apply(event_type, object, at),
+            }
+            apply(effects, self.gathered, sink, timer);
         }
-        apply(effects, gathered, sink, timer);
     }
 }
 
@@ -302,6 +342,14 @@ fn apply<O: Stored, S: Sink<O>, T: Timer>(
                 sink.replace(gathered.take(), &resource_version, timer.now())
             }
         }
+    }
+}
+
+/// Waits out what is `left` of the silence bound; forever when there is none.
+async fn silence_due<T: Timer>(left: Option<Duration>, timer: &T) {
+    match left {
+        Some(left) => timer.sleep(left).await,
+        None => future::pending().await,
     }
 }
 

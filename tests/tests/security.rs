@@ -237,7 +237,13 @@ fn beyond_loopback_without_a_token_startup_refuses_in_one_line() {
 fn the_shipped_binary_holds_no_test_fault() {
     let path = binary();
     let bytes = std::fs::read(&path).unwrap();
-    for name in [TEST_BREAK, "drop-event", "skip-backoff", "skip-resync"] {
+    for name in [
+        TEST_BREAK,
+        "drop-event",
+        "skip-backoff",
+        "skip-resync",
+        "trust-silent-watch",
+    ] {
         let found = bytes
             .windows(name.len())
             .any(|window| window == name.as_bytes());

@@ -141,15 +141,14 @@ fn drive(server: &Scripted, profile: Profile) -> Vec<String> {
 /// Runs the driver until the script is spent; also says when each replace's
 /// objects were read.
 fn drive_timed(server: &Scripted, profile: Profile) -> (Vec<String>, ReadTimes) {
+    drive_with(server, Config::for_profile(profile))
+}
+
+/// Like [`drive_timed`], with the Reflector's config.
+fn drive_with(server: &Scripted, config: Config) -> (Vec<String>, ReadTimes) {
     let mut sink = Received::default();
     {
-        let run = pin!(run(
-            server,
-            &mut sink,
-            server,
-            Config::for_profile(profile),
-            1
-        ));
+        let run = pin!(run(server, &mut sink, server, config, 1));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(run.poll(&mut cx) == Poll::Pending);
     }
@@ -279,6 +278,32 @@ fn after_410_a_streaming_relist_goes_from_the_last_resource_version() {
     );
     assert!(got.contains(&"Error 8".to_string()), "{got:?}");
     assert_eq!(got.last().unwrap(), "report InitialEventsEnd");
+}
+
+#[test]
+fn a_watch_silent_past_its_bound_fails_and_the_reflector_lists_again() {
+    use crate::reflector::SilentWatch;
+    let silent = |silent_watch| {
+        let server = Scripted::default();
+        server
+            .watches
+            .borrow_mut()
+            .push_back(Ok(vec![Ok(WatchItem::Added(obj("a", 9))), end(10)]));
+        let config = Config {
+            silent_watch,
+            ..Config::for_profile(Profile::new(Release::V1_36))
+        };
+        let (got, _) = drive_with(&server, config);
+        let asked = server.asked.borrow().clone();
+        (asked, got)
+    };
+    // Trusted: the first watch, silent after its list, is read forever.
+    let (asked, _) = silent(SilentWatch::Trusted);
+    assert_eq!(asked, ["WATCH rv= stream"]);
+    // With a bound: it fails, says why, and the Reflector streams again.
+    let (asked, got) = silent(SilentWatch::After(Duration::from_secs(10)));
+    assert_eq!(asked, ["WATCH rv= stream", "WATCH rv=10 stream"], "{got:?}");
+    assert!(got.contains(&"report WatchEnded".to_string()), "{got:?}");
 }
 
 #[test]

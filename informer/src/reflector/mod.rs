@@ -71,6 +71,7 @@
 
 pub mod backoff;
 mod failure;
+pub mod silence;
 mod state;
 
 use crate::Micros;
@@ -79,6 +80,7 @@ use backoff::Backoff;
 use std::time::Duration;
 
 pub use failure::{Failure, WatchEnd};
+pub use silence::SilentWatch;
 pub use state::ReflectorState;
 
 /// Shortest server-side timeout asked for a watch: each watch asks for a
@@ -125,6 +127,10 @@ pub struct Config {
     /// `NewCacherFromConfig` in `cacher.go`, v1.20.2 and v0.36.4). Waits
     /// within a cycle (a refused WATCH tried again) keep their backoff.
     pub wait_until_period: Option<Duration>,
+    /// When a watch that says nothing is taken for dead (see [`silence`]):
+    /// never by default, for in-process streams; a client over a network
+    /// takes [`SilentWatch::ByRelease`].
+    pub silent_watch: SilentWatch,
 }
 
 impl Default for Config {
@@ -147,6 +153,7 @@ impl Config {
             resync_period: Duration::ZERO,
             profile,
             wait_until_period: None,
+            silent_watch: SilentWatch::Trusted,
         }
     }
 }
@@ -649,6 +656,14 @@ impl Reflector {
 
     fn release(&self) -> Release {
         self.config.profile.release()
+    }
+
+    /// How long the watch just asked for (with `timeout_seconds`) may say
+    /// nothing before it is taken for dead; `None` for never.
+    pub fn silence_bound(&self, timeout_seconds: u64) -> Option<Duration> {
+        self.config
+            .silent_watch
+            .bound(self.release(), timeout_seconds)
     }
 
     /// client-go's `relistResourceVersion`.

@@ -1,7 +1,9 @@
 //! A TCP proxy between the bridge and the apiserver, told to misbehave for
 //! a while: stall (bytes stop flowing both ways, connections stay open),
 //! drop (connections closed cleanly, new ones closed at once) or reset
-//! (connections reset, new ones too). TLS passes through untouched. In
+//! (connections reset, new ones too), or silence (the connections open now
+//! say nothing ever again, as one a NAT or load balancer forgot, while new
+//! ones pass). TLS passes through untouched. In
 //! front of a plain-HTTP API (the demo's), it can also answer every request
 //! with an HTTP status of its own (429, 500, 503), its connections closed.
 
@@ -22,6 +24,9 @@ pub enum Mode {
     /// Open connections are closed; each new request is answered with this
     /// status (plain HTTP only).
     Status(u16),
+    /// The connections open when it starts pass nothing, ever again, and
+    /// are not closed; new ones pass.
+    Silence,
 }
 
 /// A running proxy, stopped on drop.
@@ -51,13 +56,27 @@ impl Proxy {
                     Mode::Status(code) => {
                         tokio::spawn(answer(client, code));
                     }
-                    _ => {
+                    Mode::Silence => {
+                        // Born after the silence began: a new connection passes.
+                        let (keep, pass) = watch::channel(Mode::Pass);
+                        tokio::spawn(async move {
+                            relay(client, upstream, pass).await;
+                            drop(keep);
+                        });
+                    }
+                    Mode::Pass | Mode::Stall => {
                         tokio::spawn(relay(client, upstream, modes.clone()));
                     }
                 }
             }
         });
         Proxy { addr, mode, task }
+    }
+
+    /// From now on, the connections open now say nothing ever again; new
+    /// ones pass.
+    pub fn silence(&self) {
+        self.mode.send_replace(Mode::Silence);
     }
 
     /// Misbehaves as `mode` for `duration`, then passes bytes again.
@@ -112,6 +131,16 @@ async fn relay(client: TcpStream, upstream: SocketAddr, mut modes: watch::Receiv
                     return;
                 }
                 continue;
+            }
+            Mode::Silence => {
+                // Forgotten: nothing passes, until the client gives up.
+                let mut sink = vec![0u8; 16 * 1024];
+                while let Ok(n) = client_read.read(&mut sink).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+                return;
             }
             Mode::Pass => {}
         }

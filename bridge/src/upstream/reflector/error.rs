@@ -22,6 +22,11 @@ pub enum ReflectorError {
     Watch { source: kube::Error },
     #[error("reading the watch stream: {source}")]
     WatchStream { source: kube::Error },
+    #[error(
+        "WATCH: no answer within {} s: the connection is taken for dead",
+        after.as_secs()
+    )]
+    Unanswered { after: std::time::Duration },
 }
 
 impl ReflectorError {

@@ -139,11 +139,20 @@ impl Reflector {
             request.send_initial_events,
         )
         .map_err(|source| ReflectorError::Build { source })?;
-        let stream = self
-            .client
-            .request_events::<Box<RawValue>>(http)
-            .await
-            .map_err(|source| ReflectorError::Watch { source })?;
+        let answer = self.client.request_events::<Box<RawValue>>(http);
+        // A request sent on a pooled connection that a load balancer forgot
+        // is never answered: it waits no longer than a silent watch would.
+        let bound = self
+            .config
+            .silent_watch
+            .bound(self.config.profile.release(), request.timeout_seconds);
+        let answered = match bound {
+            Some(after) => tokio::time::timeout(after, answer)
+                .await
+                .map_err(|_| ReflectorError::Unanswered { after })?,
+            None => answer.await,
+        };
+        let stream = answered.map_err(|source| ReflectorError::Watch { source })?;
         Ok(KubeWatch {
             reflector: self,
             stream: Box::pin(stream),

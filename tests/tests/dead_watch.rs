@@ -1,0 +1,145 @@
+//! A watch whose connection a load balancer forgot: it stays open and says
+//! nothing. A bridge takes it for dead once it has been silent past its
+//! bound (`--dead-watch-after`, here 10 s against the demo's bookmarks every
+//! 5 s), says so, lists again on a new connection, and the viewers get what
+//! was written meanwhile; a bridge that trusts a silent watch
+//! (`WATCHLIFE_TEST_BREAK=trust-silent-watch`) never does.
+
+use std::time::Duration;
+use watchlife_protocol::{EventType, FrameBody, ReflectorState, Source};
+use watchlife_tests::bridge::Bridge;
+use watchlife_tests::chaos::proxy::Proxy;
+use watchlife_tests::ws::Viewer;
+
+/// The bound the bridges under test are given.
+const DEAD_AFTER: &str = "10";
+/// How long a configmap written during the silence may take to reach the
+/// viewer: the bound, a backoff and a relist, on a busy machine.
+const NOTICED_WITHIN: Duration = Duration::from_secs(60);
+/// How long the broken bridge is watched for not noticing: twice its bound.
+const NOT_NOTICED_FOR: Duration = Duration::from_secs(20);
+
+/// The demo's API, and a bridge watching its configmaps through a proxy.
+struct Rig {
+    _demo: Bridge,
+    api: String,
+    proxy: Proxy,
+    bridge: Bridge,
+    viewer: Viewer,
+    _dir: tempfile::TempDir,
+}
+
+async fn rig(env: &[(&str, &str)]) -> Rig {
+    let demo = Bridge::start(&["--demo", "--demo-idle"]).await;
+    let mut first = Viewer::connect(&demo.ws_url()).await;
+    let api = match first.next_frame(Duration::from_secs(30)).await.body {
+        FrameBody::Hello(h) => match h.source {
+            Source::Demo { api } => api,
+            other => panic!("the demo, got {other:?}"),
+        },
+        other => panic!("hello first, got {other:?}"),
+    };
+    let upstream = api.trim_start_matches("http://").parse().unwrap();
+    let proxy = Proxy::start(upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("through-proxy");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: d, cluster: {{server: \"http://{}\"}}}}]\n\
+             contexts: [{{name: d, context: {{cluster: d, user: u}}}}]\nusers: [{{name: u, user: {{}}}}]\n\
+             current-context: d\n",
+            proxy.addr
+        ),
+    )
+    .unwrap();
+    let args = [
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--resources",
+        "configmaps",
+        "--dead-watch-after",
+        DEAD_AFTER,
+    ];
+    let bridge = Bridge::start_with_env(&args, env).await;
+    let mut viewer = Viewer::connect(&bridge.ws_url()).await;
+    viewer
+        .reflector(Duration::from_secs(60), "configmaps", |s| {
+            matches!(s, ReflectorState::InitialEventsEnd { .. }).then_some(())
+        })
+        .await;
+    Rig {
+        _demo: demo,
+        api,
+        proxy,
+        bridge,
+        viewer,
+        _dir: dir,
+    }
+}
+
+/// Creates configmap `name` on the demo's API, not through the proxy.
+fn create(api: &str, name: &str) {
+    let made = std::process::Command::new("kubectl")
+        .args(["--server", api, "create", "configmap", name])
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+}
+
+/// Whether the viewer gets `name`'s ADDED event within `within`, and the
+/// reasons of the watch endings it saw meanwhile.
+async fn seen(viewer: &mut Viewer, name: &str, within: Duration) -> (bool, Vec<String>) {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut ended = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let Ok(frame) = tokio::time::timeout(left, viewer.next_frame_or_end()).await else {
+            return (false, ended);
+        };
+        match frame.expect("the bridge keeps the viewer").body {
+            FrameBody::Event(e) if e.target.name == name && e.event_type == EventType::Added => {
+                return (true, ended);
+            }
+            FrameBody::Reflector(u) => {
+                if let ReflectorState::WatchEnded { reason, .. } = u.state {
+                    ended.push(reason);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_silent_watch_is_taken_for_dead_and_the_bridge_lists_again() {
+    let mut rig = rig(&[]).await;
+    rig.proxy.silence();
+    create(&rig.api, "written-while-silent");
+    let (got, ended) = seen(&mut rig.viewer, "written-while-silent", NOTICED_WITHIN).await;
+    assert!(
+        got,
+        "the configmap reached the viewer; watches ended: {ended:?}"
+    );
+    assert!(
+        ended.iter().any(|r| r.contains("taken for dead")),
+        "the page is told why the watch ended: {ended:?}"
+    );
+    drop(rig.bridge);
+}
+
+#[tokio::test]
+async fn a_bridge_that_trusts_a_silent_watch_never_sees_what_was_written() {
+    let mut rig = rig(&[(watchlife_tests::bridge::TEST_BREAK, "trust-silent-watch")]).await;
+    rig.proxy.silence();
+    create(&rig.api, "written-while-silent");
+    let (got, ended) = seen(&mut rig.viewer, "written-while-silent", NOT_NOTICED_FOR).await;
+    assert!(
+        !got,
+        "a trusted silent watch stays silent; watches ended: {ended:?}"
+    );
+}
