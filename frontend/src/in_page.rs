@@ -113,6 +113,8 @@ pub fn start(model: Model) {
     page.control(FrameBody::Snapshot(Snapshot {
         objects: Vec::new(),
         reflectors: Vec::new(),
+        // Nothing listed yet: the Reflectors start below.
+        listed: Vec::new(),
         // No controller taps into a demo that runs in the page.
         taps: Vec::new(),
     }));

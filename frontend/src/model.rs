@@ -19,7 +19,7 @@ use crate::stats::{PipelineStats, RateSeries};
 use crate::taps::Taps;
 use futures::channel::mpsc::UnboundedSender;
 use leptos::prelude::*;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use watchlife_protocol::{
     ClientMessage, EventType, FrameBody, Hello, ObjectJson, PROTOCOL_VERSION, ReflectorState,
@@ -85,6 +85,9 @@ pub struct Model {
     pub dropped: RwSignal<u64>,
     /// Latest state of each resource's Reflector.
     pub reflectors: RwSignal<BTreeMap<String, ReflectorState>>,
+    /// Resources whose Reflector has finished a list at least once (from
+    /// the snapshot, then from each `ListFinished` or `InitialEventsEnd`).
+    pub listed: RwSignal<BTreeSet<String>>,
     /// Who answered each Reflector's last request, where the server tells.
     pub answers: RwSignal<BTreeMap<String, watchlife_protocol::ServerAnswer>>,
     /// Current objects with their recent versions.
@@ -156,6 +159,7 @@ impl Model {
             events: RwSignal::new(VecDeque::new()),
             dropped: RwSignal::new(0),
             reflectors: RwSignal::new(BTreeMap::new()),
+            listed: RwSignal::new(BTreeSet::new()),
             answers: RwSignal::new(BTreeMap::new()),
             objects: RwSignal::new(BTreeMap::new()),
             roster: Trigger::new(),
@@ -339,6 +343,7 @@ impl Model {
         self.events.set(VecDeque::new());
         self.dropped.set(0);
         self.reflectors.set(BTreeMap::new());
+        self.listed.set(BTreeSet::new());
         self.answers.set(BTreeMap::new());
         self.objects.set(BTreeMap::new());
         self.roster.notify();
@@ -429,6 +434,14 @@ impl Model {
                 if let Some(text) = reflector_caption(&update.resource, &update.state) {
                     let weight = reflector_weight(&update.state);
                     self.tell_weighted(text, reflector_alarming(&update.state), weight);
+                }
+                if matches!(
+                    update.state,
+                    ReflectorState::ListFinished { .. } | ReflectorState::InitialEventsEnd { .. }
+                ) && !self.listed.with_untracked(|l| l.contains(&update.resource))
+                {
+                    self.listed
+                        .update(|l| drop(l.insert(update.resource.clone())));
                 }
                 match update.state {
                     // An answer stays beside the states that follow it.
@@ -578,6 +591,7 @@ impl Model {
     fn replace_objects(&self, snapshot: Snapshot) {
         // The taps' lanes as those who watched them drew them: the
         // snapshot carries what each tap said lately.
+        self.listed.set(snapshot.listed.into_iter().collect());
         let mut taps = Taps::default();
         for relay in snapshot.taps {
             taps.record(relay);

@@ -87,6 +87,7 @@ impl Tape {
                     })
                     .collect()
             }),
+            listed: model.listed.with_untracked(|l| l.iter().cloned().collect()),
             // The lanes start with the first tap frame recorded: the page
             // keeps its lanes, not the frames that drew them.
             taps: Vec::new(),

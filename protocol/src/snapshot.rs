@@ -39,6 +39,10 @@ pub struct SnapshotObject {
 pub struct Snapshot {
     pub objects: Vec<SnapshotObject>,
     pub reflectors: Vec<ReflectorUpdate>,
+    /// The resources whose Reflector has finished a list at least once:
+    /// until then, whatever its latest state, its objects are not the whole
+    /// set (a first list that failed and waits, say).
+    pub listed: Vec<String>,
     /// What connected controllers' taps said lately (see
     /// [`crate::tap::TapRelay`]), in the stream's order, so that a viewer
     /// who joins draws their lanes as those who watched them: a bounded
@@ -56,6 +60,8 @@ struct WireSnapshot {
     objects: Vec<SnapshotObject>,
     #[serde(default)]
     reflectors: Vec<ReflectorUpdate>,
+    #[serde(default)]
+    listed: Vec<String>,
     #[serde(default)]
     taps: Vec<TapRelay>,
 }
@@ -113,6 +119,7 @@ impl From<WireSnapshot> for Snapshot {
         Snapshot {
             objects,
             reflectors: wire.reflectors,
+            listed: wire.listed,
             taps: wire.taps,
         }
     }
@@ -124,6 +131,8 @@ impl Serialize for Snapshot {
         struct Written<'a> {
             groups: Vec<Group<MemberRef<'a>>>,
             reflectors: &'a [ReflectorUpdate],
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            listed: &'a [String],
             #[serde(skip_serializing_if = "<[TapRelay]>::is_empty")]
             taps: &'a [TapRelay],
         }
@@ -151,6 +160,7 @@ impl Serialize for Snapshot {
         Written {
             groups,
             reflectors: &self.reflectors,
+            listed: &self.listed,
             taps: &self.taps,
         }
         .serialize(serializer)
@@ -193,6 +203,7 @@ mod tests {
                 object("pods", "p", false),
             ],
             reflectors: vec![],
+            listed: vec![],
             taps: vec![],
         };
         let text = serde_json::to_string(&snapshot).unwrap();

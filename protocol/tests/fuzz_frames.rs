@@ -71,6 +71,7 @@ fn snapshot() -> impl Strategy<Value = ServerFrame> {
                     })
                     .collect(),
                 reflectors: vec![],
+                listed: vec![],
                 taps: vec![],
             }),
         }

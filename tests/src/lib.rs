@@ -12,6 +12,7 @@
 //! - [`real_cluster`]: a real etcd and kube-apiserver on loopback, killed on drop.
 //! - [`modern_cluster`]: etcd 3.5 and a v1.36 apiserver serving one custom
 //!   resource, and client-go v0.36's informer run against it as a reference.
+//! - [`service`]: a Service in front of bridge replicas, routing to the ready ones.
 //! - [`static_files`]: a plain static file server, for the embed with no bridge.
 
 pub mod bridge;
@@ -23,6 +24,7 @@ pub mod differential;
 pub mod http;
 pub mod modern_cluster;
 pub mod real_cluster;
+pub mod service;
 pub mod static_files;
 pub mod ws;
 

@@ -90,6 +90,7 @@ fn snapshot_of(objects: &[(&str, u64)]) -> ServerFrame {
                 })
                 .collect(),
             reflectors: vec![],
+            listed: vec![],
             taps: vec![],
         }),
     }

@@ -482,6 +482,7 @@ struct SnapshotParts {
     /// Per resource: its name, its objects' kind, and its objects.
     resources: Vec<(String, String, Vec<Object>)>,
     reflectors: Vec<ReflectorUpdate>,
+    listed: Vec<String>,
     taps: Vec<watchlife_protocol::tap::TapRelay>,
     /// Whether the snapshot carries the bodies.
     bodies: Bodies,
@@ -510,6 +511,7 @@ impl SnapshotParts {
                 .chain(state.reflectors.values())
                 .cloned()
                 .collect(),
+            listed: state.listed.iter().cloned().collect(),
             taps: state.taps.snapshot(),
             bodies,
         }
@@ -540,6 +542,7 @@ impl SnapshotParts {
         Snapshot {
             objects,
             reflectors: self.reflectors,
+            listed: self.listed,
             taps: self.taps,
         }
     }

@@ -5,25 +5,36 @@
 
 use crate::model::Model;
 use leptos::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use watchlife_protocol::ReflectorState;
 
-/// The resources among `watched` whose Reflector has not finished a list:
-/// none reported yet, a list (paged or streaming) under way, or one due
-/// (a 410, a relist).
-pub fn listing(watched: &[String], states: &BTreeMap<String, ReflectorState>) -> Vec<String> {
+/// The resources among `watched` whose objects are not the whole set: none
+/// reported yet, a list (paged or streaming) under way or due (a 410, a
+/// relist), or a Reflector that has never finished a list (`listed` lacks
+/// it) waiting out a failure.
+pub fn listing(
+    watched: &[String],
+    states: &BTreeMap<String, ReflectorState>,
+    listed: &BTreeSet<String>,
+) -> Vec<String> {
     watched
         .iter()
         .filter(|r| match states.get(*r) {
             None => true,
-            Some(state) => matches!(
-                state,
+            Some(
                 ReflectorState::ListStarted { .. }
-                    | ReflectorState::ListProgress { .. }
-                    | ReflectorState::StreamingListStarted { .. }
-                    | ReflectorState::Gone { .. }
-                    | ReflectorState::Relist { .. }
-            ),
+                | ReflectorState::ListProgress { .. }
+                | ReflectorState::StreamingListStarted { .. }
+                | ReflectorState::Gone { .. }
+                | ReflectorState::Relist { .. },
+            ) => true,
+            // Only after a finished list.
+            Some(
+                ReflectorState::ListFinished { .. }
+                | ReflectorState::InitialEventsEnd { .. }
+                | ReflectorState::WatchStarted { .. },
+            ) => false,
+            Some(_) => !listed.contains(*r),
         })
         .cloned()
         .collect()
@@ -50,9 +61,11 @@ pub fn ListingNote() -> impl IntoView {
         let watched = model
             .hello
             .with(|h| h.as_ref().map(|h| h.resources.clone()).unwrap_or_default());
-        model
-            .reflectors
-            .with(|states| listing_words(&listing(&watched, states)))
+        model.reflectors.with(|states| {
+            model
+                .listed
+                .with(|listed| listing_words(&listing(&watched, states, listed)))
+        })
     });
     view! {
         <p
@@ -94,12 +107,13 @@ mod tests {
                 resource_version: "9".into(),
             },
         );
+        let listed = BTreeSet::from(["configmaps".to_string()]);
         assert_eq!(
-            listing(&watched(), &states),
+            listing(&watched(), &states, &listed),
             vec!["pods".to_string(), "deployments.apps".to_string()]
         );
         assert_eq!(
-            listing_words(&listing(&watched(), &states)).as_deref(),
+            listing_words(&listing(&watched(), &states, &listed)).as_deref(),
             Some(
                 "Not the whole set yet: pods and deployments.apps are being listed; below are the objects listed so far."
             )
@@ -111,5 +125,28 @@ mod tests {
             )
         );
         assert_eq!(listing_words(&[]), None);
+    }
+
+    #[test]
+    fn a_first_list_that_failed_and_waits_is_still_not_the_whole_set() {
+        let waiting = BTreeMap::from([(
+            "pods".to_string(),
+            ReflectorState::Backoff {
+                delay_ms: 1_000,
+                error: "the cluster cannot be reached".into(),
+            },
+        )]);
+        let pods = ["pods".to_string()];
+        assert_eq!(listing(&pods, &waiting, &BTreeSet::new()), pods);
+        let listed_before = BTreeSet::from(["pods".to_string()]);
+        assert!(listing(&pods, &waiting, &listed_before).is_empty());
+        let watching = BTreeMap::from([(
+            "pods".to_string(),
+            ReflectorState::WatchStarted {
+                resource_version: "9".into(),
+                timeout_seconds: 300,
+            },
+        )]);
+        assert!(listing(&pods, &watching, &BTreeSet::new()).is_empty());
     }
 }
