@@ -440,8 +440,9 @@ impl Model {
                     ReflectorState::ListFinished { .. } | ReflectorState::InitialEventsEnd { .. }
                 ) && !self.listed.with_untracked(|l| l.contains(&update.resource))
                 {
-                    self.listed
-                        .update(|l| drop(l.insert(update.resource.clone())));
+                    self.listed.update(|l| {
+                        l.insert(update.resource.clone());
+                    });
                 }
                 match update.state {
                     // An answer stays beside the states that follow it.
