@@ -44,7 +44,7 @@ pub struct Args {
     pub first_sync_objects: Option<usize>,
     /// Only these measurements (comma separated: controlplane,
     /// server-stages, apiserver, latency, etcd, upstream, fanout, pipeline,
-    /// informer, scale, page, browser, big-cluster, first-sync). The
+    /// informer, scale, page, browser, big-cluster, first-sync, tap). The
     /// report then keeps what the file at --out holds of the others.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,

@@ -110,6 +110,26 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
     Some(Duration::from_secs_f64(ticks as f64 / clock_ticks()))
 }
 
+/// The calling thread's id, as `/proc/self/task/` names it.
+pub fn thread_id() -> Option<u32> {
+    std::fs::read_link("/proc/thread-self")
+        .ok()?
+        .file_name()?
+        .to_str()?
+        .parse()
+        .ok()
+}
+
+/// CPU time the thread `tid` of this process has used so far, to the
+/// nanosecond (the first field of `/proc/self/task/TID/schedstat`; `stat`
+/// counts in clock ticks of 10 ms).
+pub fn thread_cpu_time(tid: u32) -> Option<Duration> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    Some(Duration::from_nanos(
+        text.split_whitespace().next()?.parse().ok()?,
+    ))
+}
+
 /// `root` and every process under it, children after their parent.
 pub fn process_tree(root: u32) -> Vec<u32> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
@@ -191,5 +211,7 @@ mod tests {
         assert_eq!(kib_field(status, "VmSwap"), None);
         assert!(rss_bytes(std::process::id()).is_some_and(|b| b > 0));
         assert!(process_tree(std::process::id()).contains(&std::process::id()));
+        let tid = thread_id().expect("this thread's id");
+        assert!(thread_cpu_time(tid).is_some());
     }
 }

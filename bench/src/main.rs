@@ -22,6 +22,9 @@
 //!   of a write reaches watchlife before the Reflector's event.
 //! - [`upstream_cost`]: watches and apiserver/etcd CPU with 1, 100, 1,000 viewers,
 //!   watchlife beside a naive relay.
+//! - [`tap_cost`]: the example kube-rs controller on the demo without and with `watchlife-tap`
+//!   (sending to watchlife, watchlife away, watchlife refusing it): its throughput, latency and
+//!   the tap's drops.
 //! - [`bridge`]: the one file that names the bridge's library API (the in-process sections).
 //! - [`args`]: the flags; [`sections`]: every section in the order it runs, sized by the
 //!   flags; [`scenario`]: the measure-then-report shape each section has.
@@ -66,6 +69,7 @@ mod scenario;
 mod sections;
 mod server_stages;
 mod stats;
+mod tap_cost;
 mod upstream_cost;
 
 use args::Args;

@@ -57,6 +57,23 @@ pub fn numbered_configmap(name: &str, n: u64) -> String {
     .to_string()
 }
 
+/// A Deployment `name` in `namespace` of `replicas` pods of one container.
+pub fn deployment(name: &str, namespace: &str, replicas: i32) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}
+            }
+        }
+    })
+}
+
 /// The name of the `i`-th pod.
 pub fn pod_name(i: usize) -> String {
     format!("web-7d4b9c8f6-{i:06}")

@@ -105,6 +105,18 @@ impl Watchlife {
         self.child.id()
     }
 
+    /// The kubeconfig the demo wrote for its API (`--demo`), in this
+    /// process's own cache folder.
+    pub fn demo_kubeconfig(&self) -> Result<PathBuf, String> {
+        let folder = self.cache.join("watchlife");
+        std::fs::read_dir(&folder)
+            .map_err(|e| format!("{}: {e}", folder.display()))?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .find(|path| path.to_string_lossy().ends_with("demo.kubeconfig"))
+            .ok_or_else(|| format!("the demo wrote no kubeconfig in {}", folder.display()))
+    }
+
     pub fn ws_url(&self) -> String {
         format!("ws://{}/ws", self.addr)
     }

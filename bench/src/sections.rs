@@ -8,7 +8,7 @@ use crate::report::Report;
 use crate::scenario::{self, OnRealCluster, Scenario, WriteLoad};
 use crate::{
     apiserver, big_cluster, browser, controlplane, etcd_order, fanout, first_sync, informer,
-    kubectl_latency, page, pipeline, scale, server_stages, upstream_cost,
+    kubectl_latency, page, pipeline, scale, server_stages, tap_cost, upstream_cost,
 };
 
 /// One section of the bench.
@@ -107,6 +107,13 @@ pub const SECTIONS: &[Section] = &[
             "the first sync of 150k objects on a v1.36 apiserver beside client-go (left out of this run with --only)",
         ),
         run: run_first_sync,
+    },
+    Section {
+        name: "tap",
+        left_out: Some(
+            "what watchlife-tap costs a controller's reconciles (left out of this run with --only)",
+        ),
+        run: run_tap,
     },
 ];
 
@@ -267,6 +274,16 @@ fn run_first_sync(args: &Args, report: &mut Report) {
         watchlife: args.watchlife.clone(),
         objects: args.first_sync_objects.unwrap_or(args.sized(2000, 150_000)),
         runs: args.process_runs(),
+    };
+    scenario::run(&config, report);
+}
+
+fn run_tap(args: &Args, report: &mut Report) {
+    let config = tap_cost::Config {
+        runs: args.runs(),
+        watchlife: args.watchlife.clone(),
+        deployments: tap_cost::DEPLOYMENTS,
+        rounds: args.sized(tap_cost::QUICK_ROUNDS, tap_cost::ROUNDS),
     };
     scenario::run(&config, report);
 }
