@@ -92,7 +92,7 @@ fuzz: setup
 ##        SEED=… replays a run's plan) and RELIABILITY.md written from the run.
 ##        KUBERNETES=1.36 (default): the bridge with 1.36's rules against a v1.36
 ##        apiextensions-apiserver; KUBERNETES=1.20: 1.20's rules against kube-apiserver v1.20.2.
-##        `make test` runs the short form of both (10 rounds each, every fault once).
+##        `make test` runs the short form of both (every fault once in each).
 ROUNDS ?= 100
 SEED ?=
 KUBERNETES ?= 1.36

@@ -369,6 +369,18 @@ impl ModernCluster {
         out.trim() == "1"
     }
 
+    /// SIGKILLs etcd; the apiserver runs on, its requests to etcd failing,
+    /// until [`ModernCluster::start_etcd`].
+    pub fn kill_etcd(&mut self) {
+        self.etcd.kill();
+    }
+
+    /// Starts etcd again on its ports over its data, and waits until it is
+    /// healthy (the apiserver reconnects by itself).
+    pub async fn start_etcd(&mut self) {
+        self.etcd.start_again().await;
+    }
+
     /// Compacts etcd at its current revision and returns that revision:
     /// afterwards etcd answers a read or watch at an older revision with
     /// "compacted", which the apiserver turns into 410 Gone.

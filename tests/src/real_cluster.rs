@@ -150,6 +150,18 @@ impl RealCluster {
         self.apiserver.start_again().await;
     }
 
+    /// SIGKILLs etcd; kube-apiserver runs on, its requests to etcd failing,
+    /// until [`RealCluster::start_etcd`].
+    pub fn kill_etcd(&mut self) {
+        self.etcd.kill();
+    }
+
+    /// Starts etcd again on its ports over its data, and waits until it is
+    /// healthy (the apiserver reconnects by itself).
+    pub async fn start_etcd(&mut self) {
+        self.etcd.start_again().await;
+    }
+
     /// Runs `etcdctl ARGS` (API v3) against the cluster's etcd and returns
     /// its stdout; panics if it fails. Keys are as the apiserver stores them,
     /// `/registry/configmaps/NAMESPACE/NAME` for instance.

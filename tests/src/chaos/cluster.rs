@@ -193,6 +193,22 @@ impl Cluster {
         }
     }
 
+    /// SIGKILLs etcd and leaves it stopped; the apiserver runs on.
+    pub fn kill_etcd(&mut self) {
+        match self {
+            Cluster::V1_20(c) => c.kill_etcd(),
+            Cluster::V1_36(c) => c.kill_etcd(),
+        }
+    }
+
+    /// Starts etcd again over its data and waits until it is healthy.
+    pub async fn start_etcd(&mut self) {
+        match self {
+            Cluster::V1_20(c) => c.start_etcd().await,
+            Cluster::V1_36(c) => c.start_etcd().await,
+        }
+    }
+
     /// Compacts etcd at its current revision; returns it.
     pub async fn compact_etcd(&self) -> u64 {
         match self {

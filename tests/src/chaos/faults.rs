@@ -14,6 +14,9 @@ pub enum Fault {
     ApiserverGraceful,
     /// etcd compacted at its current revision.
     EtcdCompaction,
+    /// etcd SIGKILLed, then started again over its data; the apiserver
+    /// stays up throughout.
+    EtcdKill,
     /// kube-apiserver stopped; ConfigMaps put and deleted straight in etcd;
     /// kube-apiserver started again.
     EtcdDirect,
@@ -32,10 +35,11 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 11] = [
         Fault::ApiserverKill,
         Fault::ApiserverGraceful,
         Fault::EtcdCompaction,
+        Fault::EtcdKill,
         Fault::EtcdDirect,
         Fault::ProxyStall,
         Fault::ProxyDrop,
@@ -50,6 +54,7 @@ impl Fault {
             Fault::ApiserverKill => "apiserver-sigkill",
             Fault::ApiserverGraceful => "apiserver-sigterm",
             Fault::EtcdCompaction => "etcd-compaction",
+            Fault::EtcdKill => "etcd-sigkill",
             Fault::EtcdDirect => "etcd-direct-writes",
             Fault::ProxyStall => "proxy-stall",
             Fault::ProxyDrop => "proxy-drop",
@@ -117,7 +122,7 @@ impl Rng {
 }
 
 /// The plan of `rounds` rounds from `seed`: every kind of fault once in a
-/// shuffled order, then again in another, so that ten rounds cover them all;
+/// shuffled order, then again in another, so that one round per kind covers them all;
 /// with `only`, those kinds alone. A viewer stalls `stall` long.
 pub fn plan(seed: u64, rounds: usize, only: &[Fault], stall: Duration) -> Vec<Planned> {
     let mut rng = Rng::new(seed);

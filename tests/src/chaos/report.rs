@@ -230,7 +230,7 @@ impl Run {
              (`widgets.v1.watchlife.example`); the writes straight into etcd use its key layout \
              (`/registry/apiextensions.kubernetes.io/watchlife.example/widgets/NAMESPACE/NAME`, \
              JSON); after each restart its watch cache answers 429 until it is initialized, and a \
-             410 is followed by a streaming relist. `make test` runs ten rounds of each.\n"
+             410 is followed by a streaming relist. `make test` runs one round of every fault in each.\n"
         );
         let _ = writeln!(
             md,

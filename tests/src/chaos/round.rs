@@ -103,6 +103,14 @@ pub(super) async fn one_round(
             let revision = rig.cluster.compact_etcd().await;
             tl.note(format!("etcd compacted at revision {revision}"));
         }
+        Fault::EtcdKill => {
+            rig.cluster.kill_etcd();
+            tl.note("etcd SIGKILLed; the apiserver stays up".into());
+            tokio::time::sleep(planned.length).await;
+            tl.note("etcd starting".into());
+            rig.cluster.start_etcd().await;
+            tl.note("etcd healthy".into());
+        }
         Fault::EtcdDirect => {
             // The first kind's objects, under its own etcd key layout.
             let kind = rig.kinds[0];

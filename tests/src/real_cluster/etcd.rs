@@ -19,6 +19,10 @@ pub(crate) struct Etcd {
     /// `http://127.0.0.1:PORT`, for clients.
     pub(crate) endpoint: String,
     etcdctl: PathBuf,
+    /// How it was started, to start it again the same way.
+    bin: PathBuf,
+    args: Vec<String>,
+    log: PathBuf,
 }
 
 impl Etcd {
@@ -31,34 +35,62 @@ impl Etcd {
             url(crate::free_port()),
             url(crate::free_port()),
         );
-        let mut process = Process::spawn(
-            "etcd",
-            Command::new(etcd)
-                .arg("--name")
-                .arg(NAME)
-                .arg("--data-dir")
-                .arg(dir.join("etcd"))
-                .args(["--listen-client-urls", &client])
-                .args(["--advertise-client-urls", &client])
-                .args(["--listen-peer-urls", &peer])
-                .args(["--initial-advertise-peer-urls", &peer])
-                .args(["--initial-cluster", &format!("{NAME}={peer}")])
-                .args(["--listen-metrics-urls", &metrics]),
-            &dir.join("etcd.log"),
-        );
-        let http = Client::new(&client, None);
-        process
+        let args: Vec<String> = [
+            "--name",
+            NAME,
+            "--data-dir",
+            &dir.join("etcd").to_string_lossy(),
+            "--listen-client-urls",
+            &client,
+            "--advertise-client-urls",
+            &client,
+            "--listen-peer-urls",
+            &peer,
+            "--initial-advertise-peer-urls",
+            &peer,
+            "--initial-cluster",
+            &format!("{NAME}={peer}"),
+            "--listen-metrics-urls",
+            &metrics,
+        ]
+        .map(String::from)
+        .to_vec();
+        let log = dir.join("etcd.log");
+        let process = Process::spawn("etcd", Command::new(etcd).args(&args), &log);
+        let mut etcd = Etcd {
+            process,
+            endpoint: client,
+            etcdctl: etcdctl.to_path_buf(),
+            bin: etcd.to_path_buf(),
+            args,
+            log,
+        };
+        etcd.wait_healthy().await;
+        etcd
+    }
+
+    /// Kills etcd (SIGKILL): the apiserver over it stays up, its requests
+    /// to etcd failing, until [`Etcd::start_again`].
+    pub(crate) fn kill(&mut self) {
+        self.process.kill();
+    }
+
+    /// Starts etcd again after [`Etcd::kill`], on the same ports over the
+    /// same data, and waits until it is healthy.
+    pub(crate) async fn start_again(&mut self) {
+        self.process = Process::spawn("etcd", Command::new(&self.bin).args(&self.args), &self.log);
+        self.wait_healthy().await;
+    }
+
+    async fn wait_healthy(&mut self) {
+        let http = Client::new(&self.endpoint, None);
+        self.process
             .wait_until("healthy", START_TIMEOUT, || async {
                 http.try_get("/health")
                     .await
                     .is_ok_and(|r| r.code == 200 && r.body["health"] == "true")
             })
             .await;
-        Etcd {
-            process,
-            endpoint: client,
-            etcdctl: etcdctl.to_path_buf(),
-        }
     }
 
     /// The process id.
