@@ -32,6 +32,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A frame that cannot be written for this long means a peer that stopped
 /// reading: the connection is dropped and made again.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Frames written together before one flush: what a busy controller records
+/// between two turns of the sending task, bounded so that one write never
+/// holds a large batch.
+const BATCH_FRAMES: usize = 64;
 
 /// Where the task connects, and as whom.
 pub(crate) struct Peer {
@@ -135,9 +139,20 @@ async fn session(
                 _ => return End::Broken,
             },
         };
-        if !send(&mut socket, &frame).await {
-            // The frame was taken from the buffer and not delivered.
-            counters.dropped.fetch_add(1, Ordering::Relaxed);
+        // What else is buffered goes with it, written together and flushed
+        // once: a write to the socket per frame costs the controller's
+        // thread more than recording them.
+        let mut batch = vec![frame];
+        while batch.len() < BATCH_FRAMES
+            && let Ok(more) = rx.try_recv()
+        {
+            batch.push(more);
+        }
+        if !send_all(&mut socket, &batch).await {
+            // Taken from the buffer and not delivered.
+            counters
+                .dropped
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
             return End::Broken;
         }
     }
@@ -157,11 +172,21 @@ fn stats_frame(counters: &Counters) -> TapFrame {
 
 /// Writes one frame as JSON text; `false` when it could not be written.
 async fn send(socket: &mut Socket, frame: &TapFrame) -> bool {
-    let Ok(text) = serde_json::to_string(frame) else {
-        return false;
+    send_all(socket, std::slice::from_ref(frame)).await
+}
+
+/// Writes frames as JSON text, one message each, and flushes once; `false`
+/// when they could not all be written within [`WRITE_TIMEOUT`].
+async fn send_all(socket: &mut Socket, frames: &[TapFrame]) -> bool {
+    let written = async {
+        for frame in frames {
+            let text = serde_json::to_string(frame).map_err(|_| ())?;
+            socket.feed(Message::text(text)).await.map_err(|_| ())?;
+        }
+        socket.flush().await.map_err(|_| ())
     };
     matches!(
-        tokio::time::timeout(WRITE_TIMEOUT, socket.send(Message::text(text))).await,
+        tokio::time::timeout(WRITE_TIMEOUT, written).await,
         Ok(Ok(()))
     )
 }
