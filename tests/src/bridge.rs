@@ -177,6 +177,19 @@ impl Bridge {
         format!("ws://{}/ws", self.addr)
     }
 
+    /// The demo API's URL, from a viewer's `hello` (a demo bridge only).
+    pub async fn demo_api(&self) -> String {
+        use watchlife_protocol::{FrameBody, Source};
+        let mut viewer = crate::ws::Viewer::connect(&self.ws_url()).await;
+        match viewer.next_frame(START_TIMEOUT).await.body {
+            FrameBody::Hello(h) => match h.source {
+                Source::Demo { api } => api,
+                other => panic!("a demo bridge, got {other:?}"),
+            },
+            other => panic!("hello first, got {other:?}"),
+        }
+    }
+
     /// The bridge's cache folder (`XDG_CACHE_HOME`).
     pub fn cache_dir(&self) -> &Path {
         self._cache.path()

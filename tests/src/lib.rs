@@ -100,14 +100,36 @@ pub fn one_line_error(out: &std::process::Output) -> String {
 /// Writes, in `dir`, a kubeconfig whose cluster is a loopback port nothing
 /// listens on, and returns its path.
 pub fn unreachable_kubeconfig(dir: &Path) -> PathBuf {
-    let kubeconfig = dir.join("kubeconfig");
     let server = format!("http://127.0.0.1:{}", free_port());
+    plain_kubeconfig(&dir.join("kubeconfig"), &server)
+}
+
+/// Writes at `path` a kubeconfig for the plain-HTTP API at `server` (the
+/// demo's, or a proxy in front of it), with no user; returns the path.
+pub fn plain_kubeconfig(path: &Path, server: &str) -> PathBuf {
     std::fs::write(
-        &kubeconfig,
+        path,
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: {server}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: u\ncurrent-context: gone\n"
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n"
         ),
     )
     .expect("the kubeconfig is written");
-    kubeconfig
+    path.to_path_buf()
+}
+
+/// Runs the real kubectl with `kubeconfig` and `args`, and returns what it
+/// printed; panics with its error when it fails.
+pub fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -250,26 +250,10 @@ async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_bef
     // done with it, so that the page gets it in its snapshot and nothing
     // but the label below changes it afterwards.
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
+    let kubeconfig = watchlife_tests::plain_kubeconfig(&dir.path().join("kubeconfig"), &api);
+    watchlife_tests::kubectl(
         &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: d, cluster: {{server: \"{api}\"}}}}]\n\
-             contexts: [{{name: d, context: {{cluster: d, user: u}}}}]\nusers: [{{name: u, user: {{}}}}]\n\
-             current-context: d\n"
-        ),
-    )
-    .unwrap();
-    let created = std::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["create", "deployment", "web", "--image=nginx"])
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
+        &["create", "deployment", "web", "--image=nginx"],
     );
     let key = "default/web";
     let deadline = std::time::Instant::now() + Duration::from_secs(60);

@@ -5,11 +5,13 @@
 //! was written meanwhile; a bridge that trusts a silent watch
 //! (`WATCHLIFE_TEST_BREAK=trust-silent-watch`) never does.
 
+use std::path::PathBuf;
 use std::time::Duration;
-use watchlife_protocol::{EventType, FrameBody, ReflectorState, Source};
+use watchlife_protocol::{EventType, FrameBody, ReflectorState};
 use watchlife_tests::bridge::Bridge;
 use watchlife_tests::chaos::proxy::Proxy;
 use watchlife_tests::ws::Viewer;
+use watchlife_tests::{kubectl, plain_kubeconfig};
 
 /// The bound the bridges under test are given.
 const DEAD_AFTER: &str = "10";
@@ -22,7 +24,8 @@ const NOT_NOTICED_FOR: Duration = Duration::from_secs(20);
 /// The demo's API, and a bridge watching its configmaps through a proxy.
 struct Rig {
     _demo: Bridge,
-    api: String,
+    /// A kubeconfig of the demo's API, not through the proxy.
+    direct: PathBuf,
     proxy: Proxy,
     bridge: Bridge,
     viewer: Viewer,
@@ -31,28 +34,15 @@ struct Rig {
 
 async fn rig(env: &[(&str, &str)]) -> Rig {
     let demo = Bridge::start(&["--demo", "--demo-idle"]).await;
-    let mut first = Viewer::connect(&demo.ws_url()).await;
-    let api = match first.next_frame(Duration::from_secs(30)).await.body {
-        FrameBody::Hello(h) => match h.source {
-            Source::Demo { api } => api,
-            other => panic!("the demo, got {other:?}"),
-        },
-        other => panic!("hello first, got {other:?}"),
-    };
+    let api = demo.demo_api().await;
     let upstream = api.trim_start_matches("http://").parse().unwrap();
     let proxy = Proxy::start(upstream).await;
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("through-proxy");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: d, cluster: {{server: \"http://{}\"}}}}]\n\
-             contexts: [{{name: d, context: {{cluster: d, user: u}}}}]\nusers: [{{name: u, user: {{}}}}]\n\
-             current-context: d\n",
-            proxy.addr
-        ),
-    )
-    .unwrap();
+    let kubeconfig = plain_kubeconfig(
+        &dir.path().join("through-proxy"),
+        &format!("http://{}", proxy.addr),
+    );
+    let direct = plain_kubeconfig(&dir.path().join("direct"), &api);
     let args = [
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
@@ -70,25 +60,12 @@ async fn rig(env: &[(&str, &str)]) -> Rig {
         .await;
     Rig {
         _demo: demo,
-        api,
+        direct,
         proxy,
         bridge,
         viewer,
         _dir: dir,
     }
-}
-
-/// Creates configmap `name` on the demo's API, not through the proxy.
-fn create(api: &str, name: &str) {
-    let made = std::process::Command::new("kubectl")
-        .args(["--server", api, "create", "configmap", name])
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
 }
 
 /// Whether the viewer gets `name`'s ADDED event within `within`, and the
@@ -119,7 +96,10 @@ async fn seen(viewer: &mut Viewer, name: &str, within: Duration) -> (bool, Vec<S
 async fn a_silent_watch_is_taken_for_dead_and_the_bridge_lists_again() {
     let mut rig = rig(&[]).await;
     rig.proxy.silence();
-    create(&rig.api, "written-while-silent");
+    kubectl(
+        &rig.direct,
+        &["create", "configmap", "written-while-silent"],
+    );
     let (got, ended) = seen(&mut rig.viewer, "written-while-silent", NOTICED_WITHIN).await;
     assert!(
         got,
@@ -136,7 +116,10 @@ async fn a_silent_watch_is_taken_for_dead_and_the_bridge_lists_again() {
 async fn a_bridge_that_trusts_a_silent_watch_never_sees_what_was_written() {
     let mut rig = rig(&[(watchlife_tests::bridge::TEST_BREAK, "trust-silent-watch")]).await;
     rig.proxy.silence();
-    create(&rig.api, "written-while-silent");
+    kubectl(
+        &rig.direct,
+        &["create", "configmap", "written-while-silent"],
+    );
     let (got, ended) = seen(&mut rig.viewer, "written-while-silent", NOT_NOTICED_FOR).await;
     assert!(
         !got,

@@ -192,6 +192,8 @@ async fn the_bridge_and_the_demo_api_serve_openmetrics_that_the_reference_parser
         ("watchlife_deleted_final_state_unknown", "counter"),
         ("watchlife_stage_latency_seconds", "histogram"),
         ("watchlife_stage_clock_skew", "counter"),
+        ("watchlife_taps", "gauge"),
+        ("watchlife_tap_frames", "counter"),
     ];
     for (name, kind) in expected {
         assert_eq!(family(b, name).kind, kind, "{name}");

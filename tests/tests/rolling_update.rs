@@ -8,11 +8,12 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
-use watchlife_protocol::{FrameBody, ServerFrame, Snapshot, Source};
+use watchlife_protocol::{FrameBody, ServerFrame, Snapshot};
 use watchlife_tests::bridge::Bridge;
 use watchlife_tests::chaos::proxy::{Mode, Proxy};
 use watchlife_tests::service::Service;
 use watchlife_tests::ws::Viewer;
+use watchlife_tests::{kubectl, plain_kubeconfig};
 
 /// ConfigMaps the replicas list.
 const CONFIGMAPS: usize = 200;
@@ -21,21 +22,8 @@ const HELD_UP: Duration = Duration::from_secs(20);
 /// How long anything expected may take on a busy machine.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A kubeconfig for the demo's API at `server` (plain HTTP, no user).
-fn kubeconfig(path: &std::path::Path, server: &str) {
-    std::fs::write(
-        path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: d, cluster: {{server: \"{server}\"}}}}]\n\
-             contexts: [{{name: d, context: {{cluster: d, user: u}}}}]\nusers: [{{name: u, user: {{}}}}]\n\
-             current-context: d\n"
-        ),
-    )
-    .unwrap();
-}
-
 /// `CONFIGMAPS` configmaps in `default`, in one `kubectl apply`.
-fn fill(api: &str, dir: &std::path::Path) {
+fn fill(kubeconfig: &std::path::Path, dir: &std::path::Path) {
     let items: Vec<String> = (0..CONFIGMAPS)
         .map(|i| format!("- {{apiVersion: v1, kind: ConfigMap, metadata: {{name: cm-{i}, namespace: default}}}}"))
         .collect();
@@ -45,16 +33,7 @@ fn fill(api: &str, dir: &std::path::Path) {
         format!("apiVersion: v1\nkind: List\nitems:\n{}\n", items.join("\n")),
     )
     .unwrap();
-    let applied = std::process::Command::new("kubectl")
-        .args(["--server", api, "apply", "-f"])
-        .arg(&file)
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+    kubectl(kubeconfig, &["apply", "-f", file.to_str().unwrap()]);
 }
 
 /// The configmaps of a snapshot, and whether their Reflector had finished
@@ -110,23 +89,14 @@ async fn until_ready(service: &Service, endpoint: SocketAddr) {
 async fn a_viewer_moved_to_the_new_replica_never_gets_a_part_presented_as_whole() {
     let dir = tempfile::tempdir().unwrap();
     let demo = Bridge::start(&["--demo", "--demo-idle"]).await;
-    let api = match Viewer::connect(&demo.ws_url())
-        .await
-        .next_frame(WAIT)
-        .await
-        .body
-    {
-        FrameBody::Hello(h) => match h.source {
-            Source::Demo { api } => api,
-            other => panic!("the demo, got {other:?}"),
-        },
-        other => panic!("hello first, got {other:?}"),
-    };
-    fill(&api, dir.path());
+    let api = demo.demo_api().await;
     let proxy = Proxy::start(api.trim_start_matches("http://").parse().unwrap()).await;
-    let (direct, through_proxy) = (dir.path().join("direct"), dir.path().join("proxied"));
-    kubeconfig(&direct, &api);
-    kubeconfig(&through_proxy, &format!("http://{}", proxy.addr));
+    let direct = plain_kubeconfig(&dir.path().join("direct"), &api);
+    let through_proxy = plain_kubeconfig(
+        &dir.path().join("proxied"),
+        &format!("http://{}", proxy.addr),
+    );
+    fill(&direct, dir.path());
     let replica = |kubeconfig: &std::path::Path| {
         vec![
             "--kubeconfig".to_string(),

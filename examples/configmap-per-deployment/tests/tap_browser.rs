@@ -7,9 +7,8 @@
 
 mod support;
 
-use configmap_per_deployment::{Journal, run_tapped};
-use tracing_subscriber::prelude::*;
-use watchlife_tap::{Tap, TapConfig};
+use support::tapped::Tapped;
+use watchlife_tap::TapConfig;
 use watchlife_tests::browser::Browser;
 
 const NAME: &str = "configmap-per-deployment";
@@ -18,28 +17,18 @@ const NAME: &str = "configmap-per-deployment";
 #[tokio::test(flavor = "current_thread")]
 async fn the_page_draws_the_controllers_lane_and_a_reconcile_of_what_kubectl_wrote() {
     let (bridge, client) = support::demo_with(&["--accept-taps"]).await;
-    let tap = Tap::connect(TapConfig::new(bridge.url(), NAME)).unwrap();
-    let _subscriber =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(tap.layer()));
-    let controller = tokio::spawn(run_tapped(client.clone(), Journal::keeping(), tap.clone()));
+    let mut tapped = Tapped::start(&client, TapConfig::new(bridge.url(), NAME));
     let browser = Browser::open_connected(1920, 1080, &bridge.url()).await;
 
-    let created = std::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(support::demo_kubeconfig(&bridge))
-        .args([
+    watchlife_tests::kubectl(
+        &support::demo_kubeconfig(&bridge),
+        &[
             "create",
             "deployment",
             "shop",
             "--image=nginx",
             "--replicas=2",
-        ])
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
+        ],
     );
     support::await_configmap(&client, "shop", 2).await;
 
@@ -80,6 +69,6 @@ async fn the_page_draws_the_controllers_lane_and_a_reconcile_of_what_kubectl_wro
         .eval("document.querySelector('#controllers').scrollIntoView() || true")
         .await;
     browser.screenshot_for_docs("controller-live.png").await;
-    controller.abort();
+    tapped.stop().await;
     browser.close().await;
 }

@@ -7,11 +7,11 @@ mod support;
 
 use std::time::Duration;
 
-use configmap_per_deployment::{Journal, RESYNC, run_tapped};
+use configmap_per_deployment::RESYNC;
 use kube::api::{Api, DeleteParams};
-use tracing_subscriber::prelude::*;
+use support::tapped::Tapped;
 use watchlife_protocol::tap::{RequestVerb, TapFrame};
-use watchlife_tap::{Tap, TapConfig};
+use watchlife_tap::TapConfig;
 
 // One thread: the tap's layer is this thread's subscriber, and every task
 // (the controller's, kube's) runs on it.
@@ -19,11 +19,7 @@ use watchlife_tap::{Tap, TapConfig};
 async fn every_reconcile_is_told_with_its_reason_and_result_in_order() {
     let (_bridge, client) = support::demo().await;
     let (url, frames) = support::receiver().await;
-    let tap = Tap::connect(TapConfig::new(url, "configmap-per-deployment")).unwrap();
-    let _subscriber =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(tap.layer()));
-    let journal = Journal::keeping();
-    let controller = tokio::spawn(run_tapped(client.clone(), journal.clone(), tap.clone()));
+    let mut tapped = Tapped::start(&client, TapConfig::new(url, "configmap-per-deployment"));
 
     support::create(&client, "web", 1).await;
     support::create(&client, "api", 2).await;
@@ -38,7 +34,9 @@ async fn every_reconcile_is_told_with_its_reason_and_result_in_order() {
     support::scale(&client, "web", 5).await;
     support::await_configmap(&client, "web", 5).await;
 
-    // Every reconcile the journal holds has its end among the frames.
+    // Stopped first, so that the journal is whole; then every reconcile it
+    // holds has its end among the frames.
+    let journal = tapped.stop().await;
     let deadline = tokio::time::Instant::now() + support::PATIENCE;
     let frames = loop {
         let ends = |f: &Vec<TapFrame>| {
@@ -46,7 +44,7 @@ async fn every_reconcile_is_told_with_its_reason_and_result_in_order() {
                 .filter(|f| matches!(f, TapFrame::ReconcileEnd(_)))
                 .count()
         };
-        let (got, want) = (frames.lock().unwrap().clone(), journal.entries().len());
+        let (got, want) = (frames.lock().unwrap().clone(), journal.len());
         if ends(&got) >= want && got.iter().any(|f| matches!(f, TapFrame::Stats(_))) {
             break got;
         }
@@ -57,10 +55,12 @@ async fn every_reconcile_is_told_with_its_reason_and_result_in_order() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    controller.abort();
-    assert_eq!(tap.dropped(), 0, "nothing dropped with a reading peer");
+    assert_eq!(
+        tapped.tap.dropped(),
+        0,
+        "nothing dropped with a reading peer"
+    );
 
-    let journal = journal.entries();
     let kept = support::proof::every_reconcile_told(&frames, &journal);
     assert!(kept.contains_key(&("default".into(), "web".into())));
     assert!(journal.iter().all(|e| e.result == Ok(Some(RESYNC))));

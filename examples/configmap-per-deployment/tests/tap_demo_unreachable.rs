@@ -4,10 +4,9 @@
 
 mod support;
 
-use configmap_per_deployment::{Journal, run_tapped};
+use support::tapped::Tapped;
 use tokio::net::TcpListener;
-use tracing_subscriber::prelude::*;
-use watchlife_tap::{Tap, TapConfig};
+use watchlife_tap::TapConfig;
 
 /// A buffer the watcher's first events alone overflow.
 const BUFFER: usize = 4;
@@ -40,19 +39,15 @@ async fn the_controller_reconciles_on_while_its_tap_drops() {
         .into_iter()
         .enumerate()
     {
-        let tap = Tap::connect(TapConfig::new(url, "c").buffer(BUFFER)).unwrap();
-        let _subscriber =
-            tracing::subscriber::set_default(tracing_subscriber::registry().with(tap.layer()));
-        let journal = Journal::keeping();
-        let controller = tokio::spawn(run_tapped(client.clone(), journal.clone(), tap.clone()));
+        let mut tapped = Tapped::start(&client, TapConfig::new(url, "c").buffer(BUFFER));
         for (i, name) in [format!("a{n}"), format!("b{n}")].iter().enumerate() {
             support::create(&client, name, 1).await;
             support::await_configmap(&client, name, 1).await;
             support::scale(&client, name, 2 + i as i32).await;
             support::await_configmap(&client, name, 2 + i as i32).await;
         }
-        controller.abort();
-        let reconciled = journal.entries().len() as u64;
+        let reconciled = tapped.stop().await.len() as u64;
+        let tap = &tapped.tap;
         assert!(reconciled >= 4, "case {n}: reconciled {reconciled}");
         assert!(tap.dropped() > 0, "case {n}: drops counted");
         assert!(

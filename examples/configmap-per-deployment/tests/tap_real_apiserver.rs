@@ -8,11 +8,10 @@ mod support;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use configmap_per_deployment::{Journal, run_tapped};
-use support::through_bridge::{Watching, every_reconcile_matched};
-use tracing_subscriber::prelude::*;
+use support::tapped::Tapped;
+use support::through_bridge::Watching;
 use watchlife_protocol::tap::TapFrame;
-use watchlife_tap::{Tap, TapConfig};
+use watchlife_tap::TapConfig;
 use watchlife_tests::bridge::Bridge;
 use watchlife_tests::real_cluster::RealCluster;
 
@@ -46,11 +45,7 @@ async fn through_an_apiserver_restart_every_reconcile_is_told_and_matched() {
     .await;
     let client = support::kube_client(cluster.kubeconfig()).await;
     let watching = Watching::start(&bridge).await;
-    let tap = Tap::connect(TapConfig::new(bridge.url(), NAME)).unwrap();
-    let _subscriber =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(tap.layer()));
-    let journal = Journal::keeping();
-    let controller = tokio::spawn(run_tapped(client.clone(), journal.clone(), tap.clone()));
+    let mut tapped = Tapped::start(&client, TapConfig::new(bridge.url(), NAME));
 
     support::create(&client, "web", 1).await;
     support::await_configmap(&client, "web", 1).await;
@@ -66,14 +61,8 @@ async fn through_an_apiserver_restart_every_reconcile_is_told_and_matched() {
     support::create(&client, "api", 2).await;
     support::await_configmap(&client, "api", 2).await;
 
-    // Stopped first, so that the journal is whole when compared.
-    controller.abort();
-    let _ = controller.await;
-    let journal = journal.entries();
-    let told = watching.until_told(NAME, journal.len()).await;
-    let kept = support::proof::every_reconcile_told(&told, &journal);
-    assert_eq!(kept.len(), 2, "web and api");
-    every_reconcile_matched(&told, &watching.bridge_deployments());
+    let (told, objects) = watching.prove(&mut tapped, NAME).await;
+    assert_eq!(objects, 2, "web and api");
 
     // What the watcher did while the apiserver was away, as the tap told it:
     // its requests failed (no answer) or its stream yielded errors.

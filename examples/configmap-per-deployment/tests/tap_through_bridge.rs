@@ -9,10 +9,9 @@ mod support;
 
 use std::time::Duration;
 
-use configmap_per_deployment::{Journal, run_tapped};
-use support::through_bridge::{Watching, every_reconcile_matched};
-use tracing_subscriber::prelude::*;
-use watchlife_tap::{Tap, TapConfig};
+use support::tapped::Tapped;
+use support::through_bridge::Watching;
+use watchlife_tap::TapConfig;
 
 const NAME: &str = "configmap-per-deployment";
 
@@ -26,11 +25,8 @@ const QUIET: Duration = Duration::from_secs(2);
 async fn every_reconcile_reaches_the_viewers_matched_to_the_bridges_own_event() {
     let (bridge, client) = support::demo_with(&["--accept-taps"]).await;
     let watching = Watching::start(&bridge).await;
-    let tap = Tap::connect(TapConfig::new(bridge.url(), NAME)).unwrap();
-    let _subscriber =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(tap.layer()));
-    let journal = Journal::keeping();
-    let controller = tokio::spawn(run_tapped(client.clone(), journal.clone(), tap.clone()));
+    let mut tapped = Tapped::start(&client, TapConfig::new(bridge.url(), NAME));
+    let journal = tapped.journal.clone();
 
     support::create(&client, "web", 1).await;
     support::await_configmap(&client, "web", 1).await;
@@ -38,11 +34,6 @@ async fn every_reconcile_reaches_the_viewers_matched_to_the_bridges_own_event() 
     support::await_configmap(&client, "web", 4).await;
     support::create(&client, "api", 2).await;
     support::await_configmap(&client, "api", 2).await;
-    eprintln!("DEBUG {}", journal.entries().len());
-    for _ in 0..6 {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        eprintln!("DEBUG {}", journal.entries().len());
-    }
 
     // It settles: an apply that changes nothing makes no event, so no
     // reconcile follows it (the demo, like kube-apiserver, writes nothing
@@ -62,13 +53,11 @@ async fn every_reconcile_reaches_the_viewers_matched_to_the_bridges_own_event() 
         );
     }
 
-    // Stopped first, so that the journal is whole when compared.
-    controller.abort();
-    let _ = controller.await;
-    let journal = journal.entries();
-    let told = watching.until_told(NAME, journal.len()).await;
-    let kept = support::proof::every_reconcile_told(&told, &journal);
-    assert_eq!(kept.len(), 2, "web and api");
-    every_reconcile_matched(&told, &watching.bridge_deployments());
-    assert_eq!(tap.dropped(), 0, "nothing dropped with watchlife reading");
+    let (_, objects) = watching.prove(&mut tapped, NAME).await;
+    assert_eq!(objects, 2, "web and api");
+    assert_eq!(
+        tapped.tap.dropped(),
+        0,
+        "nothing dropped with watchlife reading"
+    );
 }

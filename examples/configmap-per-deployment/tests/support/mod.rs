@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod proof;
+pub mod tapped;
 pub mod through_bridge;
 
 use std::path::PathBuf;

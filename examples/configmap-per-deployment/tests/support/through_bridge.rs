@@ -66,6 +66,21 @@ impl Watching {
         }
     }
 
+    /// Stops `tapped` and proves what reached this viewer against its
+    /// journal (see [`super::proof`]) and the bridge's own events
+    /// ([`every_reconcile_matched`]); returns what `controller` told.
+    pub async fn prove(
+        &self,
+        tapped: &mut super::tapped::Tapped,
+        controller: &str,
+    ) -> (Vec<TapFrame>, usize) {
+        let journal = tapped.stop().await;
+        let told = self.until_told(controller, journal.len()).await;
+        let objects = super::proof::every_reconcile_told(&told, &journal).len();
+        every_reconcile_matched(&told, &self.bridge_deployments());
+        (told, objects)
+    }
+
     /// The (name, resourceVersion) of every Deployment version the bridge's
     /// own watch delivered to this viewer (its snapshot and its events).
     pub fn bridge_deployments(&self) -> BTreeSet<(String, String)> {
