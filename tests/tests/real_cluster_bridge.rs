@@ -4,31 +4,15 @@
 
 use base64::Engine;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 use watchlife_protocol::{EventType, FrameBody, ReflectorState, ServerFrame, Source, Stage};
 use watchlife_tests::bridge::Bridge;
+use watchlife_tests::kubectl;
 use watchlife_tests::real_cluster::RealCluster;
 use watchlife_tests::ws::Viewer;
 
 /// How long an expected frame may take on a busy machine.
 const WAIT: Duration = Duration::from_secs(60);
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// A bridge on the cluster, watching `resources` in `default`, and a viewer
 /// past its hello and snapshot.
