@@ -101,7 +101,7 @@ chaos: test-setup build
 		$(CARGO) test -p watchlife-tests --test chaos -- --nocapture --exact \
 		fault_rounds_keep_every_viewer_exact_$(subst .,_,$(KUBERNETES))
 
-## bench: measure watchlife beside its references and write BENCHMARKS.md (about 18 minutes;
+## bench: measure watchlife beside its references and write BENCHMARKS.md (about 20 minutes;
 ##        BENCH_ARGS="--only NAME,..." runs some sections and merges them into it)
 # Up to 20,000 open files for the viewers, or as many as the hard limit allows.
 bench: build
