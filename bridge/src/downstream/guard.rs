@@ -1,20 +1,18 @@
-//! The door of every route: the `Host` check as a layer over all of them,
-//! and the token and `Origin` checks as extractors, [`RequireToken`] and
-//! [`SameOrigin`], that a handler names among its arguments when it needs
-//! them. Each check is written once, here; the rules are [`crate::downstream::access`]'s.
+//! The door of every route, as layers: [`check_host`] over all of them,
+//! [`require_token`] and [`same_origin`] over the routes that need them
+//! (see [`crate::downstream::server::router`]). Each check is written once,
+//! here; the rules are [`crate::downstream::access`]'s.
 //!
-//! Extractors rather than layers, for the order of a refusal: a handler's
-//! arguments are taken in order, so `/ws` still refuses a malformed query
-//! (400) or a request that is no WebSocket handshake before it asks for the
-//! token (401), then `Origin` (403), as it always has.
+//! A refusal comes before the route reads anything of the request: a
+//! request without the token is 401 (then a foreign `Origin` 403) whatever
+//! else is wrong with it, so a stranger learns nothing of the routes' rules.
 //!
 //! A refusal of `/ws` is counted in the viewers' refusals
 //! ([`crate::downstream::metrics::Refusal`]); other routes' refusals are not.
 
 use crate::downstream::access::{Access, Denied};
 use crate::downstream::metrics::{Metrics, Refusal};
-use axum::extract::{FromRequestParts, Query, Request, State};
-use axum::http::request::Parts;
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -46,44 +44,43 @@ impl Guard {
     }
 }
 
-/// The request carries the token of a bridge that has one (`?token=` or
-/// `Authorization: Bearer`); otherwise 401. A query that does not parse is
-/// refused as axum's `Query` refuses it (400).
-pub struct RequireToken;
-
-impl<S: AsRef<Guard> + Send + Sync> FromRequestParts<Arc<S>> for RequireToken {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, state: &Arc<S>) -> Result<Self, Response> {
-        let guard = (**state).as_ref();
-        let Query(query) =
-            Query::<TokenQuery>::try_from_uri(&parts.uri).map_err(IntoResponse::into_response)?;
-        let authorization = header_str(&parts.headers, header::AUTHORIZATION);
-        match guard
-            .access
-            .check_token(query.token.as_deref(), authorization)
-        {
-            Ok(()) => Ok(RequireToken),
-            Err(denied) => Err(guard.refuse(parts.uri.path(), Refusal::Unauthorized, denied)),
-        }
+/// A layer over the routes that need the token of a bridge that has one
+/// (`?token=` or `Authorization: Bearer`): otherwise 401, before the route
+/// reads anything else of the request.
+pub async fn require_token<S: AsRef<Guard>>(
+    State(state): State<Arc<S>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let guard = (*state).as_ref();
+    // A query that does not parse carries no token: refused as one without.
+    let query = Query::<TokenQuery>::try_from_uri(request.uri())
+        .map(|Query(query)| query)
+        .unwrap_or(TokenQuery { token: None });
+    let authorization = header_str(request.headers(), header::AUTHORIZATION);
+    match guard
+        .access
+        .check_token(query.token.as_deref(), authorization)
+    {
+        Ok(()) => next.run(request).await,
+        Err(denied) => guard.refuse(request.uri().path(), Refusal::Unauthorized, denied),
     }
 }
 
-/// A browser's request comes from the bridge's own page or an allowed
-/// origin (no `Origin`: not a browser, and not concerned); otherwise 403.
-pub struct SameOrigin;
-
-impl<S: AsRef<Guard> + Send + Sync> FromRequestParts<Arc<S>> for SameOrigin {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, state: &Arc<S>) -> Result<Self, Response> {
-        let guard = (**state).as_ref();
-        let origin = header_str(&parts.headers, header::ORIGIN);
-        let host = header_str(&parts.headers, header::HOST);
-        match guard.access.check_origin(origin, host) {
-            Ok(()) => Ok(SameOrigin),
-            Err(denied) => Err(guard.refuse(parts.uri.path(), Refusal::Origin, denied)),
-        }
+/// A layer over the routes a browser reaches from the page: the request
+/// comes from the bridge's own page or an allowed origin (no `Origin`: not a
+/// browser, and not concerned); otherwise 403.
+pub async fn same_origin<S: AsRef<Guard>>(
+    State(state): State<Arc<S>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let guard = (*state).as_ref();
+    let origin = header_str(request.headers(), header::ORIGIN);
+    let host = header_str(request.headers(), header::HOST);
+    match guard.access.check_origin(origin, host) {
+        Ok(()) => next.run(request).await,
+        Err(denied) => guard.refuse(request.uri().path(), Refusal::Origin, denied),
     }
 }
 

@@ -22,7 +22,7 @@
 use crate::app::App;
 use crate::cli::Args;
 use crate::downstream::access::{Access, AccessError, Denied};
-use crate::downstream::guard::{Guard, RequireToken, SameOrigin, refuse};
+use crate::downstream::guard::{Guard, refuse};
 use crate::downstream::metrics::Refusal;
 use crate::downstream::{assets, csp, guard, readiness, tap, viewer};
 use axum::Router;
@@ -179,14 +179,27 @@ pub fn router(
             .then(|| Arc::new(Semaphore::new(tap::MAX_TAPS))),
         taps_seen: Default::default(),
     });
-    Router::new()
+    // What the page reaches from a browser: the token, then the Origin.
+    // `route_layer`s wrap the routes above them; the last added runs first.
+    let from_the_page = Router::new()
         .route("/ws", get(websocket))
         .route(watchlife_protocol::tap::TAP_PATH, get(tap_socket))
         .route("/objects/{*path}", get(object_body))
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            guard::same_origin::<Shared>,
+        ));
+    let with_the_token = from_the_page
         .route("/metrics", get(metrics))
+        .route("/version", get(version))
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            guard::require_token::<Shared>,
+        ));
+    // Open to anyone who reaches the bridge: probes and the page's files.
+    with_the_token
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .route("/version", get(version))
         .fallback(static_files)
         .layer(middleware::from_fn_with_state(
             shared.clone(),
@@ -232,8 +245,6 @@ async fn websocket(
     State(shared): State<Arc<Shared>>,
     Query(query): Query<StreamQuery>,
     upgrade: WebSocketUpgrade,
-    _: RequireToken,
-    _: SameOrigin,
 ) -> Response {
     let metrics = shared.app.hub.metrics();
     let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
@@ -275,12 +286,7 @@ async fn websocket(
 
 /// `GET /tap`: the viewers' checks, then `--accept-taps` (404 without),
 /// then [`tap::MAX_TAPS`] (503), then the upgrade.
-async fn tap_socket(
-    State(shared): State<Arc<Shared>>,
-    upgrade: WebSocketUpgrade,
-    _: RequireToken,
-    _: SameOrigin,
-) -> Response {
+async fn tap_socket(State(shared): State<Arc<Shared>>, upgrade: WebSocketUpgrade) -> Response {
     let Some(places) = &shared.taps else {
         return refuse(Denied {
             status: 404,
@@ -320,12 +326,7 @@ async fn tap_socket(
 /// carries it (redacted, cut), for a page that opens an object its light
 /// snapshot gave without one. Guarded as `/ws` is: the token, and a
 /// browser's `Origin`.
-async fn object_body(
-    State(shared): State<Arc<Shared>>,
-    Path(path): Path<String>,
-    _: RequireToken,
-    _: SameOrigin,
-) -> Response {
+async fn object_body(State(shared): State<Arc<Shared>>, Path(path): Path<String>) -> Response {
     let Some((resource, key)) = path.split_once('/') else {
         return refuse(Denied {
             status: 404,
@@ -359,7 +360,7 @@ async fn object_body(
 }
 
 /// `GET /metrics`, for those who hold the token.
-async fn metrics(State(shared): State<Arc<Shared>>, _: RequireToken) -> Response {
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     (
         [(
             header::CONTENT_TYPE,
@@ -390,7 +391,7 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     (status, answer.words).into_response()
 }
 
-async fn version(State(shared): State<Arc<Shared>>, _: RequireToken) -> Response {
+async fn version(State(shared): State<Arc<Shared>>) -> Response {
     Json(serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "protocol": watchlife_protocol::PROTOCOL_VERSION,
