@@ -9,7 +9,8 @@
 //! - [`informer`]: the bridge's informer pipeline under a steady load, stage by stage; a
 //!   slow handler's cost to the other listeners; LISTs per fault beside client-go.
 //! - [`scale`]: memory per cached object, and the initial LIST of 150k objects.
-//! - [`page`]: the browser app's weight, gzipped; [`browser`]: its frame rate under load.
+//! - [`page`]: the browser app's weight, gzipped; [`browser`]: its frame rate under load;
+//!   [`wire`]: bytes per frame on the wire, compressed beside uncompressed.
 //! - [`apiserver`]: the demo API beside kube-apiserver + etcd, with 1, 100, 1,000 watchers.
 //! - [`kubectl_latency`]: on kube-apiserver, the same writes seen by `kubectl get -w`,
 //!   watchlife's Reflector, a WebSocket viewer and the page.
@@ -71,6 +72,7 @@ mod server_stages;
 mod stats;
 mod tap_cost;
 mod upstream_cost;
+mod wire;
 
 use args::Args;
 use clap::Parser;

@@ -8,7 +8,7 @@ use crate::report::Report;
 use crate::scenario::{self, OnRealCluster, Scenario, WriteLoad};
 use crate::{
     apiserver, big_cluster, browser, controlplane, etcd_order, fanout, first_sync, informer,
-    kubectl_latency, page, pipeline, scale, server_stages, tap_cost, upstream_cost,
+    kubectl_latency, page, pipeline, scale, server_stages, tap_cost, upstream_cost, wire,
 };
 
 /// One section of the bench.
@@ -109,6 +109,13 @@ pub const SECTIONS: &[Section] = &[
         run: run_first_sync,
     },
     Section {
+        name: "wire",
+        left_out: Some(
+            "bytes on the wire per frame, compressed beside uncompressed (left out of this run with --only)",
+        ),
+        run: run_wire,
+    },
+    Section {
         name: "tap",
         left_out: Some(
             "what watchlife-tap costs a controller's reconciles (left out of this run with --only)",
@@ -200,6 +207,15 @@ fn run_fanout(args: &Args, report: &mut Report) {
         watchlife: args.watchlife.clone(),
         viewers: args.viewers,
         quick: args.quick,
+    };
+    scenario::run(&config, report);
+}
+
+fn run_wire(args: &Args, report: &mut Report) {
+    let config = wire::Config {
+        runs: args.process_runs(),
+        watchlife: args.watchlife.clone(),
+        seconds: args.sized(5, 20),
     };
     scenario::run(&config, report);
 }

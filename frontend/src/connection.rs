@@ -4,9 +4,14 @@
 //!
 //! Each frame is read in the socket's own message handler as it arrives, with
 //! no queue or task in between: under load the page receives thousands a
-//! second, and what each one costs is what the animation does not get.
+//! second, and what each one costs is what the animation does not get. A
+//! compressed connection (asked for wherever the browser can decompress)
+//! is the exception: its binary messages are decompressed in order by one
+//! task ([`crate::inflate`]), each read as soon as the platform hands its
+//! text back.
 
 use crate::cluster_status::ClusterStatus;
+use crate::inflate::Inflater;
 use crate::model::{Link, Model, now_ms};
 use crate::tape::Tape;
 use futures::StreamExt;
@@ -20,8 +25,9 @@ use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use watchlife_protocol::StreamQuery;
+use watchlife_protocol::connection::Compress;
 use watchlife_protocol::{FrameBody, ServerFrame};
-use web_sys::{MessageEvent, WebSocket};
+use web_sys::{BinaryType, MessageEvent, WebSocket};
 
 /// First wait before reconnecting, doubled after each failure.
 const FIRST_RETRY_MS: u32 = 500;
@@ -92,12 +98,14 @@ async fn connection(
     let Ok(socket) = WebSocket::new(&url(&model, token)) else {
         return false;
     };
+    socket.set_binary_type(BinaryType::Arraybuffer);
     let (over_tx, over) = oneshot::channel();
     let shared = Rc::new(Shared {
         greeted: Cell::new(false),
         heard: Cell::new(now_ms()),
         over: RefCell::new(Some(over_tx)),
     });
+    let compressed = inflating(model, tape, shared.clone(), status);
     let on_message = {
         let shared = shared.clone();
         Closure::<dyn FnMut(MessageEvent)>::new(move |message: MessageEvent| {
@@ -105,7 +113,12 @@ async fn connection(
                 return;
             }
             shared.heard.set(now_ms());
-            let Some(text) = message.data().as_string() else {
+            let data = message.data();
+            if let Some(buffer) = data.dyn_ref::<js_sys::ArrayBuffer>() {
+                let _ = compressed.unbounded_send(js_sys::Uint8Array::new(buffer).to_vec());
+                return;
+            }
+            let Some(text) = data.as_string() else {
                 return;
             };
             // The page asks for batches: several frames to a message.
@@ -136,6 +149,45 @@ async fn connection(
     let _ = socket.close();
     model.outbox.set_value(None);
     shared.greeted.get()
+}
+
+/// The task that reads a compressed connection's binary messages, in the
+/// order sent to it, until the sender is dropped or the connection is over.
+/// A message that cannot be read ends the connection: the next one resumes
+/// from the cursor.
+fn inflating(
+    model: Model,
+    tape: Tape,
+    shared: Rc<Shared>,
+    status: RwSignal<ClusterStatus>,
+) -> mpsc::UnboundedSender<Vec<u8>> {
+    let (tx, mut rx) = mpsc::unbounded::<Vec<u8>>();
+    spawn_local(async move {
+        let mut inflater = Inflater::default();
+        while let Some(bytes) = rx.next().await {
+            let read = inflater.read(&bytes).await;
+            if shared.is_over() {
+                return;
+            }
+            let text = match read {
+                Ok(text) => text,
+                Err(e) => {
+                    model.last_error.set(Some(format!(
+                        "a compressed message from the bridge could not be read: {e}"
+                    )));
+                    shared.end();
+                    return;
+                }
+            };
+            for line in watchlife_protocol::connection::split_batch(&text) {
+                if !read_frame(line, model, tape, &shared.greeted, status) {
+                    shared.end();
+                    return;
+                }
+            }
+        }
+    });
+    tx
 }
 
 /// The socket's open handler: from then on, the messages the page sends go
@@ -254,11 +306,18 @@ fn url(model: &Model, token: &str) -> String {
             .as_ref()
             .map(|(s, n)| (s.as_str(), *n)),
         token,
+        crate::inflate::supported(),
     )
 }
 
 /// The stream URL from its parts (see [`url`]).
-fn ws_url(scheme: &str, host: &str, cursor: Option<(&str, u64)>, token: &str) -> String {
+fn ws_url(
+    scheme: &str,
+    host: &str,
+    cursor: Option<(&str, u64)>,
+    token: &str,
+    compress: bool,
+) -> String {
     let query = StreamQuery {
         stream: cursor.map(|(stream, _)| stream.to_string()),
         since: cursor.map(|(_, since)| since),
@@ -266,6 +325,7 @@ fn ws_url(scheme: &str, host: &str, cursor: Option<(&str, u64)>, token: &str) ->
         // Under load a batch of frames in one message costs the page one
         // message event instead of dozens.
         batch: true,
+        compress: compress.then_some(Compress::Deflate),
     };
     format!("{scheme}://{host}/ws?{}", query.to_query())
 }
@@ -276,11 +336,17 @@ mod tests {
 
     #[test]
     fn the_token_and_the_cursor_go_on_the_stream_url() {
-        assert_eq!(ws_url("ws", "h:1", None, ""), "ws://h:1/ws?batch=true");
         assert_eq!(
-            ws_url("wss", "h:1", Some(("18a6", 41)), "a b+/="),
-            "wss://h:1/ws?batch=true&stream=18a6&since=41&token=a%20b%2B/%3D"
+            ws_url("ws", "h:1", None, "", false),
+            "ws://h:1/ws?batch=true"
         );
-        assert_eq!(ws_url("ws", "h", None, "t"), "ws://h/ws?batch=true&token=t");
+        assert_eq!(
+            ws_url("wss", "h:1", Some(("18a6", 41)), "a b+/=", true),
+            "wss://h:1/ws?batch=true&compress=deflate&stream=18a6&since=41&token=a%20b%2B/%3D"
+        );
+        assert_eq!(
+            ws_url("ws", "h", None, "t", false),
+            "ws://h/ws?batch=true&token=t"
+        );
     }
 }

@@ -54,6 +54,7 @@ pub mod filters;
 pub mod history;
 #[cfg(feature = "in-page")]
 pub mod in_page;
+pub mod inflate;
 pub mod interval;
 pub mod listeners;
 pub mod micros;

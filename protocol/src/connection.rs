@@ -23,14 +23,30 @@ pub struct StreamQuery {
     /// [`BATCH_SEPARATOR`] (see [`split_batch`]).
     #[serde(default)]
     pub batch: bool,
+    /// `deflate`: the viewer takes its frames compressed, as binary
+    /// messages framed as [`crate::deflated`] says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compress: Option<Compress>,
+}
+
+/// How a viewer asks its frames compressed (`/ws?compress=…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compress {
+    /// Raw deflate streams, context kept across messages (see [`crate::deflated`]).
+    Deflate,
 }
 
 impl StreamQuery {
-    /// The query string, without its `?`: `batch=true&stream=…&since=…&token=…`.
+    /// The query string, without its `?`:
+    /// `batch=true&compress=deflate&stream=…&since=…&token=…`.
     pub fn to_query(&self) -> String {
         let mut parts = Vec::new();
         if self.batch {
             parts.push("batch=true".to_string());
+        }
+        if let Some(Compress::Deflate) = self.compress {
+            parts.push("compress=deflate".to_string());
         }
         if let Some(stream) = &self.stream {
             parts.push(format!("stream={}", encode(stream)));
@@ -98,10 +114,11 @@ mod tests {
             since: Some(41),
             token: Some("a b+/=".into()),
             batch: true,
+            compress: Some(Compress::Deflate),
         };
         assert_eq!(
             q.to_query(),
-            "batch=true&stream=18a6&since=41&token=a%20b%2B/%3D"
+            "batch=true&compress=deflate&stream=18a6&since=41&token=a%20b%2B/%3D"
         );
         assert_eq!(StreamQuery::default().to_query(), "");
     }

@@ -3,7 +3,8 @@
 //! # Layout
 //! - [`frame`]: what the bridge sends: `{"seq","type","data"}` JSON frames;
 //!   [`snapshot`]: every current object, grouped by resource on the wire.
-//! - [`connection`]: the `/ws` query, and several frames to a message.
+//! - [`connection`]: the `/ws` query, and several frames to a message;
+//!   [`deflated`]: how a compressed connection's messages are framed.
 //! - [`client`]: what a viewer sends back (subscribe, demo actions).
 //! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times.
 //! - [`object`]: an object as the text of its JSON, shared, never re-encoded;
@@ -21,6 +22,7 @@
 
 pub mod client;
 pub mod connection;
+pub mod deflated;
 pub mod event;
 pub mod frame;
 pub mod object;

@@ -1,10 +1,14 @@
 //! A real WebSocket client (tokio-tungstenite) speaking the watchlife protocol.
+//! A viewer that asked for a compressed stream (`compress=deflate`) reads its
+//! binary messages as a page does, and takes their frames one by one.
 
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+use watchlife_protocol::connection::split_batch;
+use watchlife_protocol::deflated::Reader;
 use watchlife_protocol::{ClientMessage, FrameBody, ReflectorState, ServerFrame};
 
 /// A viewer connected to a bridge.
@@ -12,6 +16,10 @@ pub struct Viewer {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
     /// Text frames read by [`Viewer::read_while`], not yet taken.
     pending: std::collections::VecDeque<String>,
+    /// The compressed streams' state, for binary messages.
+    inflate: Reader,
+    /// Bytes of messages received, as they came on the wire.
+    pub wire_bytes: usize,
 }
 
 impl Viewer {
@@ -23,6 +31,8 @@ impl Viewer {
         Viewer {
             socket,
             pending: Default::default(),
+            inflate: Reader::default(),
+            wire_bytes: 0,
         }
     }
 
@@ -34,6 +44,8 @@ impl Viewer {
         Ok(Viewer {
             socket,
             pending: Default::default(),
+            inflate: Reader::default(),
+            wire_bytes: 0,
         })
     }
 
@@ -49,7 +61,16 @@ impl Viewer {
                 .expect("the bridge closed the stream")
                 .expect("a WebSocket error");
             match message {
-                Message::Text(text) => return text.to_string(),
+                Message::Text(text) => {
+                    self.wire_bytes += text.len();
+                    return text.to_string();
+                }
+                Message::Binary(bytes) => {
+                    self.take_binary(&bytes);
+                    if let Some(text) = self.pending.pop_front() {
+                        return text;
+                    }
+                }
                 Message::Ping(_) | Message::Pong(_) => continue,
                 other => panic!("expected a text frame, got {other:?}"),
             }
@@ -71,7 +92,13 @@ impl Viewer {
             None => loop {
                 match self.socket.next().await {
                     Some(Ok(Message::Text(text))) => break text.to_string(),
-                    Some(Ok(Message::Binary(b))) => panic!("expected a text frame, got {b:?}"),
+                    Some(Ok(Message::Binary(bytes))) => {
+                        self.take_binary(&bytes);
+                        match self.pending.pop_front() {
+                            Some(text) => break text,
+                            None => continue,
+                        }
+                    }
                     Some(Ok(Message::Close(_)) | Err(_)) | None => return None,
                     Some(Ok(_)) => continue,
                 }
@@ -130,12 +157,24 @@ impl Viewer {
                 out = &mut work => return out,
                 message = self.socket.next() => match message {
                     Some(Ok(Message::Text(text))) => self.pending.push_back(text.to_string()),
+                    Some(Ok(Message::Binary(bytes))) => self.take_binary(&bytes),
                     Some(Ok(_)) => {}
                     Some(Err(e)) => panic!("a WebSocket error: {e:?}"),
                     None => panic!("the bridge closed the stream"),
                 },
             }
         }
+    }
+
+    /// A compressed connection's message, read as a page reads it: its
+    /// frames wait in `pending`. Panics when it cannot be read.
+    fn take_binary(&mut self, bytes: &[u8]) {
+        self.wire_bytes += bytes.len();
+        let text = self
+            .inflate
+            .read(bytes)
+            .unwrap_or_else(|e| panic!("a compressed message does not read: {e}"));
+        self.pending.extend(split_batch(&text).map(str::to_string));
     }
 
     /// Sends a message.

@@ -80,6 +80,24 @@ async fn every_stage_is_drawn_and_unobserved_ones_say_so() {
             "document.querySelectorAll('tr.event-row[data-initial=false]').length >= 4",
         )
         .await;
+    // All of that came compressed: the page asked for it, and read the
+    // deflate streams with Chromium's own DecompressionStream.
+    let metrics = watchlife_tests::http::get(bridge.addr, "/metrics")
+        .await
+        .expect("/metrics")
+        .text();
+    let value = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    assert_eq!(value("watchlife_viewers"), Some(1.0), "{metrics}");
+    assert_eq!(
+        value("watchlife_viewers_compressed"),
+        Some(1.0),
+        "{metrics}"
+    );
     browser.screenshot_for_docs("desktop.png").await;
     browser.close().await;
 

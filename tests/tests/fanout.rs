@@ -67,33 +67,25 @@ struct Recorder {
     /// (seq, fingerprint) of each stream frame, in arrival order.
     frames: Vec<(u64, u64)>,
     resyncs: usize,
+    /// Bytes received while recording, as they came on the wire.
+    wire_bytes: usize,
 }
 
 /// Reads stream frames from `client` (greeted, at `cursor`) until one with
 /// `seq >= until`, asserting they come one after the other with no gap.
-async fn record(
-    mut ws: tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-    cursor: u64,
-    until: u64,
-) -> Recorder {
-    use futures_util::StreamExt;
-    use tokio_tungstenite::tungstenite::Message;
+async fn record(mut client: Client, cursor: u64, until: u64) -> Recorder {
     let mut rec = Recorder {
         frames: Vec::new(),
         resyncs: 0,
+        wire_bytes: 0,
     };
     let mut last = cursor;
+    client.wire_bytes = 0;
     while last < until {
-        let message = tokio::time::timeout(WAIT, ws.next())
+        let text = client
+            .read_text(WAIT)
             .await
-            .expect("frames keep coming")
-            .expect("the connection stays open")
-            .expect("no WebSocket error");
-        let Message::Text(text) = message else {
-            continue;
-        };
+            .unwrap_or_else(|close| panic!("the connection closed: {close:?}"));
         let head = head(&text);
         if head.kind == "resync" {
             rec.resyncs += 1;
@@ -104,36 +96,28 @@ async fn record(
             rec.frames.push((head.seq, fingerprint(&text)));
         }
     }
+    rec.wire_bytes = client.wire_bytes;
     rec
 }
 
-/// Connects and reads the greeting; returns the raw socket and the cursor.
-async fn greeted(
-    url: &str,
-) -> (
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    u64,
-) {
-    use futures_util::StreamExt;
-    use tokio_tungstenite::tungstenite::Message;
-    let (mut ws, _) = tokio_tungstenite::connect_async(url)
-        .await
-        .expect("the bridge accepts the viewer");
+/// Connects and reads the greeting; returns the client and the cursor.
+async fn greeted(url: &str) -> (Client, u64) {
+    let mut client = Client::connect(url).await;
     let mut cursor = None;
     while cursor.is_none() {
-        let Some(Ok(Message::Text(text))) = tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("a greeting")
-        else {
-            continue;
+        let Ok(text) = client.read_text(WAIT).await else {
+            panic!("closed before its greeting");
         };
         let head = head(&text);
         if head.kind == "snapshot" {
             cursor = Some(head.seq);
         }
     }
-    (ws, cursor.unwrap())
+    (client, cursor.unwrap())
 }
+
+/// The query of a viewer that takes its frames compressed, as the page does.
+const COMPRESSED: &str = "?batch=true&compress=deflate";
 
 /// Keeps the demo busy: scales the story's Deployment up and down through
 /// demo actions, one every [`DRIVE_EVERY`] (within the rate limit), reading
@@ -176,6 +160,8 @@ const DRIVE_EVERY: Duration = Duration::from_millis(250);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_hundred_viewers_each_receive_every_frame_once_in_order() {
+    // Every other viewer takes its frames compressed, as the page does: all
+    // must read the same bytes.
     const VIEWERS: usize = 300;
     const FRAMES: u64 = 200;
     // 100 changes/s: 300 viewers read some 33,000 frames a second in this
@@ -183,12 +169,12 @@ async fn three_hundred_viewers_each_receive_every_frame_once_in_order() {
     // on a machine busy with other work a viewer that falls more than the
     // hub's lag bound (over 9 s at this rate) behind is rightly resynced.
     let bridge = Bridge::start(&["--demo", "--demo-rate", "100"]).await;
-    let url = bridge.ws_url();
+    let plain = bridge.ws_url();
+    let compressed = format!("{plain}{COMPRESSED}");
     let mut connected = Vec::new();
-    for batch in 0..VIEWERS / 50 {
-        let greeted = join_all((0..50).map(|_| greeted(&url))).await;
-        connected.extend(greeted);
-        let _ = batch;
+    for _ in 0..VIEWERS / 50 {
+        let urls = [&plain, &compressed];
+        connected.extend(join_all((0..50).map(|i| greeted(urls[i % 2]))).await);
     }
     wait_for_metric(bridge.addr, "watchlife_viewers", |v| v == VIEWERS as f64).await;
     let newest = connected.iter().map(|(_, c)| *c).max().unwrap();
@@ -233,11 +219,22 @@ async fn three_hundred_viewers_each_receive_every_frame_once_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_viewer_is_resynced_and_never_holds_up_the_others() {
+    stalled_viewer_is_resynced("").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_compressed_viewer_is_resynced_and_reads_on() {
+    stalled_viewer_is_resynced(COMPRESSED).await;
+}
+
+/// A viewer connected with `query` stops reading: the others go on, and it
+/// is resynced, then reads the stream on from the snapshot.
+async fn stalled_viewer_is_resynced(query: &str) {
     let bridge = Bridge::start(&["--demo", "--demo-rate", "10000"]).await;
     let stop = Arc::new(AtomicBool::new(false));
     let load = drive_load(bridge.ws_url(), stop.clone());
 
-    let mut stalled = Client::connect_small_buffer(bridge.addr, "/ws").await;
+    let mut stalled = Client::connect_small_buffer(bridge.addr, &format!("/ws{query}")).await;
     let (_, stalled_at) = stalled.greeting().await;
     // It now stops reading. The others must go on, frame after frame, well
     // past the point where the stalled one's queue overflows (its socket
@@ -255,8 +252,6 @@ async fn a_stalled_viewer_is_resynced_and_never_holds_up_the_others() {
         assert_eq!(rec.resyncs, 0, "healthy viewer {i} was resynced");
         assert_eq!(rec.frames.last().map(|f| f.0), Some(until));
     }
-    stop.store(true, Ordering::Relaxed);
-    load.await.expect("the load driver");
     // Not a measure of anything: the bridge drops a viewer whose writes
     // stall for 15 s, so a much longer stall here would end this test early.
     eprintln!("the viewer stalled for {:?}", stalled_since.elapsed());
@@ -288,6 +283,17 @@ async fn a_stalled_viewer_is_resynced_and_never_holds_up_the_others() {
         "{snapshot:?}"
     );
     assert_eq!(snapshot.seq, resumed_at);
+    // And on from there, every frame (a compressed viewer: a new stream).
+    let mut last = resumed_at;
+    while last < resumed_at + 100 {
+        let (frame, _) = stalled.frame().await;
+        if frame.body.is_stream() {
+            assert_eq!(frame.seq, last + 1, "no gap after the snapshot");
+            last = frame.seq;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    load.await.expect("the load driver");
     assert!(
         metric(bridge.addr, "watchlife_resyncs_total{cause=\"lagged\"}")
             .await
@@ -298,11 +304,22 @@ async fn a_stalled_viewer_is_resynced_and_never_holds_up_the_others() {
 
 #[tokio::test]
 async fn a_cursor_inside_the_window_resumes_with_exactly_the_missed_frames() {
+    cursor_resumes_exactly("").await;
+}
+
+#[tokio::test]
+async fn a_compressed_viewer_resumes_from_its_cursor_with_exactly_the_missed_frames() {
+    cursor_resumes_exactly(COMPRESSED).await;
+}
+
+/// A viewer connected with `query` leaves and comes back with its cursor:
+/// it gets the frames it missed, the same bytes as a viewer that stayed.
+async fn cursor_resumes_exactly(query: &str) {
     let bridge = Bridge::start(&["--demo", "--demo-rate", "100"]).await;
     let (reference_ws, start) = greeted(&bridge.ws_url()).await;
     let reference = tokio::spawn(record(reference_ws, start, start + 150));
 
-    let mut leaver = Client::connect(&bridge.ws_url()).await;
+    let mut leaver = Client::connect(&format!("{}{query}", bridge.ws_url())).await;
     let (stream, mut cursor) = leaver.greeting().await;
     // Read a few stream frames, then leave.
     while cursor < start + 20 {
@@ -317,7 +334,11 @@ async fn a_cursor_inside_the_window_resumes_with_exactly_the_missed_frames() {
         v >= (cursor + 50) as f64
     })
     .await;
-    let url = format!("{}?stream={stream}&since={cursor}", bridge.ws_url());
+    let url = format!(
+        "{}?stream={stream}&since={cursor}{}",
+        bridge.ws_url(),
+        query.replace('?', "&")
+    );
     let mut back = Client::connect(&url).await;
     let (hello, _) = back.frame().await;
     assert!(matches!(hello.body, FrameBody::Hello(_)));
@@ -348,6 +369,46 @@ async fn a_cursor_inside_the_window_resumes_with_exactly_the_missed_frames() {
         &got[..expected.len()],
         &expected[..],
         "exactly the frames it missed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_viewer_reads_the_same_bytes_from_a_fraction_of_the_wire() {
+    // Long enough for several of the hub's segments: a viewer that joins
+    // mid-segment takes that segment's frames uncompressed.
+    const FRAMES: u64 = 1_500;
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "300"]).await;
+    let (plain, plain_at) = greeted(&bridge.ws_url()).await;
+    let (compressed, compressed_at) = greeted(&format!("{}{COMPRESSED}", bridge.ws_url())).await;
+    let from = plain_at.max(compressed_at);
+    let until = from + FRAMES;
+    let plain = tokio::spawn(record(plain, plain_at, until));
+    let compressed = tokio::spawn(record(compressed, compressed_at, until));
+    let (plain, compressed) = (plain.await.unwrap(), compressed.await.unwrap());
+    let after = |r: &Recorder| -> Vec<(u64, u64)> {
+        r.frames
+            .iter()
+            .copied()
+            .filter(|(seq, _)| *seq > from)
+            .collect()
+    };
+    assert_eq!(
+        after(&compressed),
+        after(&plain),
+        "the same frames, byte for byte"
+    );
+    assert_eq!(after(&plain).len() as u64, FRAMES);
+    assert!(
+        compressed.wire_bytes * 2 < plain.wire_bytes,
+        "compressed {} bytes, plain {}",
+        compressed.wire_bytes,
+        plain.wire_bytes
+    );
+    eprintln!(
+        "on the wire: compressed {} bytes, plain {} ({:.1} %)",
+        compressed.wire_bytes,
+        plain.wire_bytes,
+        100.0 * compressed.wire_bytes as f64 / plain.wire_bytes as f64
     );
 }
 

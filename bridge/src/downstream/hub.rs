@@ -19,12 +19,14 @@
 //! ([`crate::downstream::server::SEND_BUFFER_BYTES`]) and one batch of frames
 //! ([`crate::downstream::outbox::MAX_BATCH`]).
 
+use crate::downstream::deflate::{Deflated, SharedDeflate};
 use crate::downstream::metrics::Metrics;
 use crate::downstream::tap_history::TapHistory;
 use axum::extract::ws::Utf8Bytes;
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 use tokio::sync::broadcast;
 use watchlife_informer::Object;
 use watchlife_informer_frames::Finished;
@@ -62,6 +64,9 @@ pub struct Published {
     pub resource: Option<Arc<str>>,
     /// Namespace of the event's object, if any.
     pub namespace: Option<Arc<str>>,
+    /// Its bytes in the hub's compressed stream, while any viewer takes it
+    /// compressed (see [`crate::downstream::deflate`]).
+    pub deflated: Option<Deflated>,
 }
 
 /// Bodies a live viewer's snapshot carries at most, in bytes of JSON. Below
@@ -137,6 +142,8 @@ struct State {
     events: u64,
     /// What controllers' taps said lately, for a snapshot.
     taps: TapHistory,
+    /// The stream compressed once for the viewers that take it so.
+    deflate: SharedDeflate,
 }
 
 /// The hub. Cheap to clone.
@@ -168,6 +175,7 @@ impl Hub {
                 listed: BTreeSet::new(),
                 events: 0,
                 taps: TapHistory::default(),
+                deflate: SharedDeflate::default(),
             })),
             live: broadcast::channel(VIEWER_LAG).0,
             stream_id: stream_id.into(),
@@ -236,11 +244,12 @@ impl Hub {
             FrameBody::Reflector(r) => (Some(r.resource.as_str()), None),
             _ => (None, None),
         };
-        let published = Published {
+        let mut published = Published {
             seq,
             resource: resource.map(Into::into),
             namespace: namespace.map(Into::into),
             text: encode(&frame),
+            deflated: None,
         };
         let is_event = matches!(frame.body, FrameBody::Event(_));
         match frame.body {
@@ -274,6 +283,12 @@ impl Hub {
                 tracing::warn!("WATCHLIFE_TEST_BREAK: event frame {seq} dropped");
                 return seq;
             }
+        }
+        // Compressed while any viewer takes it so (see `Metrics::viewer_compressed`).
+        if self.metrics.compressed_viewers() > 0 {
+            published.deflated = state.deflate.push(seq, &published.text, Instant::now());
+        } else {
+            state.deflate.stop();
         }
         state.window_bytes += published.text.len();
         state.window.push_back(published.clone());

@@ -266,6 +266,7 @@ impl Taps {
 /// The viewers' side: connections, refusals, what was sent to them.
 struct Downstream {
     viewers: Gauge,
+    compressed: Gauge,
     viewers_connected: Counter,
     refused: [Counter; Refusal::ALL.len()],
     closed: [Counter; Closed::ALL.len()],
@@ -342,6 +343,11 @@ impl Inner {
 impl Downstream {
     fn register(r: &mut Registry) -> Downstream {
         let viewers = gauge(r, "watchlife_viewers", "Viewers connected to /ws now");
+        let compressed = gauge(
+            r,
+            "watchlife_viewers_compressed",
+            "Viewers connected to /ws now that take their frames compressed",
+        );
         let viewers_connected = counter(
             r,
             "watchlife_viewers_connected",
@@ -377,7 +383,7 @@ impl Downstream {
         let bytes_sent = counter(
             r,
             "watchlife_sent_bytes",
-            "Bytes of frames written to viewers' sockets",
+            "Bytes of messages written to viewers' sockets (compressed, for viewers who take them so)",
         );
         let resyncs = family(
             r,
@@ -395,6 +401,7 @@ impl Downstream {
         );
         Downstream {
             viewers,
+            compressed,
             viewers_connected,
             refused,
             closed,
@@ -495,6 +502,17 @@ impl Drop for ViewerGauge {
     }
 }
 
+/// A viewer that takes its frames compressed, counted in
+/// `watchlife_viewers_compressed` while it lives.
+#[must_use = "the viewer is counted until this is dropped"]
+pub struct CompressedGauge(Metrics);
+
+impl Drop for CompressedGauge {
+    fn drop(&mut self) {
+        self.0.0.down.compressed.dec();
+    }
+}
+
 /// A connected tap, counted in `watchlife_taps` while it lives.
 #[must_use = "the tap is counted until this is dropped"]
 pub struct TapGauge(Metrics);
@@ -558,6 +576,18 @@ impl Metrics {
         self.0.down.viewers.inc();
         self.0.down.viewers_connected.inc();
         ViewerGauge(self.clone())
+    }
+
+    /// A viewer that takes its frames compressed connected; it is counted
+    /// until the returned gauge is dropped.
+    pub fn viewer_compressed(&self) -> CompressedGauge {
+        self.0.down.compressed.inc();
+        CompressedGauge(self.clone())
+    }
+
+    /// How many connected viewers take their frames compressed.
+    pub fn compressed_viewers(&self) -> i64 {
+        self.0.down.compressed.get()
     }
 
     /// A tap connected; it is counted until the returned gauge is dropped.

@@ -1,7 +1,8 @@
 //! From the hub to the viewers.
 //!
 //! - [`hub`]: one ordered stream, encoded once, a window for resuming
-//!   viewers, and the current objects for a snapshot.
+//!   viewers, and the current objects for a snapshot; [`deflate`], the
+//!   stream compressed once for the viewers who take it so.
 //! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/readyz`,
 //!   `/version`, the app), the connection cap and graceful shutdown;
 //!   [`assets`], the embedded app, and [`csp`], its security policy;
@@ -9,7 +10,8 @@
 //! - [`access`]: who may connect (token, Origin, Host), the rules;
 //!   [`guard`], their checks on the routes.
 //! - [`viewer`]: one WebSocket connection, a session with one method per
-//!   event; [`outbox`], its writes and their pace; [`viewer_message`], what
+//!   event; [`outbox`], its writes and their pace; [`compressed`], its
+//!   messages when it takes them compressed; [`viewer_message`], what
 //!   a viewer may say; [`rate_limit`], how often; [`liveness`], the
 //!   heartbeat both ends go by.
 //! - [`tap`]: `/tap`, where controllers' taps tell what they saw, relayed
@@ -19,7 +21,9 @@
 
 pub mod access;
 pub mod assets;
+pub mod compressed;
 pub mod csp;
+pub mod deflate;
 pub mod guard;
 pub mod hub;
 pub mod liveness;

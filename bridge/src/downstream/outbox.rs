@@ -7,6 +7,7 @@
 //! [`BATCH_INTERVAL`], longer when so many viewers are connected that their
 //! writes together would pass [`WRITES_PER_SECOND`].
 
+use crate::downstream::compressed::{Compressed, Out};
 use crate::downstream::liveness::DEAD_AFTER;
 use crate::downstream::metrics::{Closed, Metrics};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes};
@@ -75,40 +76,75 @@ pub struct Outbox<S> {
     metrics: Metrics,
     /// Frames go out joined into messages (see [`batched`]).
     batch: bool,
+    /// For a viewer that takes its frames compressed: its streams.
+    compressed: Option<Compressed>,
+    /// The viewer has a filter: its stream frames are not the hub's whole
+    /// stream (see [`Compressed::messages`]).
+    filtered: bool,
 }
 
 impl<S: Sink<Message> + Unpin> Outbox<S> {
-    pub fn new(sink: S, metrics: Metrics, batch: bool) -> Self {
+    /// An outbox writing to `sink`; `compress`: as binary messages of
+    /// compressed frames (`/ws?compress=deflate`).
+    pub fn new(sink: S, metrics: Metrics, batch: bool, compress: bool) -> Self {
         Outbox {
             sink,
             metrics,
             batch,
+            compressed: compress.then(Compressed::default),
+            filtered: false,
         }
     }
 
-    /// Writes `texts` with one flush. `false` when the viewer is gone: the
+    /// The viewer set a filter, or cleared it.
+    pub fn set_filtered(&mut self, filtered: bool) {
+        self.filtered = filtered;
+    }
+
+    /// Writes `frames` with one flush. `false` when the viewer is gone: the
     /// write failed, or did not complete within [`DEAD_AFTER`].
-    pub async fn send(&mut self, texts: Vec<Utf8Bytes>) -> bool {
-        self.write(texts, false).await
+    pub async fn send(&mut self, frames: Vec<Out>) -> bool {
+        self.write(frames, false).await
     }
 
     /// Like [`Outbox::send`], followed by a ping the viewer must answer.
     pub async fn send_with_ping(&mut self, text: Utf8Bytes) -> bool {
-        self.write(vec![text], true).await
+        self.write(vec![text.into()], true).await
     }
 
-    async fn write(&mut self, texts: Vec<Utf8Bytes>, ping: bool) -> bool {
-        if texts.is_empty() && !ping {
+    /// `frames` as the messages that carry them.
+    fn messages(&mut self, frames: Vec<Out>) -> Vec<Message> {
+        if let Some(compressed) = &mut self.compressed {
+            return compressed
+                .messages(frames, self.filtered, self.batch, MAX_BATCH_BYTES)
+                .into_iter()
+                .map(Message::Binary)
+                .collect();
+        }
+        let texts = frames.into_iter().map(|f| f.text).collect();
+        let texts = if self.batch { batched(texts) } else { texts };
+        texts.into_iter().map(Message::Text).collect()
+    }
+
+    async fn write(&mut self, frames: Vec<Out>, ping: bool) -> bool {
+        if frames.is_empty() && !ping {
             return true;
         }
-        let frames = texts.len() as u64;
-        let bytes: usize = texts.iter().map(|t| t.len()).sum();
-        let texts = if self.batch { batched(texts) } else { texts };
-        let messages = texts.len() as u64;
+        let count = frames.len() as u64;
+        let messages = self.messages(frames);
+        let bytes: usize = messages
+            .iter()
+            .map(|m| match m {
+                Message::Text(t) => t.len(),
+                Message::Binary(b) => b.len(),
+                _ => 0,
+            })
+            .sum();
+        let message_count = messages.len() as u64;
         let sink = &mut self.sink;
         let write = async move {
-            for text in texts {
-                sink.feed(Message::Text(text)).await?;
+            for message in messages {
+                sink.feed(message).await?;
             }
             if ping {
                 sink.feed(Message::Ping(Default::default())).await?;
@@ -117,7 +153,7 @@ impl<S: Sink<Message> + Unpin> Outbox<S> {
         };
         match tokio::time::timeout(DEAD_AFTER, write).await {
             Ok(Ok(())) => {
-                self.metrics.frames_sent(frames, messages, bytes as u64);
+                self.metrics.frames_sent(count, message_count, bytes as u64);
                 true
             }
             Ok(Err(_)) => false,

@@ -273,6 +273,7 @@ async fn websocket(
         since,
         foreign_cursor,
         batch: query.batch,
+        compress: query.compress.is_some(),
         shutdown: shared.shutdown.clone(),
         permit,
     };

@@ -26,8 +26,9 @@
 //! channels, with tokio's clock paused.
 
 use crate::app::App;
+use crate::downstream::compressed::Out;
 use crate::downstream::hub::{Bodies, Join, Published, encode};
-use crate::downstream::metrics::{Closed, Metrics, ResyncCause, ViewerGauge};
+use crate::downstream::metrics::{Closed, CompressedGauge, Metrics, ResyncCause, ViewerGauge};
 use crate::downstream::outbox::{MAX_BATCH, Outbox, PACED_BATCH};
 use crate::downstream::rate_limit::{Admit, MESSAGE_BURST, MESSAGES_PER_SECOND, RateLimiter};
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, close_code};
@@ -73,6 +74,8 @@ pub struct Viewer {
     pub foreign_cursor: bool,
     /// The viewer takes several frames in one message, one per line.
     pub batch: bool,
+    /// The viewer takes its frames compressed (`/ws?compress=deflate`).
+    pub compress: bool,
     /// Becomes `true` (or closes) when the bridge shuts down.
     pub shutdown: watch::Receiver<bool>,
     /// The viewer's place under `--max-viewers`, released when it leaves.
@@ -87,7 +90,7 @@ pub async fn serve(socket: WebSocket, viewer: Viewer) {
 
 /// What to do after one event.
 enum Step {
-    Send(Vec<Utf8Bytes>),
+    Send(Vec<Out>),
     Ping(Utf8Bytes),
     Nothing,
     Close(Closed, u16, String),
@@ -132,7 +135,7 @@ pub struct Session<S, R> {
     /// The last `seq` this viewer has been given (or skipped).
     cursor: u64,
     /// The frames to write first: `hello`, then what the viewer missed.
-    opening: Vec<Utf8Bytes>,
+    opening: Vec<Out>,
     filter: Filter,
     limiter: RateLimiter,
     last_heard: Instant,
@@ -140,6 +143,8 @@ pub struct Session<S, R> {
     /// For a viewer that takes batches: no stream write before this.
     next_write: Instant,
     _counted: ViewerGauge,
+    /// Keeps the hub compressing its stream while this viewer takes it so.
+    _compressed: Option<CompressedGauge>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -154,10 +159,12 @@ where
         let app = viewer.app;
         let metrics = app.hub.metrics().clone();
         let counted = metrics.viewer_connected();
+        // Counted before attaching: every frame after the cursor is compressed.
+        let compressed = viewer.compress.then(|| metrics.viewer_compressed());
         let attached = app.hub.attach(viewer.since, Bodies::Light);
-        let mut opening = vec![control(attached.cursor, FrameBody::Hello(app.hello()))];
+        let mut opening = vec![control(attached.cursor, FrameBody::Hello(app.hello())).into()];
         match attached.join {
-            Join::Resume(frames) => opening.extend(frames.into_iter().map(|p| p.text)),
+            Join::Resume(frames) => opening.extend(frames.into_iter().map(Out::from)),
             Join::Snapshot(snapshot) => {
                 if viewer.since.is_some() {
                     metrics.resynced(ResyncCause::Cursor);
@@ -168,15 +175,15 @@ where
                     };
                     // Test-only: see crate::test_break.
                     if !crate::test_break::is(crate::test_break::Break::SkipResync) {
-                        opening.push(resync(attached.cursor, why));
+                        opening.push(resync(attached.cursor, why).into());
                     }
                 }
-                opening.push(snapshot);
+                opening.push(snapshot.into());
             }
         }
         let now = Instant::now();
         Session {
-            out: Outbox::new(sink, metrics.clone(), viewer.batch),
+            out: Outbox::new(sink, metrics.clone(), viewer.batch, viewer.compress),
             incoming,
             live: attached.live,
             shutdown: viewer.shutdown,
@@ -190,6 +197,7 @@ where
             app,
             metrics,
             _counted: counted,
+            _compressed: compressed,
             _permit: viewer.permit,
         }
     }
@@ -263,7 +271,7 @@ where
 
     /// The answer to one admitted message: nothing for a new filter, the
     /// outcome of a demo action, or an `error` frame.
-    async fn answer(&mut self, message: Message) -> Vec<Utf8Bytes> {
+    async fn answer(&mut self, message: Message) -> Vec<Out> {
         let parsed = match &message {
             Message::Text(text) => parse_message(text),
             _ => Err(Refused {
@@ -274,16 +282,20 @@ where
         match parsed {
             Err(refused) => {
                 self.metrics.message_rejected(refused.code);
-                vec![error(self.cursor, refused.code, &refused.message)]
+                vec![error(self.cursor, refused.code, &refused.message).into()]
             }
             Ok(ClientMessage::Subscribe { filter }) => {
+                self.out.set_filtered(filter != Filter::default());
                 self.filter = filter;
                 vec![]
             }
-            Ok(ClientMessage::Action { action }) => vec![match self.app.run_action(action).await {
-                Ok(result) => control(self.cursor, FrameBody::ActionResult(result)),
-                Err(e) => error(self.cursor, e.code, &e.message),
-            }],
+            Ok(ClientMessage::Action { action }) => vec![
+                match self.app.run_action(action).await {
+                    Ok(result) => control(self.cursor, FrameBody::ActionResult(result)),
+                    Err(e) => error(self.cursor, e.code, &e.message),
+                }
+                .into(),
+            ],
         }
     }
 
@@ -292,13 +304,16 @@ where
         if !tell {
             return Step::Nothing;
         }
-        Step::Send(vec![error(
-            self.cursor,
-            ErrorCode::RateLimited,
-            &format!(
-                "too many messages: at most {MESSAGES_PER_SECOND} a second (bursts of {MESSAGE_BURST}); this one was dropped"
-            ),
-        )])
+        Step::Send(vec![
+            error(
+                self.cursor,
+                ErrorCode::RateLimited,
+                &format!(
+                    "too many messages: at most {MESSAGES_PER_SECOND} a second (bursts of {MESSAGE_BURST}); this one was dropped"
+                ),
+            )
+            .into(),
+        ])
     }
 
     /// Frames from the hub: `first`, and what else is already waiting, for
@@ -319,7 +334,7 @@ where
 
     /// `first` and the frames already waiting, up to a write's worth, those
     /// the filter wants; a lag met on the way is caught up.
-    fn gather(&mut self, first: Published) -> Vec<Utf8Bytes> {
+    fn gather(&mut self, first: Published) -> Vec<Out> {
         let per_write = if self.batch { PACED_BATCH } else { MAX_BATCH };
         let mut texts = Vec::new();
         let mut next = Ok(first);
@@ -329,7 +344,7 @@ where
                 Ok(p) => {
                     self.cursor = p.seq;
                     if wanted(&self.filter, &p) {
-                        texts.push(p.text);
+                        texts.push(Out::from(p));
                     }
                 }
                 Err(missed) => texts.extend(self.catch_up(missed)),
@@ -347,19 +362,19 @@ where
 
     /// `resync` and a snapshot for a viewer that fell `missed` frames behind;
     /// moves its cursor to the snapshot's.
-    fn catch_up(&mut self, missed: u64) -> Vec<Utf8Bytes> {
+    fn catch_up(&mut self, missed: u64) -> Vec<Out> {
         let (seq, snapshot) = self.app.hub.snapshot(Bodies::Light);
         self.cursor = seq;
         self.metrics.resynced(ResyncCause::Lagged);
         // Test-only: see crate::test_break.
         if crate::test_break::is(crate::test_break::Break::SkipResync) {
-            return vec![snapshot];
+            return vec![snapshot.into()];
         }
         let why = format!(
             "you fell {missed} frames behind (the limit is {})",
             crate::downstream::hub::VIEWER_LAG
         );
-        vec![resync(seq, &why), snapshot]
+        vec![resync(seq, &why).into(), snapshot.into()]
     }
 
     /// Does what one event called for; `false` once the connection is over.
@@ -379,7 +394,7 @@ where
     }
 
     /// Writes stream or answer frames, and sets the pace of the next write.
-    async fn write(&mut self, texts: Vec<Utf8Bytes>) -> bool {
+    async fn write(&mut self, texts: Vec<Out>) -> bool {
         // The pause counts from the write's start: a write slowed by a full
         // socket is not paced twice.
         let started = Instant::now();
@@ -593,6 +608,7 @@ mod tests {
             since: None,
             foreign_cursor: false,
             batch,
+            compress: false,
             shutdown: shutdown_rx,
             permit: Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap(),
         };
@@ -625,6 +641,7 @@ mod tests {
     #[test]
     fn frames_about_the_whole_source_pass_every_filter() {
         let frame = |resource: Option<&str>, namespace: Option<&str>| Published {
+            deflated: None,
             seq: 1,
             text: "{}".into(),
             resource: resource.map(Into::into),

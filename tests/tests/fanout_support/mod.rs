@@ -1,10 +1,12 @@
 //! What the fan-out and security tests share: raw WebSocket clients that see
 //! every frame as sent (text, close frames, handshake refusals), the bridge's
-//! metrics, and a bridge stopped with SIGTERM.
+//! metrics, and a bridge stopped with SIGTERM. A client that asked for a
+//! compressed stream reads its binary messages as a page does.
 
 #![allow(dead_code)]
 
 use futures_util::{SinkExt, StreamExt};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,6 +16,8 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use watchlife_protocol::connection::split_batch;
+use watchlife_protocol::deflated::Reader;
 use watchlife_protocol::{FrameBody, ServerFrame};
 
 /// A generous bound on waiting for something that must happen; never a
@@ -31,6 +35,22 @@ pub enum Read {
 /// A WebSocket client of the bridge.
 pub struct Client {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// Frames of a compressed message not yet read.
+    pending: VecDeque<String>,
+    inflate: Reader,
+    /// Bytes of the messages received, as they came on the wire.
+    pub wire_bytes: usize,
+}
+
+impl From<WebSocketStream<MaybeTlsStream<TcpStream>>> for Client {
+    fn from(ws: WebSocketStream<MaybeTlsStream<TcpStream>>) -> Self {
+        Client {
+            ws,
+            pending: VecDeque::new(),
+            inflate: Reader::default(),
+            wire_bytes: 0,
+        }
+    }
 }
 
 /// A refused handshake: the HTTP status and body.
@@ -59,7 +79,7 @@ impl Client {
             );
         }
         match tokio_tungstenite::connect_async(request).await {
-            Ok((ws, _)) => Ok(Client { ws }),
+            Ok((ws, _)) => Ok(Client::from(ws)),
             Err(WsError::Http(response)) => Err(Refused {
                 status: response.status().as_u16(),
                 body: response
@@ -82,25 +102,42 @@ impl Client {
         let (ws, _) = tokio_tungstenite::client_async(url, MaybeTlsStream::Plain(tcp))
             .await
             .expect("WebSocket handshake");
-        Client { ws }
+        Client::from(ws)
     }
 
-    /// The next text frame or close, within `timeout`.
+    /// The next frame or close, within `timeout`.
     pub async fn read(&mut self, timeout: Duration) -> Read {
+        match self.read_text(timeout).await {
+            Ok(text) => parsed(text),
+            Err(close) => Read::Closed(close),
+        }
+    }
+
+    /// The next frame's text, unparsed, or the close, within `timeout`.
+    pub async fn read_text(&mut self, timeout: Duration) -> Result<String, Option<CloseFrame>> {
         loop {
+            if let Some(text) = self.pending.pop_front() {
+                return Ok(text);
+            }
             let message = tokio::time::timeout(timeout, self.ws.next())
                 .await
                 .unwrap_or_else(|_| panic!("nothing from the bridge within {timeout:?}"));
             match message {
                 Some(Ok(Message::Text(text))) => {
-                    let frame = serde_json::from_str(&text).unwrap_or_else(|e| {
-                        panic!("frame does not parse as the protocol says ({e}): {text}")
-                    });
-                    return Read::Frame(Box::new(frame), text.to_string());
+                    self.wire_bytes += text.len();
+                    return Ok(text.to_string());
                 }
-                Some(Ok(Message::Close(frame))) => return Read::Closed(frame),
+                Some(Ok(Message::Binary(bytes))) => {
+                    self.wire_bytes += bytes.len();
+                    let text = self
+                        .inflate
+                        .read(&bytes)
+                        .unwrap_or_else(|e| panic!("a compressed message does not read: {e}"));
+                    self.pending.extend(split_batch(&text).map(str::to_string));
+                }
+                Some(Ok(Message::Close(frame))) => return Err(frame),
                 Some(Ok(_)) => continue,
-                Some(Err(_)) | None => return Read::Closed(None),
+                Some(Err(_)) | None => return Err(None),
             }
         }
     }
@@ -260,4 +297,11 @@ pub fn free_addr() -> SocketAddr {
     format!("127.0.0.1:{}", watchlife_tests::free_port())
         .parse()
         .unwrap()
+}
+
+/// A frame's text parsed; panics when it does not parse as the protocol says.
+fn parsed(text: String) -> Read {
+    let frame = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("frame does not parse as the protocol says ({e}): {text}"));
+    Read::Frame(Box::new(frame), text)
 }
