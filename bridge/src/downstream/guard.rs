@@ -35,6 +35,20 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// The rest of the route when `checked` passed; else the refusal, as `why`.
+    async fn pass(
+        &self,
+        checked: Result<(), Denied>,
+        why: Refusal,
+        request: Request,
+        next: Next,
+    ) -> Response {
+        match checked {
+            Ok(()) => next.run(request).await,
+            Err(denied) => self.refuse(request.uri().path(), why, denied),
+        }
+    }
+
     /// `denied` as an answer, counted when it refuses a viewer.
     fn refuse(&self, path: &str, why: Refusal, denied: Denied) -> Response {
         if path == VIEWERS_PATH {
@@ -58,13 +72,12 @@ pub async fn require_token<S: AsRef<Guard>>(
         .map(|Query(query)| query)
         .unwrap_or(TokenQuery { token: None });
     let authorization = header_str(request.headers(), header::AUTHORIZATION);
-    match guard
+    let checked = guard
         .access
-        .check_token(query.token.as_deref(), authorization)
-    {
-        Ok(()) => next.run(request).await,
-        Err(denied) => guard.refuse(request.uri().path(), Refusal::Unauthorized, denied),
-    }
+        .check_token(query.token.as_deref(), authorization);
+    guard
+        .pass(checked, Refusal::Unauthorized, request, next)
+        .await
 }
 
 /// A layer over the routes a browser reaches from the page: the request
@@ -78,10 +91,8 @@ pub async fn same_origin<S: AsRef<Guard>>(
     let guard = (*state).as_ref();
     let origin = header_str(request.headers(), header::ORIGIN);
     let host = header_str(request.headers(), header::HOST);
-    match guard.access.check_origin(origin, host) {
-        Ok(()) => next.run(request).await,
-        Err(denied) => guard.refuse(request.uri().path(), Refusal::Origin, denied),
-    }
+    let checked = guard.access.check_origin(origin, host);
+    guard.pass(checked, Refusal::Origin, request, next).await
 }
 
 /// A layer over every route: refuses requests to a name a loopback bridge
@@ -92,11 +103,10 @@ pub async fn check_host<S: AsRef<Guard>>(
     next: Next,
 ) -> Response {
     let guard = (*state).as_ref();
-    let host = header_str(request.headers(), header::HOST);
-    match guard.access.check_host(host) {
-        Ok(()) => next.run(request).await,
-        Err(denied) => guard.refuse(request.uri().path(), Refusal::Host, denied),
-    }
+    let checked = guard
+        .access
+        .check_host(header_str(request.headers(), header::HOST));
+    guard.pass(checked, Refusal::Host, request, next).await
 }
 
 /// A header's value, when it is text.
