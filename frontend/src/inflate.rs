@@ -77,9 +77,9 @@ impl Stream {
         Ok(out)
     }
 
+    /// Nothing more is read: cancelling the readable side ends the stream
+    /// (closing the writable side first would leave a promise to reject).
     fn close(self) {
-        // Nothing more is written; what was read is all there is.
-        let _ = self.writer.close();
         let _ = self.reader.cancel();
     }
 }
