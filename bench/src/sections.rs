@@ -202,13 +202,18 @@ fn run_upstream(args: &Args, report: &mut Report) {
 }
 
 fn run_fanout(args: &Args, report: &mut Report) {
-    let config = fanout::Config {
+    let plain = fanout::Config {
         runs: args.process_runs(),
         watchlife: args.watchlife.clone(),
         viewers: args.viewers,
         quick: args.quick,
+        compress: false,
     };
-    scenario::run(&config, report);
+    let compressed = fanout::Config {
+        compress: true,
+        ..plain.clone()
+    };
+    scenario::run(&fanout::Compared { plain, compressed }, report);
 }
 
 fn run_wire(args: &Args, report: &mut Report) {

@@ -54,6 +54,8 @@ pub struct Config {
     pub watchlife: PathBuf,
     pub viewers: usize,
     pub quick: bool,
+    /// The viewers take their frames compressed (`compress=deflate`), as the page does.
+    pub compress: bool,
 }
 
 /// One measured step: `viewers` viewers of a demo at `rate` changes per second.
@@ -211,9 +213,13 @@ impl Scenario for Config {
         let tables = vec![steps_table(&gathered, report), memory_table(&gathered)];
         let notes = notes(&gathered);
         let summary = summary(&gathered);
-        headlines(&gathered, report);
+        headlines(&gathered, self.name(), report);
+        let title = match self.compress {
+            false => "Fan-out: WebSocket viewers of one watchlife",
+            true => "Fan-out, compressed: the same viewers taking `compress=deflate`",
+        };
         report.sections.push(Section {
-            title: "Fan-out: WebSocket viewers of one watchlife".into(),
+            title: title.into(),
             method: self.method(),
             tables,
             notes,
@@ -224,6 +230,14 @@ impl Scenario for Config {
 }
 
 impl Config {
+    /// The name its headlines go by.
+    fn name(&self) -> &'static str {
+        match self.compress {
+            false => "fan-out",
+            true => "fan-out (compressed)",
+        }
+    }
+
     /// One run: the crowd on an idle demo, then the demo's story at full pace.
     /// Returns the viewer connections lost.
     async fn one_run(&self, run: usize, gathered: &mut Gathered) -> Result<u64, String> {
@@ -260,13 +274,74 @@ impl Config {
              at its type and stage times, without parsing the JSON; it records the delivery \
              times of every {}th event, a uniform sample (histograms shared by every viewer are \
              memory both cores contend for, on the cores the bridge is measured on). {} runs, \
-             each with fresh `watchlife` processes.",
+             each with fresh `watchlife` processes.{}",
             self.watchlife.display(),
             WINDOW.as_secs(),
             SETTLE.as_secs(),
             SETTLE_MAX.as_secs(),
             SAMPLE_EVERY,
-            self.runs
+            self.runs,
+            if self.compress {
+                " Every viewer asks for its frames compressed (`&compress=deflate`) and \
+                 decompresses every message as a page does."
+            } else {
+                ""
+            }
         )
+    }
+}
+
+/// The fan-out measured twice in one bench run: viewers that take their
+/// frames uncompressed, then the same steps with viewers that take them
+/// compressed, as the page does; their CPU per frame compared step by step.
+pub struct Compared {
+    pub plain: Config,
+    pub compressed: Config,
+}
+
+impl Scenario for Compared {
+    /// Each half's figures and the seconds it took.
+    type Figures = ((Gathered, f64), (Gathered, f64));
+
+    fn measure(&self) -> Self::Figures {
+        let timed = |config: &Config| {
+            let started = std::time::Instant::now();
+            let gathered = config.measure();
+            (gathered, started.elapsed().as_secs_f64())
+        };
+        (timed(&self.plain), timed(&self.compressed))
+    }
+
+    fn report(&self, (plain, compressed): Self::Figures, report: &mut Report, _seconds: f64) {
+        compare_cpu(&plain.0, &compressed.0, report);
+        self.plain.report(plain.0, report, plain.1);
+        self.compressed.report(compressed.0, report, compressed.1);
+    }
+}
+
+/// Headlines of watchlife's CPU per frame sent, compressed ÷ uncompressed,
+/// at the largest busy step and at the crowd with 100 writes a second.
+fn compare_cpu(plain: &Gathered, compressed: &Gathered, report: &mut Report) {
+    let busy = plain.plan.busy.len();
+    for (i, step) in plain.plan.steps().iter().enumerate() {
+        let compared = if i < busy {
+            i + 1 == busy
+        } else {
+            step.rate == CROWD_RATES[1]
+        };
+        let (Some(p), Some(c)) = (plain.figures.get(i), compressed.figures.get(i)) else {
+            continue;
+        };
+        if compared && compressed.plan.steps().get(i) == Some(step) {
+            report.ratio_headline(
+                format!(
+                    "fan-out: watchlife CPU per frame sent, compressed ÷ uncompressed, {} viewers at {} changes/s",
+                    count(step.viewers),
+                    step.rate
+                ),
+                &c.cpu_per_frame,
+                &p.cpu_per_frame,
+            );
+        }
     }
 }

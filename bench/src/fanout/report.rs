@@ -207,7 +207,7 @@ pub fn summary(gathered: &Gathered) -> Vec<String> {
 }
 
 /// The most viewers of the demo's story beside one, hub → viewer and upstream → hub.
-pub fn headlines(gathered: &Gathered, report: &mut Report) {
+pub fn headlines(gathered: &Gathered, name: &str, report: &mut Report) {
     let busy = &gathered.plan.busy;
     let figures = &gathered.figures;
     let (Some(first), Some(last)) = (figures.first(), figures.get(busy.len().saturating_sub(1)))
@@ -216,13 +216,13 @@ pub fn headlines(gathered: &Gathered, report: &mut Report) {
     };
     let most = count(busy.last().map_or(1, |s| s.viewers));
     report.ratio_headline(
-        format!("fan-out: hub → viewer p50, {most} viewers ÷ 1 viewer, at {FULL_RATE} changes/s"),
+        format!("{name}: hub → viewer p50, {most} viewers ÷ 1 viewer, at {FULL_RATE} changes/s"),
         &last.hub_p50,
         &first.hub_p50,
     );
     report.ratio_headline(
         format!(
-            "fan-out: upstream arrival → hub p50 (the informer inside watchlife), {most} viewers ÷ 1 viewer"
+            "{name}: upstream arrival → hub p50 (the informer inside watchlife), {most} viewers ÷ 1 viewer"
         ),
         &last.informer_p50,
         &first.informer_p50,

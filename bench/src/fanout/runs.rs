@@ -33,7 +33,7 @@ pub async fn busy_run(
     for (i, step) in steps.iter().enumerate() {
         let n = step.viewers;
         progress!("fan-out: {n} viewers");
-        connect(&bridge, n, &mut crowd, &shared).await;
+        connect(&bridge, n, config.compress, &mut crowd, &shared).await;
         settle(&bridge, &shared, n).await;
         measure_step(&bridge, &shared, i, n, &mut figures[i]).await?;
     }
@@ -112,10 +112,20 @@ async fn settle(bridge: &Watchlife, shared: &Shared, n: usize) {
     }
 }
 
-/// Connects viewers until there are `n`; returns when each has connected or failed.
-async fn connect(bridge: &Watchlife, n: usize, crowd: &mut Crowd, shared: &Arc<Shared>) {
+/// Connects viewers until there are `n` (compressed ones: as the page asks,
+/// `compress`); returns when each has connected or failed.
+async fn connect(
+    bridge: &Watchlife,
+    n: usize,
+    compress: bool,
+    crowd: &mut Crowd,
+    shared: &Arc<Shared>,
+) {
     // As the page asks: several frames to a message when they come fast.
-    let url = format!("{}?batch=true", bridge.ws_url());
+    let url = match compress {
+        true => format!("{}?batch=true&compress=deflate", bridge.ws_url()),
+        false => format!("{}?batch=true", bridge.ws_url()),
+    };
     crowd
         .grow_to(n, |permit| view(url.clone(), shared.clone(), permit))
         .await;
@@ -155,7 +165,7 @@ pub async fn crowd_run(
     for (i, &n) in steps.iter().enumerate() {
         progress!("fan-out: {n} viewers, no workload");
         let (had, t) = (crowd.size(), Instant::now());
-        connect(&bridge, n, &mut crowd, &shared).await;
+        connect(&bridge, n, config.compress, &mut crowd, &shared).await;
         idle[i]
             .connects_per_second
             .push((n - had) as f64 / t.elapsed().as_secs_f64());

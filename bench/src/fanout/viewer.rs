@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use watchlife_protocol::connection::split_batch;
+use watchlife_protocol::deflated::Reader;
 
 /// What every viewer task shares.
 pub struct Shared {
@@ -47,17 +48,32 @@ pub async fn view(url: String, shared: Arc<Shared>, permit: tokio::sync::OwnedSe
         return;
     };
     let mut tally = Tally::default();
+    // A viewer that asked for compressed frames reads them as a page does.
+    let mut inflate = Reader::default();
     while let Some(message) = ws.next().await {
-        let Ok(Message::Text(text)) = message else {
-            if message.is_err() {
+        let inflated;
+        let text = match &message {
+            // Not copied: the viewers share the cores of the bridge they measure.
+            Ok(Message::Text(text)) => text.as_str(),
+            Ok(Message::Binary(bytes)) => match inflate.read(bytes) {
+                Ok(text) => {
+                    inflated = text;
+                    inflated.as_str()
+                }
+                Err(_) => {
+                    shared.failures.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            },
+            Ok(_) => continue,
+            Err(_) => {
                 shared.failures.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            continue;
         };
         let now = now_micros();
         let before = tally;
-        for frame in split_batch(text.as_str()) {
+        for frame in split_batch(text) {
             tally.read(frame, now, &shared);
         }
         tally.publish(before, &shared);
