@@ -3,6 +3,7 @@
 //! `DecompressionStream("deflate-raw")`, in order, the current stream's
 //! context kept across messages (framing: [`watchlife_protocol::deflated`]).
 
+use crate::js_error::message;
 use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -128,12 +129,4 @@ impl Drop for Inflater {
             stream.close();
         }
     }
-}
-
-/// A JavaScript error's message.
-fn message(e: &JsValue) -> String {
-    e.dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"))
 }

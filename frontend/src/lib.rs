@@ -56,6 +56,7 @@ pub mod history;
 pub mod in_page;
 pub mod inflate;
 pub mod interval;
+pub mod js_error;
 pub mod listeners;
 pub mod micros;
 pub mod model;

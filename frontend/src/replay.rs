@@ -11,6 +11,7 @@
 //! at any time is the same however it was reached, and a replay always ends
 //! in the same state.
 
+use crate::js_error::message;
 use crate::model::{Link, Model};
 use crate::notice::reflector_alarming;
 use crate::playhead::{Playhead, every_tick};
@@ -341,8 +342,8 @@ async fn fetch_text(url: &str) -> Result<String, String> {
     let window = web_sys::window().ok_or("no window")?;
     let response = JsFuture::from(window.fetch_with_str(url))
         .await
-        .map_err(|e| format!("cannot fetch the recording {url}: {}", js_message(&e)))?;
-    let response: web_sys::Response = response.dyn_into().map_err(|e| js_message(&e))?;
+        .map_err(|e| format!("cannot fetch the recording {url}: {}", message(&e)))?;
+    let response: web_sys::Response = response.dyn_into().map_err(|e| message(&e))?;
     if !response.ok() {
         let status = response.status();
         let why = if status == 404 {
@@ -354,9 +355,9 @@ async fn fetch_text(url: &str) -> Result<String, String> {
             "cannot fetch the recording {url}: HTTP {status}{why}"
         ));
     }
-    let blob = JsFuture::from(response.blob().map_err(|e| js_message(&e))?)
+    let blob = JsFuture::from(response.blob().map_err(|e| message(&e))?)
         .await
-        .map_err(|e| js_message(&e))?;
+        .map_err(|e| message(&e))?;
     blob_text(blob.unchecked_into(), url).await
 }
 
@@ -369,25 +370,20 @@ async fn blob_text(blob: web_sys::Blob, name: &str) -> Result<String, String> {
             MAX_BYTES / 1e6
         ));
     }
-    let head = blob
-        .slice_with_i32_and_i32(0, 2)
-        .map_err(|e| js_message(&e))?;
+    let head = blob.slice_with_i32_and_i32(0, 2).map_err(|e| message(&e))?;
     let head = JsFuture::from(head.array_buffer())
         .await
-        .map_err(|e| js_message(&e))?;
+        .map_err(|e| message(&e))?;
     let blob = if Uint8Array::new(&head).to_vec() == [0x1f, 0x8b] {
-        gunzip(&blob).await.map_err(|e| {
-            format!(
-                "{name} looks gzipped but does not unzip: {}",
-                js_message(&e)
-            )
-        })?
+        gunzip(&blob)
+            .await
+            .map_err(|e| format!("{name} looks gzipped but does not unzip: {}", message(&e)))?
     } else {
         blob
     };
     let text = JsFuture::from(blob.text())
         .await
-        .map_err(|e| format!("{name} cannot be read: {}", js_message(&e)))?;
+        .map_err(|e| format!("{name} cannot be read: {}", message(&e)))?;
     text.as_string()
         .ok_or_else(|| format!("{name} cannot be read as text"))
 }
@@ -410,12 +406,4 @@ async fn gunzip(blob: &web_sys::Blob) -> Result<web_sys::Blob, JsValue> {
     let stream = blob.stream().pipe_through(&pair);
     let response = web_sys::Response::new_with_opt_readable_stream(Some(&stream))?;
     Ok(JsFuture::from(response.blob()?).await?.unchecked_into())
-}
-
-/// A JavaScript error's message.
-fn js_message(e: &JsValue) -> String {
-    e.dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"))
 }

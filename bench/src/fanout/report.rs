@@ -157,8 +157,9 @@ fn informer_note(gathered: &Gathered) -> Option<String> {
 fn crowd_note(crowd: usize) -> String {
     let pacing = bridge::ViewerPacing::describe(crowd);
     format!(
-        "**The crowd.** Every viewer asks for batches (`/ws?batch=true`), as the page does, \
-         and reads every frame of every message. A write per event to each of {} viewers at \
+        "**The crowd.** Every viewer asks for batches (`/ws?batch=true`), as the page does \
+         (and, in the compressed section, for compression too), and reads every frame of \
+         every message. A write per event to each of {} viewers at \
          {} writes/s would be {} million WebSocket messages a second through loopback, \
          written by `watchlife` and read by the bench on the same two cores; the bridge \
          paces each viewer's writes instead, so that all of them together stay under {} \
