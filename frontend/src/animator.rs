@@ -20,7 +20,7 @@
 //! [`Token::reordered`]; the event log gives the signed number.
 
 pub use crate::backlog::MAX_WAITING;
-use crate::backlog::{Backlog, Pending};
+use crate::backlog::{Backlog, Held, Pending};
 use crate::event_row::EventRow;
 use std::collections::VecDeque;
 use watchlife_protocol::{FrameBody, ServerFrame, Stage, WatchEvent};
@@ -44,6 +44,19 @@ pub const MAX_FRAME_MS: f64 = 100.0;
 /// Journey length while more events wait than [`MAX_WAITING`] (only events
 /// that may not be dropped are then left): fast enough to drain a relist.
 pub const CATCH_UP_JOURNEY_MS: f64 = 800.0;
+
+/// Events of one frame shown without a token whose resourceVersions are
+/// kept: a catch-up lets thousands go at once, and no one reads them all.
+pub const UNTOKENED_NAMED: usize = 64;
+
+/// The events one frame showed without a token.
+#[derive(Debug, Clone, Default)]
+pub struct Untokened {
+    /// The newest of them.
+    pub newest: Option<EventRow>,
+    /// Their resourceVersions, newest first, at most [`UNTOKENED_NAMED`].
+    pub rvs: Vec<String>,
+}
 
 /// One event travelling through the stages.
 #[derive(Debug, Clone)]
@@ -169,9 +182,12 @@ pub struct AnimState {
     pub active: Vec<Token>,
     /// Tokens launched since the page opened.
     pub launched: u64,
-    /// Events shown without a token: too many came at once, or the viewer
-    /// caught up.
+    /// Events shown without a token: too many came at once, the viewer
+    /// caught up, or no lane was free at live speed.
     pub skipped_total: u64,
+    /// The events the latest frame that let any go showed without a token:
+    /// at live speed, the first visible sign of an event that found no lane.
+    pub untokened: Untokened,
     /// Coalesced events whose token merged into a queued key.
     pub merged: u64,
     /// The token a step launched; the clock runs until it has arrived.
@@ -221,9 +237,36 @@ impl AnimState {
     /// what has arrived. Returns how many events were let go.
     pub fn catch_up(&mut self, backlog: &mut Backlog, out: &mut Vec<Pending>) -> usize {
         let events = backlog.events();
+        let first = out.len();
         backlog.release_all(out);
         self.skipped_total += events as u64;
+        self.note_untokened(&out[first..], |_| true);
         events
+    }
+
+    /// Remembers the events of `released` that `untokened` says left with
+    /// no token, if there are any.
+    fn note_untokened(&mut self, released: &[Pending], untokened: impl Fn(&Pending) -> bool) {
+        let rows: Vec<&EventRow> = released
+            .iter()
+            .filter(|p| untokened(p))
+            .filter_map(|p| match &p.held {
+                Held::Event { row, .. } => Some(row),
+                Held::Frame(_) => None,
+            })
+            .collect();
+        let Some(newest) = rows.last() else {
+            return;
+        };
+        self.untokened = Untokened {
+            newest: Some((*newest).clone()),
+            rvs: rows
+                .iter()
+                .rev()
+                .take(UNTOKENED_NAMED)
+                .map(|r| r.event.resource_version.clone())
+                .collect(),
+        };
     }
 
     /// Advances by `dt` ms of page time: launches what is due and lets go,
@@ -271,14 +314,24 @@ impl AnimState {
         } else {
             self.launch_due(journey_ms, feed);
         }
+        // Live, an event's first visible change is drawn in the frame it
+        // arrived before: its token if a lane was free, else its row and
+        // numbers now, with no token. Nothing waits for a lane.
+        let live = !paused && journey_ms.is_none();
+        if live {
+            feed.backlog.skip_all();
+        }
         // What the clock has reached leaves while the clock runs.
         if !paused || self.stepping.is_some() {
             let (clock, reached) = (self.clock, self.cache_reached);
-            let holds =
-                |f: &ServerFrame| matches!(f.body, FrameBody::WatchCache(_)) && clock < reached;
+            let holds = |f: &ServerFrame| {
+                !live && matches!(f.body, FrameBody::WatchCache(_)) && clock < reached
+            };
             feed.backlog.release_ready(&feed.shows, &holds, feed.out);
         }
-        self.skipped_total += feed.out[first..].iter().filter(|p| p.skipped()).count() as u64;
+        let released = &feed.out[first..];
+        self.skipped_total += released.iter().filter(|p| p.skipped()).count() as u64;
+        self.note_untokened(released, Pending::skipped);
     }
 
     /// Launches the waiting events whose turn has come.
@@ -298,7 +351,9 @@ impl AnimState {
         } else {
             LIVE_LAUNCH_GAP_MS
         };
-        while feed.waiting(&self.reruns) && self.clock - self.last_launch >= gap {
+        while feed.waiting(&self.reruns)
+            && (self.launched == 0 || self.clock - self.last_launch >= gap)
+        {
             if self.launch(journey_ms, feed).is_none() {
                 break;
             }
@@ -548,6 +603,33 @@ mod tests {
         assert_eq!(r.a.skipped_total, 100 - MAX_WAITING as u64);
         assert_eq!(r.out.len() as u64, 1 + r.a.skipped_total, "shown in order");
         assert_eq!(r.backlog.events(), MAX_WAITING - 1);
+    }
+
+    #[test]
+    fn live_every_event_is_shown_in_the_next_frame_with_a_token_or_without() {
+        let mut r = Rig::default();
+        r.push(row(0, EventType::Error, &PATH));
+        for seq in 1..40 {
+            r.push(row(seq, EventType::Modified, &PATH));
+        }
+        r.frame(16.0, false, None);
+        assert_eq!(r.out.len(), 40, "all shown, in order, in one frame");
+        assert!(r.out.iter().enumerate().all(|(i, p)| match &p.held {
+            Held::Event { row, .. } => row.seq == i as u64,
+            Held::Frame(_) => false,
+        }));
+        assert_eq!((r.a.launched, r.a.skipped_total), (1, 39));
+        let newest = r.a.untokened.newest.as_ref().map(|row| row.seq);
+        assert_eq!((newest, r.a.untokened.rvs.len()), (Some(39), 39));
+        assert!(r.backlog.is_empty());
+        // Slower than live, the same events wait for their tokens.
+        let mut slow = Rig::default();
+        for seq in 0..10 {
+            slow.push(row(seq, EventType::Modified, &PATH));
+        }
+        slow.frame(16.0, false, Some(2_000.0));
+        assert_eq!((slow.out.len(), slow.backlog.events()), (1, 9));
+        assert!(slow.a.untokened.newest.is_none());
     }
 
     #[test]

@@ -109,6 +109,18 @@ impl Backlog {
         oldest.map(|fate| *fate = Fate::Skip).is_some()
     }
 
+    /// Marks every event waiting for a token, protected or not, to leave
+    /// without one: at live speed nothing waits for a lane (see
+    /// [`crate::animator::AnimState::frame`]).
+    pub fn skip_all(&mut self) {
+        for p in &mut self.items {
+            if let Held::Event { fate, .. } = &mut p.held {
+                *fate = Fate::Skip;
+            }
+        }
+        self.animated = 0;
+    }
+
     /// Holds a frame that is not an event.
     pub fn push_frame(&mut self, frame: ServerFrame, at: f64) {
         self.items.push_back(Pending {

@@ -199,6 +199,28 @@ impl Browser {
         assert!(pair.is_null(), "{css}: {pair} overlap");
     }
 
+    /// Runs a Chrome DevTools Protocol command (see [`crate::cdp`]).
+    pub async fn cdp(&self, cmd: &str, params: serde_json::Value) -> serde_json::Value {
+        let cmd = crate::cdp::Cdp {
+            cmd: cmd.into(),
+            params,
+        };
+        self.client
+            .issue_cmd(cmd)
+            .await
+            .unwrap_or_else(|e| panic!("a DevTools command: {e}"))
+    }
+
+    /// Runs `script` in every document the session opens from now on, before
+    /// the page's own scripts.
+    pub async fn before_every_page(&self, script: &str) {
+        self.cdp(
+            "Page.addScriptToEvaluateOnNewDocument",
+            serde_json::json!({ "source": script }),
+        )
+        .await;
+    }
+
     /// The value of a JavaScript expression.
     pub async fn eval(&self, expr: &str) -> serde_json::Value {
         self.client

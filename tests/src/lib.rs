@@ -17,6 +17,7 @@
 
 pub mod bridge;
 pub mod browser;
+pub mod cdp;
 pub mod chaos;
 pub mod client_go;
 pub mod deploy;

@@ -8,7 +8,8 @@
 //! - [`node`]: one stage's node; [`hop_node`]: an inner hop's;
 //!   [`numbers`]: the numbers on a node; [`reflector_lines`]: the
 //!   Reflector's short lines.
-//! - [`tokens`]: the tokens on their lanes; [`journey`]: where a token is.
+//! - [`tokens`]: the tokens on their lanes; [`journey`]: where a token is;
+//!   [`untokened`]: the events that went by without one.
 //! - [`stage_id`]: a stage's name in selectors and classes.
 
 pub mod hop_node;
@@ -20,6 +21,7 @@ pub mod reflector_lines;
 pub mod spot;
 pub mod stage_id;
 pub mod tokens;
+pub mod untokened;
 
 use crate::model::Model;
 use crate::player::Player;
@@ -32,6 +34,7 @@ use node::StageNode;
 use spot::Spot;
 pub use stage_id::stage_id;
 use tokens::Tokens;
+use untokened::Untokened;
 
 /// How often the numbers on the nodes are refreshed (and only then: they
 /// do not follow every event).
@@ -72,6 +75,7 @@ pub fn Pipeline() -> impl IntoView {
             >
                 {move || drawing(geometry.get(), now, toggle)}
                 <Tokens geometry/>
+                <Untokened geometry/>
             </svg>
         </section>
     }

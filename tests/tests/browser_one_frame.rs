@@ -1,0 +1,148 @@
+//! One frame from event to pixel: at live speed, each event's first visible
+//! change (its token, or the line under the lanes that counts the events shown
+//! without one) is drawn in the first animation frame after its message
+//! arrives, bursts included, whatever the event log's redraw rate.
+//!
+//! A script that runs before the page's own counts animation frames (its
+//! `requestAnimationFrame` callback is the first of every frame), notes the
+//! frame count when each event's message arrives (a listener on every
+//! WebSocket the page opens), and the frame count when each resourceVersion
+//! first appears on an element (`data-rv`, or one of the names in `data-rvs`).
+
+use serde_json::json;
+use std::time::Duration;
+use watchlife_protocol::{
+    EventType, FrameBody, PROTOCOL_VERSION, ServerFrame, Snapshot, Stage, StageMark, StageTimes,
+    WatchEvent,
+};
+use watchlife_tests::browser::{Browser, ScriptedBridge, scripted_hello, scripted_pod};
+
+/// The page's clocks, installed before its scripts.
+const CLOCKS: &str = r#"
+window.__frames = 0;
+(function tick() { window.__frames++; requestAnimationFrame(tick); })();
+window.__arrived = {};
+window.__drawn = {};
+const Native = window.WebSocket;
+window.WebSocket = class extends Native {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener('message', m => {
+      if (typeof m.data !== 'string') return;
+      const frame = JSON.parse(m.data);
+      for (const f of Array.isArray(frame) ? frame : [frame]) {
+        const rv = f.type === 'event' && f.data.resource_version;
+        if (rv && !(rv in window.__arrived)) window.__arrived[rv] = window.__frames;
+      }
+    });
+  }
+};
+const note = rv => { if (rv && !(rv in window.__drawn)) window.__drawn[rv] = window.__frames; };
+const look = el => {
+  if (el.nodeType !== 1) return;
+  note(el.getAttribute('data-rv'));
+  (el.getAttribute('data-rvs') || '').split(' ').forEach(note);
+};
+new MutationObserver(changes => {
+  for (const c of changes) {
+    if (c.type === 'attributes') { look(c.target); continue; }
+    for (const n of c.addedNodes) {
+      look(n);
+      if (n.querySelectorAll) n.querySelectorAll('[data-rv],[data-rvs]').forEach(look);
+    }
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true,
+                      attributeFilter: ['data-rv', 'data-rvs']});
+"#;
+
+/// The first resourceVersion the test writes; the snapshot holds one below.
+const FIRST_RV: u64 = 100;
+/// A start time for the events' stage marks (µs), far from zero.
+const T0: u64 = 1_795_338_904_000_000;
+
+/// A MODIFIED of `default/web-{rv % 5}` that passed every stage in 3 ms.
+fn modified(seq: u64, rv: u64) -> ServerFrame {
+    let mut stages = StageTimes::new();
+    for (i, stage) in Stage::ALL.iter().enumerate() {
+        stages.insert(*stage, StageMark::at(T0 + seq * 10_000 + i as u64 * 500));
+    }
+    let target = scripted_pod(&format!("web-{}", rv % 5));
+    let object = json!({"kind": "Pod", "metadata": {"name": target.name, "namespace": "default",
+                        "resourceVersion": rv.to_string()}});
+    ServerFrame {
+        seq,
+        body: FrameBody::Event(WatchEvent {
+            event_type: EventType::Modified,
+            target,
+            resource_version: rv.to_string(),
+            object: object.into(),
+            stages,
+            initial: false,
+            coalesced: false,
+            handled: Default::default(),
+            server: None,
+        }),
+    }
+}
+
+#[tokio::test]
+async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
+    let snapshot = ServerFrame {
+        seq: 0,
+        body: FrameBody::Snapshot(Snapshot {
+            objects: vec![],
+            reflectors: vec![],
+            listed: vec![],
+            taps: vec![],
+        }),
+    };
+    let mut hello = scripted_hello("scripted", &["pods"]);
+    hello.protocol = PROTOCOL_VERSION;
+    let bridge = ScriptedBridge::start(hello, vec![snapshot]).await;
+    let browser = Browser::start(1440, 1000).await;
+    browser.before_every_page(CLOCKS).await;
+    browser.goto(&format!("{}/?speed=4", bridge.url())).await;
+    browser.wait_connected().await;
+
+    // Singles a little apart, then bursts that arrive together: more
+    // events at once than the lanes have room for.
+    let mut rv = FIRST_RV;
+    let mut sent = Vec::new();
+    for burst in [1, 1, 1, 1, 1, 8, 1, 12, 1, 1, 20, 1] {
+        for _ in 0..burst {
+            bridge.send(&modified(rv - FIRST_RV + 1, rv));
+            sent.push(rv.to_string());
+            rv += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(70)).await;
+    }
+    let count = sent.len();
+    browser
+        .wait_until(
+            "every event is drawn",
+            &format!(
+                "Object.keys(window.__drawn).filter(rv => rv >= {FIRST_RV}).length >= {count}"
+            ),
+        )
+        .await;
+    let arrived = browser.eval("window.__arrived").await;
+    let drawn = browser.eval("window.__drawn").await;
+    let late: Vec<String> = sent
+        .iter()
+        .filter_map(|rv| {
+            let a = arrived[rv]
+                .as_u64()
+                .unwrap_or_else(|| panic!("rv {rv} never arrived"));
+            let d = drawn[rv]
+                .as_u64()
+                .unwrap_or_else(|| panic!("rv {rv} never drawn"));
+            (d != a + 1).then(|| format!("rv {rv}: arrived after frame {a}, drawn in frame {d}"))
+        })
+        .collect();
+    assert!(late.is_empty(), "{} of {count} late: {late:?}", late.len());
+
+    // The bursts found the lanes taken: the line under them says so.
+    let line = browser.text("#pipeline .untokened").await;
+    assert!(line.contains("shown without a token"), "{line}");
+    browser.close().await;
+}
