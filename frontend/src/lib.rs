@@ -37,6 +37,7 @@
 //!   matched with the bridge's events by resourceVersion; [`tap_words`]:
 //!   their reconciles in words.
 //! - [`throttle`]: costly panels redrawn a few times a second, not per frame.
+//! - [`media`]: signals that follow a media query (a phone's width, less motion).
 //! - [`components`]: what is drawn.
 
 pub mod animator;
@@ -58,6 +59,7 @@ pub mod inflate;
 pub mod interval;
 pub mod js_error;
 pub mod listeners;
+pub mod media;
 pub mod micros;
 pub mod model;
 pub mod narration;

@@ -32,10 +32,9 @@ impl Player {
         let player = Player {
             state: StoredValue::new(AnimState::default()),
             tick: RwSignal::new(0),
-            reduced_motion: RwSignal::new(false),
+            reduced_motion: crate::media::follow(crate::media::REDUCED_MOTION_QUERY),
             model,
         };
-        follow_reduced_motion(player.reduced_motion);
         next_frame(player, model, view, now_ms());
         player
     }
@@ -116,24 +115,4 @@ fn next_frame(player: Player, model: Model, view: ViewState, last: f64) {
         }
         next_frame(player, model, view, now);
     });
-}
-
-/// Keeps `reduced` equal to whether the viewer asked the system for less
-/// motion, now and whenever the setting changes.
-fn follow_reduced_motion(reduced: RwSignal<bool>) {
-    use wasm_bindgen::JsCast;
-    use wasm_bindgen::closure::Closure;
-    let Some(query) = web_sys::window().and_then(|w| {
-        w.match_media("(prefers-reduced-motion: reduce)")
-            .ok()
-            .flatten()
-    }) else {
-        return;
-    };
-    reduced.set(query.matches());
-    let watched = query.clone();
-    let on_change = Closure::<dyn Fn()>::new(move || reduced.set(watched.matches()));
-    query.set_onchange(Some(on_change.as_ref().unchecked_ref()));
-    // The listener lives as long as the page.
-    on_change.forget();
 }

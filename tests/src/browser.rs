@@ -47,13 +47,19 @@ impl Browser {
 
     /// A session whose page is `width`×`height` CSS pixels as a phone's is:
     /// Chromium's window cannot be narrower than [`MIN_WINDOW_WIDTH`], so a
-    /// phone's width is emulated (device metrics, one pixel per CSS pixel)
-    /// rather than asked of the window.
+    /// phone's screen is emulated (DevTools' device metrics, one pixel per
+    /// CSS pixel, a mobile viewport) rather than asked of the window.
     pub async fn start_phone(width: u32, height: u32) -> Browser {
-        let metrics = serde_json::json!({
-            "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1.0 }
-        });
-        Browser::start_with(width.max(MIN_WINDOW_WIDTH), height, Some(metrics)).await
+        let browser = Browser::start_with(width.max(MIN_WINDOW_WIDTH), height, None).await;
+        browser
+            .cdp(
+                "Emulation.setDeviceMetricsOverride",
+                serde_json::json!({
+                    "width": width, "height": height, "deviceScaleFactor": 1, "mobile": true
+                }),
+            )
+            .await;
+        browser
     }
 
     async fn start_with(

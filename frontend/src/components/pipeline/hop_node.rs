@@ -9,6 +9,11 @@ use crate::player::Player;
 use crate::waterfall_spans::spans;
 use leptos::prelude::*;
 
+/// Where a hop's two name lines stand, from a one-line name's baseline:
+/// 16 units apart, more than the 13-pixel type's height, and the lower one
+/// clear of the explanation under it.
+const HOP_NAME_SHIFT: [f64; 2] = [-10.0, 6.0];
+
 /// The waterfall's span that ends at the hop (see [`crate::waterfall_spans`]):
 /// the time it took to be reached, or spent there.
 fn span_id(hop: Hop) -> &'static str {
@@ -39,11 +44,17 @@ pub fn HopNode(hop: Hop, at: Placed, dims: &'static Dims) -> impl IntoView {
         })
     });
     let [first, second] = hop.label();
+    // A hop's name is always two lines; where a stage's name takes one
+    // (a desk, a phone), they share its room, a little above and below.
+    let name_y = match dims.name_lines {
+        1 => HOP_NAME_SHIFT.map(|shift| dims.name_y[0] + shift),
+        _ => dims.name_y,
+    };
     view! {
         <g class="hop server" data-hop=hop.id() role="group" aria-label=format!("{first} {second}: {}", hop.explain())>
             <rect class="node hop-node" x=x y=top width=w height=dims.node_h rx=10/>
-            <text class="hop-name" x=cx y=top + dims.name_y[0] text-anchor="middle">{first}</text>
-            <text class="hop-name" x=cx y=top + dims.name_y[1] text-anchor="middle">{second}</text>
+            <text class="hop-name" x=cx y=top + name_y[0] text-anchor="middle">{first}</text>
+            <text class="hop-name" x=cx y=top + name_y[1] text-anchor="middle">{second}</text>
             <text class="stage-explain" x=cx y=top + dims.explain_y[0] text-anchor="middle"
                 textLength=(hop.explain().len() as f64 * dims.sans_char_w * 0.75 > w - 8.0).then_some(w - 8.0)
                 lengthAdjust="spacingAndGlyphs">

@@ -1,12 +1,14 @@
 //! Where the pipeline's parts stand, in SVG units.
 //!
-//! Two sizes ([`Dims`]): [`NORMAL`] for a desk, [`PRESENTER`] for a
+//! Three sizes ([`Dims`]): [`NORMAL`] for a desk, [`PRESENTER`] for a
 //! projector, where one SVG unit is one CSS pixel at 1920×1080 so that the
-//! stylesheet's font sizes are what the room sees. Two arrangements
-//! ([`Geometry`]): one row of nodes, server side then client side; or, when
-//! the server side is opened into its inner hops or in presenter mode, two
-//! rows — the server on top, the client under it — each with its token lanes
-//! beneath.
+//! stylesheet's font sizes are what the room sees, and [`PHONE`], a desk's
+//! nodes over slim lanes. Three arrangements ([`Geometry`]): one row of
+//! nodes, server side then client side; when the server side is opened into
+//! its inner hops or in presenter mode, two rows — the server on top, the
+//! client under it; on a phone, rows no wider than [`PHONE_ROW_W`] (two
+//! stages), so that a 360-pixel screen shows them at their own size. Each
+//! row has its token lanes beneath.
 
 use super::spot::{Spot, spots};
 use crate::animator::LANES;
@@ -121,6 +123,23 @@ pub const PRESENTER: Dims = Dims {
     label_chars: 11,
 };
 
+/// A phone's sizes: a desk's nodes (their text at its own size), slim
+/// lanes of unlabelled tokens, so that five rows of two stages stay about
+/// two screens tall.
+pub const PHONE: Dims = Dims {
+    lanes_gap: 8.0,
+    lane_h: 13.0,
+    token_w: 36.0,
+    token_h: 10.0,
+    label_y: 8.0,
+    foot: 22.0,
+    ..NORMAL
+};
+
+/// Widest row on a phone, in SVG units: two desk nodes and the margins, so
+/// that a 360-pixel screen draws one unit at about a pixel.
+pub const PHONE_ROW_W: f64 = 2.0 * NORMAL.node_w + NORMAL.gap + 2.0 * MARGIN;
+
 /// Space left and right of the rows of nodes.
 pub const MARGIN: f64 = 10.0;
 
@@ -132,6 +151,8 @@ pub struct Geometry {
     pub open: bool,
     /// Server and client on rows of their own.
     pub two_rows: bool,
+    /// A row is broken where it would be wider than this (a phone's).
+    pub row_w: Option<f64>,
 }
 
 /// A spot's node on the drawing.
@@ -142,17 +163,25 @@ pub struct Placed {
     /// Top of its node.
     pub y: f64,
     pub w: f64,
-    /// Its row (0, or 1 for the client side when in two rows).
+    /// Its row, from 0 at the top.
     pub row: usize,
 }
 
 impl Geometry {
-    /// The desk's single row, or two rows when opened; a projector's two rows.
-    pub fn new(presenter: bool, open: bool) -> Geometry {
+    /// The desk's single row, or two rows when opened; a projector's two
+    /// rows; a phone's rows of two stages (`narrow`, in presenter mode too:
+    /// a projector's sizes on a phone's screen are too small to read).
+    pub fn new(presenter: bool, open: bool, narrow: bool) -> Geometry {
+        let dims = match (presenter, narrow) {
+            (_, true) => &PHONE,
+            (true, false) => &PRESENTER,
+            (false, false) => &NORMAL,
+        };
         Geometry {
-            dims: if presenter { &PRESENTER } else { &NORMAL },
+            dims,
             open,
-            two_rows: presenter || open,
+            two_rows: presenter || open || narrow,
+            row_w: narrow.then_some(PHONE_ROW_W),
         }
     }
 
@@ -165,16 +194,19 @@ impl Geometry {
     /// Every spot's node, in pipeline order.
     pub fn placed(&self) -> Vec<Placed> {
         let d = self.dims;
-        let mut out = Vec::new();
+        let mut out: Vec<Placed> = Vec::new();
         let mut x = MARGIN;
         let mut row = 0;
         for spot in spots(self.open) {
-            let r = usize::from(self.two_rows && !spot.is_server_side());
-            if r != row {
-                row = r;
+            let w = if spot.is_hop() { d.hop_w } else { d.node_w };
+            let side_changes = out
+                .last()
+                .is_some_and(|p| p.spot.is_server_side() != spot.is_server_side());
+            let too_wide = self.row_w.is_some_and(|max| x + w + MARGIN > max);
+            if !out.is_empty() && ((self.two_rows && side_changes) || too_wide) {
+                row += 1;
                 x = MARGIN;
             }
-            let w = if spot.is_hop() { d.hop_w } else { d.node_w };
             out.push(Placed {
                 spot,
                 x,
@@ -187,6 +219,16 @@ impl Geometry {
         out
     }
 
+    /// How many rows of nodes there are.
+    pub fn rows(&self) -> usize {
+        self.placed().last().map_or(1, |p| p.row + 1)
+    }
+
+    /// Whether this is a phone's arrangement.
+    pub fn narrow(&self) -> bool {
+        self.row_w.is_some()
+    }
+
     /// Width of the whole drawing: the widest row and the margins.
     pub fn width(&self) -> f64 {
         self.placed()
@@ -197,8 +239,7 @@ impl Geometry {
 
     /// Height of the whole drawing.
     pub fn height(&self) -> f64 {
-        let rows = if self.two_rows { 2.0 } else { 1.0 };
-        rows * self.row_h()
+        self.rows() as f64 * self.row_h()
     }
 
     /// Top of token lane `lane` of row `row`.
@@ -220,10 +261,10 @@ mod tests {
 
     #[test]
     fn the_desk_row_is_as_wide_as_nine_nodes_and_a_projector_fits_1080p() {
-        let desk = Geometry::new(false, false);
+        let desk = Geometry::new(false, false, false);
         assert_eq!(desk.width(), 2.0 * MARGIN + 9.0 * 150.0 + 8.0 * 14.0);
         assert_eq!(desk.placed().len(), 9);
-        let room = Geometry::new(true, true);
+        let room = Geometry::new(true, true, false);
         assert_eq!(room.placed().len(), 13);
         // One unit a CSS pixel: the drawing fits 1080p under a header, beside a side panel.
         assert!(room.height() <= 985.0, "{}", room.height());
@@ -234,5 +275,36 @@ mod tests {
             .find(|p| p.spot == Spot::Stage(Stage::Reflector))
             .unwrap();
         assert_eq!((reflector.row, reflector.x), (1, MARGIN));
+    }
+
+    #[test]
+    fn a_phone_stacks_two_stages_to_a_row_at_their_own_size() {
+        let phone = Geometry::new(false, false, true);
+        let placed = phone.placed();
+        assert_eq!(placed.len(), 9);
+        assert!(phone.width() <= PHONE_ROW_W, "{}", phone.width());
+        // etcd and the watch cache, the watch stream alone (the server side
+        // ends), then the client side two by two.
+        let rows: Vec<usize> = placed.iter().map(|p| p.row).collect();
+        assert_eq!(rows, [0, 0, 1, 2, 2, 3, 3, 4, 4]);
+        assert_eq!(phone.rows(), 5);
+        // At 360 CSS pixels, one unit is at least a pixel: text at its size.
+        assert!(360.0 / phone.width() >= 1.0);
+        // About two screens of a 360×800 phone.
+        assert!(
+            phone.height() * 360.0 / phone.width() <= 1_800.0,
+            "{}",
+            phone.height()
+        );
+        // Opened, the inner hops wrap the same way and stay within the width.
+        let open = Geometry::new(false, true, true);
+        assert!(open.width() <= PHONE_ROW_W, "{}", open.width());
+        assert!(
+            open.placed()
+                .iter()
+                .all(|p| p.x + p.w + MARGIN <= PHONE_ROW_W)
+        );
+        // Presenter mode on a phone is a phone's arrangement.
+        assert_eq!(Geometry::new(true, false, true), phone);
     }
 }

@@ -51,7 +51,8 @@ pub fn Pipeline() -> impl IntoView {
     // `None` until the viewer chooses: open in presenter mode, closed on a desk.
     let opened: RwSignal<Option<bool>> = RwSignal::new(None);
     let open = move || opened.get().unwrap_or_else(|| view.presenter.get());
-    let geometry = Memo::new(move |_| Geometry::new(view.presenter.get(), open()));
+    let narrow = crate::media::follow(crate::media::NARROW_QUERY);
+    let geometry = Memo::new(move |_| Geometry::new(view.presenter.get(), open(), narrow.get()));
     let toggle = move |_| opened.set(Some(!open()));
     let launched = move || {
         player.tick.track();
@@ -71,7 +72,8 @@ pub fn Pipeline() -> impl IntoView {
                 data-launched=launched
                 data-waiting=waiting
                 data-open=move || open().to_string()
-                data-rows=move || if geometry.get().two_rows { "2" } else { "1" }
+                data-rows=move || geometry.get().rows().to_string()
+                data-narrow=move || geometry.get().narrow().then_some("true")
             >
                 {move || drawing(geometry.get(), now, toggle)}
                 <Tokens geometry/>
@@ -97,7 +99,21 @@ fn drawing(
         first_client.map_or(0.0, |p| (p.x + g.width() - MARGIN) / 2.0)
     };
     let client_anchor = if g.two_rows { "start" } else { "middle" };
-    let server_end = last_server.map_or(0.0, |p| p.x + p.w);
+    // A phone's rows end where the drawing does; its side labels are short,
+    // to leave the toggle room beside the server side's.
+    let server_end = match last_server {
+        _ if g.narrow() => g.width() - MARGIN,
+        Some(p) => p.x + p.w,
+        None => 0.0,
+    };
+    let (server_words, client_words) = if g.narrow() {
+        ("server side", "client side")
+    } else {
+        (
+            "server side: etcd and the apiserver",
+            "client side: the informer and a controller",
+        )
+    };
     let client_y = match first_client {
         Some(p) if g.two_rows => p.y - 8.0,
         _ => label_y,
@@ -124,7 +140,7 @@ fn drawing(
     };
     view! {
         <text class="side-label" x=MARGIN y=label_y text-anchor="start">
-            "server side: etcd and the apiserver"
+            {server_words}
         </text>
         <text
             class="server-toggle"
@@ -139,7 +155,7 @@ fn drawing(
             {toggle_words}
         </text>
         <text class="side-label" x=client_x y=client_y text-anchor=client_anchor>
-            "client side: the informer and a controller"
+            {client_words}
         </text>
         <line class="network" x1=network[0] x2=network[1] y1=network[2] y2=network[3]/>
         {placed

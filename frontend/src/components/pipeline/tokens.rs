@@ -42,7 +42,7 @@ pub fn Tokens(geometry: Memo<Geometry>) -> impl IntoView {
         <g class="tokens" aria-hidden="true">
             {move || {
                 let g = geometry.get();
-                let rows = if g.two_rows { 2 } else { 1 };
+                let rows = g.rows();
                 (0..rows * LANES)
                     .map(|i| {
                         let y = g.lane_y(i / LANES, i % LANES) + g.dims.token_h / 2.0;

@@ -44,13 +44,22 @@ pub fn Untokened(geometry: Memo<Geometry>) -> impl IntoView {
     let shown = move || geometry.with(|g| g.dims.foot >= MIN_FOOT) && line.with(Option::is_some);
     let y = move || {
         let g = geometry.get();
-        g.foot_y(if g.two_rows { 1 } else { 0 })
+        g.foot_y(g.rows() - 1)
+    };
+    // Squeezed into the drawing's width when longer (a phone's).
+    let squeeze = move || {
+        let g = geometry.get();
+        let room = g.width() - 2.0 * MARGIN;
+        let chars = line.with(|l| l.as_ref().map_or(0, |l| l.1.chars().count())) as f64;
+        (chars * g.dims.sans_char_w > room).then(|| room.to_string())
     };
     view! {
         <text
             class="untokened"
             x=MARGIN
             y=y
+            textLength=squeeze
+            lengthAdjust="spacingAndGlyphs"
             display=move || (!shown()).then_some("none")
             data-rvs=move || line.with(|l| l.as_ref().map(|l| l.0.clone()))
         >

@@ -1,0 +1,86 @@
+//! The page on a phone (360×800, the narrowest common screen): the pipeline
+//! stacks its stages two to a row and draws them at their own size, tokens
+//! still travel, nothing overlaps and nothing scrolls sideways (a mobile
+//! viewport would otherwise widen itself to the widest content: the page is
+//! as wide as the screen); presenter mode on a phone is the same arrangement.
+
+use serde_json::json;
+use watchlife_tests::bridge::Bridge;
+use watchlife_tests::browser::Browser;
+
+/// The phone's screen, in CSS pixels.
+const PHONE: (u32, u32) = (360, 800);
+/// Smallest scale the pipeline may be drawn at on the phone: its text at
+/// the sizes of a desk (17 px names, 12 px explanations), not shrunk.
+const MIN_SCALE: f64 = 0.99;
+
+/// Checks what a phone shows of the pipeline at `url`: `rows` rows of
+/// stages (and the inner hops, when open).
+async fn check_phone(url: &str, rows: usize) -> Browser {
+    let phone = Browser::start_phone(PHONE.0, PHONE.1).await;
+    phone.goto(url).await;
+    phone.wait_for("#pipeline[data-narrow] g.stage").await;
+    let shape = phone
+        .eval(
+            "(() => { const svg = document.getElementById('pipeline'); \
+               return { rows: svg.dataset.rows, \
+                        scale: svg.getBoundingClientRect().width / svg.viewBox.baseVal.width, \
+                        sideways: innerWidth > screen.width \
+                          || document.documentElement.scrollWidth > screen.width }; })()",
+        )
+        .await;
+    assert_eq!(shape["rows"], json!(rows.to_string()), "{shape}");
+    assert_eq!(shape["sideways"], json!(false), "{shape}");
+    let scale = shape["scale"].as_f64().unwrap_or(0.0);
+    assert!(scale >= MIN_SCALE, "the pipeline is shrunk to {scale}");
+    for css in [
+        "#pipeline .stage-name",
+        "#pipeline .side-label, #pipeline .server-toggle",
+        "#pipeline g.stage .node",
+    ] {
+        phone.assert_no_overlap(css).await;
+    }
+    phone
+        .wait_until(
+            "a token travels",
+            "[...document.querySelectorAll('#pipeline .token')].some(t => t.getAttribute('display') !== 'none')",
+        )
+        .await;
+    phone
+}
+
+#[tokio::test]
+async fn a_phone_shows_the_pipeline_two_stages_to_a_row_at_their_own_size() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "3"]).await;
+    // Closed: the server side's three stages on two rows, the client's six on three.
+    let phone = check_phone(&format!("{}/?speed=3", bridge.url()), 5).await;
+    phone.screenshot_for_docs("phone.png").await;
+    // Opened into the apiserver's inner hops, the rows wrap the same way.
+    // An SVG text has no click(): the event a tap sends.
+    phone
+        .eval("document.querySelector('#pipeline .server-toggle').dispatchEvent(new MouseEvent('click', { bubbles: true }))")
+        .await;
+    phone.wait_for("#pipeline[data-open=true] g.hop").await;
+    let sideways = phone
+        .eval(
+            "(() => { const svg = document.getElementById('pipeline'); \
+               return innerWidth > screen.width \
+                 || document.documentElement.scrollWidth > screen.width \
+                 || svg.getBoundingClientRect().width / svg.viewBox.baseVal.width < 0.99; })()",
+        )
+        .await;
+    assert_eq!(
+        sideways,
+        json!(false),
+        "opened, still at its size and within the screen"
+    );
+    phone
+        .assert_no_overlap("#pipeline .hop-name, #pipeline .stage-name")
+        .await;
+    phone.close().await;
+
+    // Presenter mode opens the server side: its four inner hops take two more rows.
+    let presenting = check_phone(&format!("{}/?presenter=1&speed=3", bridge.url()), 7).await;
+    presenting.screenshot_for_docs("projector-phone.png").await;
+    presenting.close().await;
+}
