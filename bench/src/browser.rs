@@ -227,7 +227,7 @@ impl Config {
 /// one that came closest. The demo's output does not grow in proportion to
 /// its rate, so each try interpolates between the closest tries below and
 /// above.
-async fn calibrate(config: &Config, target: u32) -> Result<u32, String> {
+pub async fn calibrate(config: &Config, target: u32) -> Result<u32, String> {
     let target = f64::from(target);
     let mut tried: Vec<(f64, f64)> = Vec::new();
     let mut rate = target.min(MAX_DEMO_RATE);
@@ -378,7 +378,7 @@ async fn measure_page(client: &Client, addr: std::net::SocketAddr) -> Result<Mea
 
 /// `requestAnimationFrame` callbacks for [`COUNT_FOR`]: the frames, the
 /// milliseconds they took, and the longest frame's.
-async fn count_animation_frames(client: &Client) -> Result<serde_json::Value, String> {
+pub async fn count_animation_frames(client: &Client) -> Result<serde_json::Value, String> {
     client
         .execute_async(
             &format!(
@@ -396,8 +396,21 @@ async fn count_animation_frames(client: &Client) -> Result<serde_json::Value, St
         .map_err(|e| e.to_string())
 }
 
+/// Runs a DevTools command in `client`'s session (see `watchlife_tests::cdp`).
+pub async fn cdp(client: &Client, cmd: &str, params: serde_json::Value) -> Result<(), String> {
+    let cmd = watchlife_tests::cdp::Cdp {
+        cmd: cmd.into(),
+        params,
+    };
+    client
+        .issue_cmd(cmd)
+        .await
+        .map(drop)
+        .map_err(|e| format!("a DevTools command: {e}"))
+}
+
 /// Chromium and chromedriver, by name, when they are not installed.
-fn missing_programs() -> Vec<&'static str> {
+pub fn missing_programs() -> Vec<&'static str> {
     [("chromedriver", "chromedriver"), (CHROMIUM, "chromium")]
         .into_iter()
         .filter(|(program, _)| {
@@ -472,7 +485,13 @@ impl Driver {
         self.child.id()
     }
 
+    /// A session in a [`WINDOW`]-sized window.
     pub async fn session(&self) -> Result<Client, String> {
+        self.session_sized(WINDOW).await
+    }
+
+    /// A session in a `window.0`×`window.1` window.
+    pub async fn session_sized(&self, window: (u32, u32)) -> Result<Client, String> {
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
@@ -482,7 +501,7 @@ impl Driver {
                     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update",
                     "--disable-sync", "--disable-dev-shm-usage",
-                    format!("--window-size={},{}", WINDOW.0, WINDOW.1),
+                    format!("--window-size={},{}", window.0, window.1),
                     format!("--user-data-dir={}", self.profile.display()),
                 ],
             }),

@@ -8,7 +8,7 @@ use crate::report::Report;
 use crate::scenario::{self, OnRealCluster, Scenario, WriteLoad};
 use crate::{
     apiserver, big_cluster, browser, controlplane, etcd_order, fanout, first_sync, informer,
-    kubectl_latency, page, pipeline, scale, server_stages, tap_cost, upstream_cost, wire,
+    kubectl_latency, page, phone, pipeline, scale, server_stages, tap_cost, upstream_cost, wire,
 };
 
 /// One section of the bench.
@@ -93,6 +93,13 @@ pub const SECTIONS: &[Section] = &[
         name: "browser",
         left_out: None,
         run: run_browser,
+    },
+    Section {
+        name: "phone",
+        left_out: Some(
+            "the page on a phone: 360×800, the CPU slowed 4×, 10 minutes of memory (left out of this run with --only)",
+        ),
+        run: run_phone,
     },
     Section {
         name: "big-cluster",
@@ -265,6 +272,17 @@ fn run_browser(args: &Args, report: &mut Report) {
         runs: args.process_runs().min(2),
         watchlife: args.watchlife.clone(),
         targets: args.sized(vec![1000], vec![1000, 5000]),
+    };
+    scenario::run(&config, report);
+}
+
+fn run_phone(args: &Args, report: &mut Report) {
+    let config = phone::Config {
+        runs: args.process_runs().min(2),
+        watchlife: args.watchlife.clone(),
+        targets: vec![100, 1000],
+        // Ten minutes, as a talk's busy stretch lasts; two in a quick run.
+        soak: std::time::Duration::from_secs(args.sized(2, 10) * 60),
     };
     scenario::run(&config, report);
 }

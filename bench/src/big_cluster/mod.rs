@@ -59,10 +59,10 @@ mod report;
 mod viewer;
 
 use crate::crowd;
+use crate::machine::Renderers;
 use crate::report::{Report, Section};
 use crate::scenario::Scenario;
 use measure::measure_all;
-use page::Renderers;
 use report::{fill_table, idle_table, sizes_table, summary};
 use std::path::PathBuf;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 use super::report::megabytes;
 use super::{Figures, TIMEOUT};
 use crate::browser::Driver;
-use crate::machine::{kib_field, process_tree, status};
+use crate::machine::renderers;
 use crate::process::Watchlife;
 use crate::stats::micros;
 use std::time::{Duration, Instant};
@@ -91,45 +91,4 @@ impl Page {
     pub async fn close(self) {
         let _ = self.client.close().await;
     }
-}
-
-/// The renderer processes of a browser.
-#[derive(Debug, Clone)]
-pub struct Renderers {
-    pub processes: usize,
-    /// `VmRSS`, summed over them (pages they share counted in each).
-    pub rss: f64,
-    /// The one with the most anonymous memory (the tab's own, where its
-    /// wasm memory, JS heap and DOM live): its `VmRSS` and its `RssAnon`.
-    pub tab_rss: f64,
-    pub tab_anon: f64,
-}
-
-/// The processes under `root` started with `--type=renderer` (Chromium
-/// rewrites its command line into one string, so it is searched, not split).
-fn renderers(root: u32) -> Renderers {
-    let mut found = Renderers {
-        processes: 0,
-        rss: 0.0,
-        tab_rss: 0.0,
-        tab_anon: 0.0,
-    };
-    for pid in process_tree(root) {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if !String::from_utf8_lossy(&cmdline).contains("--type=renderer") {
-            continue;
-        }
-        let status = status(pid).unwrap_or_default();
-        let field = |name| kib_field(&status, name).map(|b| b as f64);
-        let (Some(rss), Some(anon)) = (field("VmRSS"), field("RssAnon")) else {
-            continue;
-        };
-        found.processes += 1;
-        found.rss += rss;
-        if anon > found.tab_anon {
-            found.tab_anon = anon;
-            found.tab_rss = rss;
-        }
-    }
-    found
 }

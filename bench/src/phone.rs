@@ -1,0 +1,408 @@
+//! The page as an audience's phone runs it: 360×800 CSS pixels, a mobile
+//! viewport, and the CPU slowed 4× (DevTools' CPU throttling), at the
+//! default speed a shared link opens with. Frames per second while the page
+//! receives 100 and 1,000 events a second, first paint, and the tab's memory
+//! over [`Config::soak`] of the busier story.
+//!
+//! The demo's rate for each number of events is chosen as the browser
+//! section chooses it ([`crate::browser::calibrate`]). The page is opened in
+//! a fresh headless Chromium each time; the device and the throttling are set
+//! before it loads, so first paint is the throttled one.
+
+use crate::browser::{Driver, calibrate, cdp, count_animation_frames, wait_connected};
+use crate::machine::renderers;
+use crate::process::{Watchlife, get, metric};
+use crate::report::{Report, Section, Table};
+use crate::scenario::{Scenario, stopped_early};
+use crate::stats::{Spread, bytes, count, micros, num};
+use fantoccini::Client;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The phone's screen, in CSS pixels: the narrowest common one.
+const SCREEN: (u32, u32) = (360, 800);
+/// The window Chromium opens: it cannot be narrower than 500 pixels; the
+/// page inside is the emulated screen.
+const WINDOW: (u32, u32) = (500, 800);
+/// How much slower than this machine's the phone's CPU is: a mid-range
+/// phone has about a quarter of a desktop core.
+const CPU_SLOWDOWN: u32 = 4;
+/// How long the page settles after connecting before frames are counted.
+const SETTLE: Duration = Duration::from_secs(2);
+/// Budgets the issue of a thousand phones sets: frames per second at every
+/// rate, and first paint.
+const FPS_GOAL: f64 = 60.0;
+const FIRST_PAINT_GOAL: Duration = Duration::from_millis(1_500);
+/// How often memory is read during the soak.
+const SAMPLE_EVERY: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub runs: usize,
+    pub watchlife: PathBuf,
+    /// Events a second the page should receive.
+    pub targets: Vec<u32>,
+    /// How long the page stays open at the last target while its memory is
+    /// read every [`SAMPLE_EVERY`].
+    pub soak: Duration,
+}
+
+#[derive(Default)]
+pub struct Figures {
+    /// The demo rate chosen for the target.
+    rate: u32,
+    first_paint: Spread,
+    fps: Spread,
+    worst_frame: Spread,
+    received: Spread,
+}
+
+/// The tab's memory at one moment of the soak.
+struct Sample {
+    minute: f64,
+    /// The tab's renderer: resident anonymous memory (wasm, JS heap, DOM).
+    anon: f64,
+    /// The JS heap in use, as the page reads it.
+    heap: f64,
+    /// The events the page holds in its log (bounded by the page).
+    rows: f64,
+}
+
+pub struct Gathered {
+    figures: Vec<Figures>,
+    soak: Vec<Sample>,
+    failure: Option<String>,
+    missing: Vec<&'static str>,
+}
+
+impl Scenario for Config {
+    type Figures = Gathered;
+
+    fn measure(&self) -> Gathered {
+        let mut gathered = Gathered {
+            figures: self.targets.iter().map(|_| Figures::default()).collect(),
+            soak: Vec::new(),
+            failure: None,
+            missing: crate::browser::missing_programs(),
+        };
+        if !gathered.missing.is_empty() {
+            return gathered;
+        }
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        gathered.failure = runtime.block_on(self.drive(&mut gathered)).err();
+        gathered
+    }
+
+    fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        if !gathered.missing.is_empty() {
+            report.not_measured.push(format!(
+                "**The page on a phone**: {} not installed (`make test` installs them).",
+                gathered.missing.join(" and ")
+            ));
+            return;
+        }
+        let summary = gathered
+            .figures
+            .iter()
+            .zip(&self.targets)
+            .map(|(f, target)| {
+                format!(
+                    "{target} events/s wanted: {} received, {} fps, first paint {}",
+                    num(f.received.median()),
+                    num(f.fps.median()),
+                    micros(f.first_paint.median())
+                )
+            })
+            .collect();
+        for (f, target) in gathered.figures.iter().zip(&self.targets) {
+            if !f.fps.runs.is_empty() {
+                report.headline(
+                    format!(
+                        "phone (360×800, CPU ÷{CPU_SLOWDOWN}): page frames per second at \
+                         {target} events/s (goal {FPS_GOAL})"
+                    ),
+                    f.fps.show(num),
+                );
+            }
+        }
+        let mut notes = vec![format!(
+            "Goals: {FPS_GOAL} frames per second at each rate, first paint under {} s, and \
+             no unbounded growth of memory over 10 minutes of a busy story. Headless Chromium \
+             draws without a display and shares the two cores with `watchlife` and its demo; \
+             the throttling slows the page's own work {CPU_SLOWDOWN}× on top of that.",
+            FIRST_PAINT_GOAL.as_secs_f64()
+        )];
+        notes.extend(soak_note(&gathered.soak));
+        notes.extend(stopped_early(gathered.failure.as_deref()));
+        let mut tables = vec![self.table(&gathered.figures)];
+        if !gathered.soak.is_empty() {
+            tables.push(soak_table(&gathered.soak));
+        }
+        report.sections.push(Section {
+            title: "The page on a phone: 360×800, the CPU slowed 4×".into(),
+            method: self.method(),
+            tables,
+            notes,
+            summary,
+            seconds,
+        });
+    }
+}
+
+impl Config {
+    /// Calibrates, measures every run at every target, then soaks at the
+    /// last target.
+    async fn drive(&self, gathered: &mut Gathered) -> Result<(), String> {
+        let browser_config = crate::browser::Config {
+            runs: self.runs,
+            watchlife: self.watchlife.clone(),
+            targets: self.targets.clone(),
+        };
+        for (f, target) in gathered.figures.iter_mut().zip(&self.targets) {
+            f.rate = calibrate(&browser_config, *target).await?;
+        }
+        for run in 0..self.runs {
+            for f in gathered.figures.iter_mut() {
+                progress!(
+                    "phone: run {}/{}, demo at {} changes/s",
+                    run + 1,
+                    self.runs,
+                    f.rate
+                );
+                let phone = Phone::open(&self.watchlife, f.rate).await?;
+                let m = phone.measure().await;
+                phone.close().await;
+                let m = m?;
+                f.first_paint.push(m.first_paint_ms * 1000.0);
+                f.fps.push(m.fps);
+                f.worst_frame.push(m.worst_frame_ms * 1000.0);
+                f.received.push(m.received_per_second);
+            }
+        }
+        let Some(last) = gathered.figures.last() else {
+            return Ok(());
+        };
+        progress!(
+            "phone: {} min at {} changes/s",
+            self.soak.as_secs() / 60,
+            last.rate
+        );
+        let phone = Phone::open(&self.watchlife, last.rate).await?;
+        let soaked = phone.soak(self.soak, &mut gathered.soak).await;
+        phone.close().await;
+        soaked
+    }
+
+    fn table(&self, figures: &[Figures]) -> Table {
+        let mut table = Table::new(
+            "",
+            &[
+                "events per second wanted",
+                "demo changes/s chosen",
+                "frames the page received per second",
+                "page frames per second (goal 60)",
+                "longest frame",
+                "first paint (goal < 1.5 s)",
+            ],
+        );
+        for (f, target) in figures.iter().zip(&self.targets) {
+            table.row(vec![
+                count(*target as usize),
+                count(f.rate as usize),
+                f.received.show(num),
+                f.fps.show(num),
+                f.worst_frame.show(micros),
+                f.first_paint.show(micros),
+            ]);
+        }
+        table
+    }
+
+    fn method(&self) -> String {
+        format!(
+            "`watchlife --demo --demo-rate N` serves the app, N chosen as in the browser \
+             section so that the bridge publishes about the events wanted. A fresh headless \
+             Chromium ({}×{} window) is given a phone's screen through DevTools \
+             (`Emulation.setDeviceMetricsOverride`: {}×{} CSS pixels, one device pixel each, \
+             a mobile viewport) and a CPU {CPU_SLOWDOWN}× slower \
+             (`Emulation.setCPUThrottlingRate`), then opens the page at its default speed, as \
+             a shared link does. First paint is the page's `first-contentful-paint`; after {} \
+             s, `requestAnimationFrame` callbacks are counted for 5 s. Then the page stays \
+             open at the last rate for {} minutes, its memory read every minute: the tab \
+             renderer's `RssAnon` (where wasm memory, the JS heap and the DOM live), the JS \
+             heap in use (`performance.memory`), and the rows of its event log. {} runs.",
+            WINDOW.0,
+            WINDOW.1,
+            SCREEN.0,
+            SCREEN.1,
+            SETTLE.as_secs(),
+            self.soak.as_secs() / 60,
+            self.runs
+        )
+    }
+}
+
+/// The soak's readings.
+fn soak_table(samples: &[Sample]) -> Table {
+    let mut table = Table::new(
+        "The tab's memory while the busier story plays",
+        &[
+            "minute",
+            "renderer RssAnon",
+            "JS heap in use",
+            "event log rows",
+        ],
+    );
+    for s in samples {
+        table.row(vec![
+            num(s.minute),
+            bytes(s.anon),
+            bytes(s.heap),
+            num(s.rows),
+        ]);
+    }
+    table
+}
+
+/// Growth over the second half of the soak beside the first half's: a page
+/// whose memory is bounded stops growing once its logs are full.
+fn soak_note(samples: &[Sample]) -> Option<String> {
+    let (first, last) = (samples.first()?, samples.last()?);
+    let middle = samples.get(samples.len() / 2)?;
+    Some(format!(
+        "Over the soak the tab's anonymous memory went from {} (minute {}) to {} (minute {}) \
+         through {} (minute {}): {} in the first half, {} in the second.",
+        bytes(first.anon),
+        num(first.minute),
+        bytes(last.anon),
+        num(last.minute),
+        bytes(middle.anon),
+        num(middle.minute),
+        signed_bytes(middle.anon - first.anon),
+        signed_bytes(last.anon - middle.anon)
+    ))
+}
+
+fn signed_bytes(b: f64) -> String {
+    if b < 0.0 {
+        format!("−{}", bytes(-b))
+    } else {
+        format!("+{}", bytes(b))
+    }
+}
+
+/// One measurement of the page.
+struct Measured {
+    first_paint_ms: f64,
+    fps: f64,
+    worst_frame_ms: f64,
+    received_per_second: f64,
+}
+
+/// The demo's bridge and a phone's page on it.
+struct Phone {
+    bridge: Watchlife,
+    driver: Driver,
+    client: Client,
+}
+
+impl Phone {
+    /// Starts the demo at `rate` and opens its page on an emulated phone.
+    async fn open(watchlife: &std::path::Path, rate: u32) -> Result<Phone, String> {
+        let bridge = Watchlife::start_demo(watchlife, &rate.to_string(), &[])?;
+        let driver = Driver::start()?;
+        let client = driver.session_sized(WINDOW).await?;
+        let device = serde_json::json!({
+            "width": SCREEN.0, "height": SCREEN.1, "deviceScaleFactor": 1, "mobile": true
+        });
+        cdp(&client, "Emulation.setDeviceMetricsOverride", device).await?;
+        let slow = serde_json::json!({ "rate": CPU_SLOWDOWN });
+        cdp(&client, "Emulation.setCPUThrottlingRate", slow).await?;
+        client
+            .goto(&format!("http://{}/", bridge.addr))
+            .await
+            .map_err(|e| format!("opening the app: {e}"))?;
+        wait_connected(&client).await?;
+        Ok(Phone {
+            bridge,
+            driver,
+            client,
+        })
+    }
+
+    /// First paint, then frames per second and the frames received.
+    async fn measure(&self) -> Result<Measured, String> {
+        let first_paint = self
+            .eval(
+                "const p = performance.getEntriesByName('first-contentful-paint')[0]; \
+                 return p ? p.startTime : null;",
+            )
+            .await?
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        tokio::time::sleep(SETTLE).await;
+        let sent0 = self.sent().await;
+        let t0 = Instant::now();
+        let counted = count_animation_frames(&self.client).await?;
+        let received = (self.sent().await - sent0) / t0.elapsed().as_secs_f64();
+        let v = |i: usize| counted.get(i).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
+        Ok(Measured {
+            first_paint_ms: first_paint,
+            fps: v(0) / v(1) * 1000.0,
+            worst_frame_ms: v(2),
+            received_per_second: received,
+        })
+    }
+
+    /// Reads the tab's memory every [`SAMPLE_EVERY`] for `length`.
+    async fn soak(&self, length: Duration, samples: &mut Vec<Sample>) -> Result<(), String> {
+        let t0 = Instant::now();
+        let readings = (length.as_secs() / SAMPLE_EVERY.as_secs()).max(1);
+        for reading in 1..=readings {
+            let due = SAMPLE_EVERY * reading as u32;
+            tokio::time::sleep(due.saturating_sub(t0.elapsed())).await;
+            let page = self
+                .eval(
+                    "return [performance.memory ? performance.memory.usedJSHeapSize : null, \
+                     document.querySelectorAll('tr.event-row').length];",
+                )
+                .await?;
+            let v = |i: usize| page.get(i).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
+            let sample = Sample {
+                minute: t0.elapsed().as_secs_f64() / 60.0,
+                anon: renderers(self.driver.pid()).tab_anon,
+                heap: v(0),
+                rows: v(1),
+            };
+            progress!(
+                "phone: minute {}, the tab's anonymous memory {}, JS heap {}",
+                num(sample.minute),
+                bytes(sample.anon),
+                bytes(sample.heap)
+            );
+            samples.push(sample);
+        }
+        Ok(())
+    }
+
+    async fn eval(&self, script: &str) -> Result<serde_json::Value, String> {
+        self.client
+            .execute(script, vec![])
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Frames the bridge has sent to viewers, from its `/metrics`.
+    async fn sent(&self) -> f64 {
+        get(self.bridge.addr, "/metrics")
+            .await
+            .and_then(|m| metric(&m, "watchlife_frames_sent_total"))
+            .unwrap_or(f64::NAN)
+    }
+
+    async fn close(self) {
+        let _ = self.client.close().await;
+        drop(self.driver);
+        drop(self.bridge);
+    }
+}
