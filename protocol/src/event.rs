@@ -68,7 +68,9 @@ pub struct WatchEvent {
     /// oversized objects cut with a marker. `null` for BOOKMARK. Its JSON
     /// text as the bridge keeps it, spliced into the frame unchanged.
     pub object: crate::ObjectJson,
-    /// When the event reached each observed stage.
+    /// When the event reached each observed stage (lean on the wire, see
+    /// [`crate::lean_stages`]).
+    #[serde(with = "crate::lean_stages")]
     pub stages: StageTimes,
     /// True when the event comes from a LIST (the initial list or a relist)
     /// rather than from the watch stream: the Reflector turns each listed

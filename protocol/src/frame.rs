@@ -267,7 +267,10 @@ mod tests {
         let data = &json["data"];
         assert_eq!(data["target"]["namespace"], "default");
         assert_eq!(data["resource_version"], "519");
-        assert_eq!(data["stages"]["etcd"]["at"], 1_000);
+        assert_eq!(
+            (&data["stages"]["t0"], &data["stages"]["etcd"]),
+            (&1_000.into(), &0.into())
+        );
         assert!(data.get("coalesced").is_none());
     }
 

@@ -6,7 +6,8 @@
 //! - [`connection`]: the `/ws` query, and several frames to a message;
 //!   [`deflated`]: how a compressed connection's messages are framed.
 //! - [`client`]: what a viewer sends back (subscribe, demo actions).
-//! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times.
+//! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times,
+//!   written lean ([`lean_stages`]).
 //! - [`object`]: an object as the text of its JSON, shared, never re-encoded;
 //!   [`summary`]: the few columns a light snapshot shows of it.
 //! - [`reflector`]: the Reflector's own life (LIST, WATCH, BOOKMARK, 410, RELIST, backoff).
@@ -25,6 +26,7 @@ pub mod connection;
 pub mod deflated;
 pub mod event;
 pub mod frame;
+pub mod lean_stages;
 pub mod object;
 pub mod recording;
 pub mod reflector;
@@ -54,8 +56,10 @@ pub use watch_cache::{CacheState, ClosedWatcherState, WatchCacheReport, WatcherS
 
 /// Version of this protocol. A viewer refuses a `hello` with a larger major
 /// version. 2: payloads nested under `data`, objects' references under
-/// `target`, light snapshots; protocol 1 is read by [`v1`].
-pub const PROTOCOL_VERSION: u32 = 2;
+/// `target`, light snapshots; protocol 1 is read by [`v1`]. 3: an event's
+/// stage times as one time and offsets ([`lean_stages`]); protocol 2's
+/// events read as they are.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Microseconds since the Unix epoch: the one time unit on the wire.
 ///

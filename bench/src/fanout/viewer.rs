@@ -160,31 +160,44 @@ enum Stamp {
 }
 
 /// The viewers run on the same cores as the bridge they measure, so they
-/// find stage times with searchers built once, from the frame's end (the
+/// find stage times with a searcher built once, from the frame's end (the
 /// stages follow the object's body, whose text may hold anything): reading
 /// a frame must cost far less than writing it, or the bench measures itself.
-struct Finders {
-    reflector: memchr::memmem::FinderRev<'static>,
-    reconcile: memchr::memmem::FinderRev<'static>,
+static STAGES: std::sync::LazyLock<memchr::memmem::FinderRev<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::FinderRev::new("\"stages\":{\"t0\":"));
+
+/// The time of a stage in an event frame: its stages' `t0` plus the stage's
+/// offset (`"reflector":208` or `"reflector":[208,1]`, see
+/// `watchlife_protocol::lean_stages`).
+fn stage_at(frame: &str, stamp: Stamp) -> Option<u64> {
+    let bytes = frame.as_bytes();
+    let start = STAGES.rfind(bytes)? + STAGES.needle().len();
+    let (t0, rest) = leading_number(&bytes[start..])?;
+    // The lean map's values hold no braces: it ends at the first one.
+    let map = &rest[..rest.iter().position(|c| *c == b'}')?];
+    let key: &[u8] = match stamp {
+        Stamp::Reflector => b"\"reflector\":",
+        Stamp::Reconcile => b"\"reconcile\":",
+    };
+    let value = &map[memchr::memmem::find(map, key)? + key.len()..];
+    let value = value.strip_prefix(b"[").unwrap_or(value);
+    let (negative, value) = match value.strip_prefix(b"-") {
+        Some(v) => (true, v),
+        None => (false, value),
+    };
+    let (offset, _) = leading_number(value)?;
+    let offset = i64::try_from(offset).ok()?;
+    t0.checked_add_signed(if negative { -offset } else { offset })
 }
 
-static FINDERS: std::sync::LazyLock<Finders> = std::sync::LazyLock::new(|| Finders {
-    reflector: memchr::memmem::FinderRev::new("\"reflector\":{\"at\":"),
-    reconcile: memchr::memmem::FinderRev::new("\"reconcile\":{\"at\":"),
-});
-
-/// The `at` of a stage in an event frame.
-fn stage_at(frame: &str, stamp: Stamp) -> Option<u64> {
-    let finder = match stamp {
-        Stamp::Reflector => &FINDERS.reflector,
-        Stamp::Reconcile => &FINDERS.reconcile,
-    };
-    let rest = &frame.as_bytes()[finder.rfind(frame.as_bytes())? + finder.needle().len()..];
-    let digits = rest
+/// The digits `text` starts with, as a number, and what follows them.
+fn leading_number(text: &[u8]) -> Option<(u64, &[u8])> {
+    let digits = text
         .iter()
         .position(|c| !c.is_ascii_digit())
-        .unwrap_or(rest.len());
-    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+        .unwrap_or(text.len());
+    let number = std::str::from_utf8(&text[..digits]).ok()?.parse().ok()?;
+    Some((number, &text[digits..]))
 }
 
 #[cfg(test)]
@@ -193,16 +206,16 @@ mod tests {
 
     #[test]
     fn reads_type_and_stage_times_without_parsing() {
-        let frame = r#"{"seq":42,"type":"event","data":{"event":"MODIFIED","object":{"a":1},"stages":{"etcd":{"at":10},"reflector":{"at":1795338904500210},"reconcile":{"at":20,"depth":1}}}}"#;
+        let frame = r#"{"seq":42,"type":"event","data":{"event":"MODIFIED","object":{"a":1},"stages":{"t0":1795338904500000,"etcd":0,"reflector":210,"reconcile":[-20,1]}}}"#;
         let batch = format!("{frame}\n{{\"seq\":43,\"type\":\"resync\",\"data\":{{}}}}\n");
         let types: Vec<_> = split_batch(&batch).map(frame_type).collect();
         assert_eq!(types, vec![Some("event"), Some("resync")]);
         assert_eq!(stage_at(frame, Stamp::Reflector), Some(1795338904500210));
-        assert_eq!(stage_at(frame, Stamp::Reconcile), Some(20));
-        let bookmark = r#"{"seq":3,"type":"event","data":{"event":"BOOKMARK","stages":{"reflector":{"at":5}}}}"#;
+        assert_eq!(stage_at(frame, Stamp::Reconcile), Some(1795338904499980));
+        let bookmark = r#"{"seq":3,"type":"event","data":{"event":"BOOKMARK","stages":{"t0":5,"reflector":0}}}"#;
         assert_eq!(stage_at(bookmark, Stamp::Reconcile), None);
         // A body that holds the same text does not fool it: the stages come last.
-        let odd = r#"{"seq":4,"type":"event","data":{"object":{"reconcile":{"at":1}},"stages":{"reconcile":{"at":9}},"handled":{"reconcile":{"worker":0}}}}"#;
+        let odd = r#"{"seq":4,"type":"event","data":{"object":{"stages":{"t0":1,"reconcile":1}},"stages":{"t0":9,"reconcile":0},"handled":{"reconcile":{"worker":0}}}}"#;
         assert_eq!(stage_at(odd, Stamp::Reconcile), Some(9));
     }
 }
