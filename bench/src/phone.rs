@@ -33,6 +33,10 @@ const SETTLE: Duration = Duration::from_secs(2);
 /// rate, and first paint.
 const FPS_GOAL: f64 = 60.0;
 const FIRST_PAINT_GOAL: Duration = Duration::from_millis(1_500);
+/// Keeps the app's wasm memory where the bench can read its size: the page's
+/// loader announces the started app with its exports.
+const KEEP_WASM_MEMORY: &str = "addEventListener('TrunkApplicationStarted', \
+    e => { window.__wasmMemory = e.detail.wasm.memory; });";
 /// How often memory is read during the soak.
 const SAMPLE_EVERY: Duration = Duration::from_secs(60);
 
@@ -64,6 +68,8 @@ struct Sample {
     anon: f64,
     /// The JS heap in use, as the page reads it.
     heap: f64,
+    /// The app's wasm linear memory (it grows, never shrinks).
+    wasm: f64,
     /// The events the page holds in its log (bounded by the page).
     rows: f64,
 }
@@ -229,8 +235,9 @@ impl Config {
              a shared link does. First paint is the page's `first-contentful-paint`; after {} \
              s, `requestAnimationFrame` callbacks are counted for 5 s. Then the page stays \
              open at the last rate for {} minutes, its memory read every minute: the tab \
-             renderer's `RssAnon` (where wasm memory, the JS heap and the DOM live), the JS \
-             heap in use (`performance.memory`), and the rows of its event log. {} runs.",
+             renderer's `RssAnon` (where wasm memory, the JS heap and the DOM live), the app's \
+             wasm memory, the JS heap in use (`performance.memory`), and the rows of its event \
+             log. {} runs.",
             WINDOW.0,
             WINDOW.1,
             SCREEN.0,
@@ -249,6 +256,7 @@ fn soak_table(samples: &[Sample]) -> Table {
         &[
             "minute",
             "renderer RssAnon",
+            "wasm memory",
             "JS heap in use",
             "event log rows",
         ],
@@ -257,6 +265,7 @@ fn soak_table(samples: &[Sample]) -> Table {
         table.row(vec![
             num(s.minute),
             bytes(s.anon),
+            bytes(s.wasm),
             bytes(s.heap),
             num(s.rows),
         ]);
@@ -318,6 +327,13 @@ impl Phone {
         cdp(&client, "Emulation.setDeviceMetricsOverride", device).await?;
         let slow = serde_json::json!({ "rate": CPU_SLOWDOWN });
         cdp(&client, "Emulation.setCPUThrottlingRate", slow).await?;
+        let keep_memory = serde_json::json!({ "source": KEEP_WASM_MEMORY });
+        cdp(
+            &client,
+            "Page.addScriptToEvaluateOnNewDocument",
+            keep_memory,
+        )
+        .await?;
         client
             .goto(&format!("http://{}/", bridge.addr))
             .await
@@ -364,7 +380,8 @@ impl Phone {
             let page = self
                 .eval(
                     "return [performance.memory ? performance.memory.usedJSHeapSize : null, \
-                     document.querySelectorAll('tr.event-row').length];",
+                     document.querySelectorAll('tr.event-row').length, \
+                     window.__wasmMemory ? window.__wasmMemory.buffer.byteLength : null];",
                 )
                 .await?;
             let v = |i: usize| page.get(i).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
@@ -373,6 +390,7 @@ impl Phone {
                 anon: renderers(self.driver.pid()).tab_anon,
                 heap: v(0),
                 rows: v(1),
+                wasm: v(2),
             };
             progress!(
                 "phone: minute {}, the tab's anonymous memory {}, JS heap {}",
