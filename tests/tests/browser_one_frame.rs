@@ -1,7 +1,8 @@
 //! One frame from event to pixel: at live speed, each event's first visible
 //! change (its token, or the line under the lanes that counts the events shown
 //! without one) is drawn in the first animation frame after its message
-//! arrives, bursts included, whatever the event log's redraw rate.
+//! arrives, bursts included, whatever the event log's redraw rate; and the
+//! log draws a row once while it stays in view.
 //!
 //! A script that runs before the page's own counts animation frames (its
 //! `requestAnimationFrame` callback is the first of every frame), notes the
@@ -144,5 +145,36 @@ async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
     // The bursts found the lanes taken: the line under them says so.
     let line = browser.text("#pipeline .untokened").await;
     assert!(line.contains("shown without a token"), "{line}");
+
+    // The log draws a row once while it stays in view: the newest row now is
+    // the same element after the next events pushed it down.
+    let newest = rv - 1;
+    let row = format!("tr.event-row[data-rv=\"{newest}\"]");
+    browser
+        .wait_until(
+            "the newest row is in the log",
+            &format!("document.querySelector('{row}')"),
+        )
+        .await;
+    browser
+        .eval(&format!("(document.querySelector('{row}').__kept = true)"))
+        .await;
+    for _ in 0..3 {
+        bridge.send(&modified(rv - FIRST_RV + 1, rv));
+        rv += 1;
+    }
+    browser
+        .wait_until(
+            "the next events are in the log",
+            &format!(
+                "document.querySelector('tr.event-row[data-rv=\"{}\"]')",
+                rv - 1
+            ),
+        )
+        .await;
+    let kept = browser
+        .eval(&format!("document.querySelector('{row}').__kept === true"))
+        .await;
+    assert_eq!(kept, json!(true), "the row was drawn again");
     browser.close().await;
 }

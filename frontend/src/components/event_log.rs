@@ -1,5 +1,6 @@
 //! The recent events as a virtualised list (only the rows in view exist in
-//! the page, redrawn at most [`REDRAW_MS`] apart), each with a waterfall of
+//! the page, redrawn at most [`REDRAW_MS`] apart, a row drawn once while it
+//! stays in view), each with a waterfall of
 //! its stage times; click one to follow its token and read its detail.
 
 use super::event_detail::{Chosen, EventDetail};
@@ -183,16 +184,29 @@ pub fn EventLog() -> impl IntoView {
                 body_id="events"
                 choose=follow
             >
-                {move || {
-                    let Window { first, total, rows } = shown.get();
-                    let after = total - first - rows.len();
-                    let notifies = notifies.get();
-                    view! {
-                        <tr class="spacer" style=format!("height:{}px", first as f64 * ROW_H)></tr>
-                        {rows.into_iter().map(|row| view! { <Row row notifies/> }).collect_view()}
-                        <tr class="spacer" style=format!("height:{}px", after as f64 * ROW_H)></tr>
+                <tr
+                    class="spacer"
+                    style=move || shown.with(|w| format!("height:{}px", w.first as f64 * ROW_H))
+                ></tr>
+                // Keyed by event: a redraw draws the rows that came into view
+                // and moves the others, rather than drawing every row again.
+                <For
+                    each=move || {
+                        notifies.track();
+                        shown.with(|w| w.rows.clone())
                     }
-                }}
+                    key=move |row| (row.seq, notifies.get_untracked())
+                    children=move |row| view! { <Row row notifies=notifies.get_untracked()/> }
+                />
+                <tr
+                    class="spacer"
+                    style=move || {
+                        shown.with(|w| {
+                            let after = w.total - w.first - w.rows.len();
+                            format!("height:{}px", after as f64 * ROW_H)
+                        })
+                    }
+                ></tr>
             </ScrollTable>
             <EventDetail detail/>
         </section>
