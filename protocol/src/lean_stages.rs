@@ -69,27 +69,12 @@ impl<'de> serde::Deserialize<'de> for Key {
                 }
                 Stage::ALL
                     .iter()
-                    .find(|s| stage_name(**s) == v)
+                    .find(|s| s.wire_name() == v)
                     .map(|s| Key::Stage(*s))
                     .ok_or_else(|| E::unknown_variant(v, &["t0", "etcd", "…", "reconcile"]))
             }
         }
         d.deserialize_str(KeyVisitor)
-    }
-}
-
-/// A stage's name on the wire (`watch_cache`), as its serde name.
-fn stage_name(stage: Stage) -> &'static str {
-    match stage {
-        Stage::Etcd => "etcd",
-        Stage::WatchCache => "watch_cache",
-        Stage::WatchStream => "watch_stream",
-        Stage::Reflector => "reflector",
-        Stage::Fifo => "fifo",
-        Stage::Indexer => "indexer",
-        Stage::Handlers => "handlers",
-        Stage::Workqueue => "workqueue",
-        Stage::Reconcile => "reconcile",
     }
 }
 

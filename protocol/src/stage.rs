@@ -63,6 +63,21 @@ impl Stage {
         }
     }
 
+    /// The stage's name on the wire (`watch_cache`), as serde writes it.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            Stage::Etcd => "etcd",
+            Stage::WatchCache => "watch_cache",
+            Stage::WatchStream => "watch_stream",
+            Stage::Reflector => "reflector",
+            Stage::Fifo => "fifo",
+            Stage::Indexer => "indexer",
+            Stage::Handlers => "handlers",
+            Stage::Workqueue => "workqueue",
+            Stage::Reconcile => "reconcile",
+        }
+    }
+
     /// Whether the stage runs in the apiserver (and etcd) rather than in the client.
     pub fn is_server_side(self) -> bool {
         matches!(self, Stage::Etcd | Stage::WatchCache | Stage::WatchStream)
@@ -121,5 +136,13 @@ mod tests {
         );
         let back: StageTimes = serde_json::from_str(&json).unwrap();
         assert_eq!(back, times);
+    }
+
+    #[test]
+    fn the_wire_name_is_serdes() {
+        for stage in Stage::ALL {
+            let json = serde_json::to_string(&stage).unwrap();
+            assert_eq!(json, format!("\"{}\"", stage.wire_name()));
+        }
     }
 }
