@@ -303,12 +303,13 @@ async fn measure_at(config: &Config, rate: &mut u32, target: u32) -> Result<Meas
     Ok(measured)
 }
 
-struct Measured {
-    first_paint_ms: f64,
-    fps: f64,
-    worst_frame_ms: f64,
-    received_per_second: f64,
-    resyncs_per_minute: f64,
+/// One measurement of a page: first paint, frames, and what it received.
+pub struct Measured {
+    pub first_paint_ms: f64,
+    pub fps: f64,
+    pub worst_frame_ms: f64,
+    pub received_per_second: f64,
+    pub resyncs_per_minute: f64,
 }
 
 async fn measure(config: &Config, rate: u32) -> Result<Measured, String> {
@@ -328,7 +329,7 @@ async fn measure(config: &Config, rate: u32) -> Result<Measured, String> {
 
 /// Opens the app served at `addr` in `client`, waits until it is connected,
 /// then counts its animation frames and the bridge's frames sent meanwhile.
-async fn measure_page(client: &Client, addr: std::net::SocketAddr) -> Result<Measured, String> {
+pub async fn measure_page(client: &Client, addr: std::net::SocketAddr) -> Result<Measured, String> {
     client
         .goto(&format!("http://{addr}/"))
         .await

@@ -9,9 +9,9 @@
 //! a fresh headless Chromium each time; the device and the throttling are set
 //! before it loads, so first paint is the throttled one.
 
-use crate::browser::{Driver, calibrate, cdp, count_animation_frames, wait_connected};
+use crate::browser::{Driver, Measured, calibrate, cdp, measure_page, wait_connected};
 use crate::machine::renderers;
-use crate::process::{Watchlife, get, metric};
+use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
 use crate::scenario::{Scenario, stopped_early};
 use crate::stats::{Spread, bytes, count, micros, num};
@@ -27,8 +27,6 @@ const WINDOW: (u32, u32) = (500, 800);
 /// How much slower than this machine's the phone's CPU is: a mid-range
 /// phone has about a quarter of a desktop core.
 const CPU_SLOWDOWN: u32 = 4;
-/// How long the page settles after connecting before frames are counted.
-const SETTLE: Duration = Duration::from_secs(2);
 /// Budgets the issue of a thousand phones sets: frames per second at every
 /// rate, and first paint.
 const FPS_GOAL: f64 = 60.0;
@@ -232,8 +230,8 @@ impl Config {
              (`Emulation.setDeviceMetricsOverride`: {}×{} CSS pixels, one device pixel each, \
              a mobile viewport) and a CPU {CPU_SLOWDOWN}× slower \
              (`Emulation.setCPUThrottlingRate`), then opens the page at its default speed, as \
-             a shared link does. First paint is the page's `first-contentful-paint`; after {} \
-             s, `requestAnimationFrame` callbacks are counted for 5 s. Then the page stays \
+             a shared link does. First paint, frames per second and frames received are \
+             measured as in the browser section. Then the page stays \
              open at the last rate for {} minutes, its memory read every minute: the tab \
              renderer's `RssAnon` (where wasm memory, the JS heap and the DOM live), the app's \
              wasm memory, the JS heap in use (`performance.memory`), and the rows of its event \
@@ -242,7 +240,6 @@ impl Config {
             WINDOW.1,
             SCREEN.0,
             SCREEN.1,
-            SETTLE.as_secs(),
             self.soak.as_secs() / 60,
             self.runs
         )
@@ -300,14 +297,6 @@ fn signed_bytes(b: f64) -> String {
     }
 }
 
-/// One measurement of the page.
-struct Measured {
-    first_paint_ms: f64,
-    fps: f64,
-    worst_frame_ms: f64,
-    received_per_second: f64,
-}
-
 /// The demo's bridge and a phone's page on it.
 struct Phone {
     bridge: Watchlife,
@@ -316,7 +305,7 @@ struct Phone {
 }
 
 impl Phone {
-    /// Starts the demo at `rate` and opens its page on an emulated phone.
+    /// Starts the demo at `rate` and an emulated phone, the page not opened yet.
     async fn open(watchlife: &std::path::Path, rate: u32) -> Result<Phone, String> {
         let bridge = Watchlife::start_demo(watchlife, &rate.to_string(), &[])?;
         let driver = Driver::start()?;
@@ -334,11 +323,6 @@ impl Phone {
             keep_memory,
         )
         .await?;
-        client
-            .goto(&format!("http://{}/", bridge.addr))
-            .await
-            .map_err(|e| format!("opening the app: {e}"))?;
-        wait_connected(&client).await?;
         Ok(Phone {
             bridge,
             driver,
@@ -346,32 +330,20 @@ impl Phone {
         })
     }
 
-    /// First paint, then frames per second and the frames received.
+    /// Opens the page and measures it as the browser section does: first
+    /// paint, then frames per second and the frames received.
     async fn measure(&self) -> Result<Measured, String> {
-        let first_paint = self
-            .eval(
-                "const p = performance.getEntriesByName('first-contentful-paint')[0]; \
-                 return p ? p.startTime : null;",
-            )
-            .await?
-            .as_f64()
-            .unwrap_or(f64::NAN);
-        tokio::time::sleep(SETTLE).await;
-        let sent0 = self.sent().await;
-        let t0 = Instant::now();
-        let counted = count_animation_frames(&self.client).await?;
-        let received = (self.sent().await - sent0) / t0.elapsed().as_secs_f64();
-        let v = |i: usize| counted.get(i).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
-        Ok(Measured {
-            first_paint_ms: first_paint,
-            fps: v(0) / v(1) * 1000.0,
-            worst_frame_ms: v(2),
-            received_per_second: received,
-        })
+        measure_page(&self.client, self.bridge.addr).await
     }
 
-    /// Reads the tab's memory every [`SAMPLE_EVERY`] for `length`.
+    /// Opens the page, then reads the tab's memory every [`SAMPLE_EVERY`]
+    /// for `length`.
     async fn soak(&self, length: Duration, samples: &mut Vec<Sample>) -> Result<(), String> {
+        self.client
+            .goto(&format!("http://{}/", self.bridge.addr))
+            .await
+            .map_err(|e| format!("opening the app: {e}"))?;
+        wait_connected(&self.client).await?;
         let t0 = Instant::now();
         let readings = (length.as_secs() / SAMPLE_EVERY.as_secs()).max(1);
         for reading in 1..=readings {
@@ -408,14 +380,6 @@ impl Phone {
             .execute(script, vec![])
             .await
             .map_err(|e| e.to_string())
-    }
-
-    /// Frames the bridge has sent to viewers, from its `/metrics`.
-    async fn sent(&self) -> f64 {
-        get(self.bridge.addr, "/metrics")
-            .await
-            .and_then(|m| metric(&m, "watchlife_frames_sent_total"))
-            .unwrap_or(f64::NAN)
     }
 
     async fn close(self) {

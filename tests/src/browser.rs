@@ -42,7 +42,7 @@ impl Browser {
     /// Starts chromedriver on a free port and a headless Chromium session with
     /// a fresh profile, sized `width`×`height`.
     pub async fn start(width: u32, height: u32) -> Browser {
-        Browser::start_with(width, height, None).await
+        Browser::start_with(width, height).await
     }
 
     /// A session whose page is `width`×`height` CSS pixels as a phone's is:
@@ -50,7 +50,7 @@ impl Browser {
     /// phone's screen is emulated (DevTools' device metrics, one pixel per
     /// CSS pixel, a mobile viewport) rather than asked of the window.
     pub async fn start_phone(width: u32, height: u32) -> Browser {
-        let browser = Browser::start_with(width.max(MIN_WINDOW_WIDTH), height, None).await;
+        let browser = Browser::start_with(width.max(MIN_WINDOW_WIDTH), height).await;
         browser
             .cdp(
                 "Emulation.setDeviceMetricsOverride",
@@ -62,11 +62,7 @@ impl Browser {
         browser
     }
 
-    async fn start_with(
-        width: u32,
-        height: u32,
-        mobile_emulation: Option<serde_json::Value>,
-    ) -> Browser {
+    async fn start_with(width: u32, height: u32) -> Browser {
         let port = crate::free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
@@ -81,10 +77,7 @@ impl Browser {
         args.push(format!("--user-data-dir={}", profile.0.display()));
         args.push(format!("--window-size={width},{height}"));
         let mut caps = serde_json::Map::new();
-        let mut options = serde_json::json!({ "args": args, "binary": "/usr/bin/chromium" });
-        if let Some(metrics) = mobile_emulation {
-            options["mobileEmulation"] = metrics;
-        }
+        let options = serde_json::json!({ "args": args, "binary": "/usr/bin/chromium" });
         caps.insert("goog:chromeOptions".into(), options);
         let url = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(20);
