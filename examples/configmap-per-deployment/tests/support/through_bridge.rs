@@ -77,8 +77,23 @@ impl Watching {
         let journal = tapped.stop().await;
         let told = self.until_told(controller, journal.len()).await;
         let objects = super::proof::every_reconcile_told(&told, &journal).len();
-        every_reconcile_matched(&told, &self.bridge_deployments());
+        self.until_matched(&told).await;
         (told, objects)
+    }
+
+    /// Waits until the bridge's own watch has delivered every Deployment
+    /// version `told` reconciled, then proves it ([`every_reconcile_matched`]).
+    /// The bridge's watch may lag the controller's: after an apiserver
+    /// restart each relists on its own schedule (a 410, then a backoff).
+    async fn until_matched(&self, told: &[TapFrame]) {
+        let deadline = tokio::time::Instant::now() + super::PATIENCE;
+        let reconciled = reconciled_versions(told);
+        while tokio::time::Instant::now() < deadline
+            && !reconciled.is_subset(&self.bridge_deployments())
+        {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        every_reconcile_matched(told, &self.bridge_deployments());
     }
 
     /// The (name, resourceVersion) of every Deployment version the bridge's
@@ -110,6 +125,19 @@ impl Drop for Watching {
     fn drop(&mut self) {
         self.reader.abort();
     }
+}
+
+/// The (name, resourceVersion) of every Deployment a reconcile in `told` started on.
+fn reconciled_versions(told: &[TapFrame]) -> BTreeSet<(String, String)> {
+    told.iter()
+        .filter_map(|frame| match frame {
+            TapFrame::ReconcileStart(start) => Some((
+                start.object.name.clone(),
+                start.resource_version.clone().unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Every reconcile the tap told is of a Deployment version the bridge's own
