@@ -20,7 +20,9 @@
 //! - [`replay`] (the `replay` feature, built by `make embed`): a recording
 //!   played with no bridge. The live page and the replay page are two builds
 //!   of this crate, so that each carries only its own code. [`playhead`]:
-//!   where a played recording stands, and the clock that moves it.
+//!   where a played recording stands, and the clock that moves it;
+//!   [`chapters`]: its markers, found and authored; [`player_host`]: the
+//!   replay page inside a docs page's `<watchlife-player>`, driven by it.
 //! - [`compare`] (the replay page's `compare=`): one scenario under two
 //!   Kubernetes profiles, side by side on one clock, and
 //!   [`reflector_steps`]: where their informers differ, read from the frames.
@@ -43,6 +45,8 @@
 pub mod animator;
 pub mod backlog;
 pub mod bodies;
+#[cfg(any(feature = "replay", test))]
+pub mod chapters;
 pub mod cluster_status;
 #[cfg(all(feature = "replay", not(feature = "in-page")))]
 pub mod compare;
@@ -66,7 +70,9 @@ pub mod narration;
 pub mod notice;
 pub mod plain_words;
 pub mod player;
-#[cfg(feature = "replay")]
+#[cfg(all(feature = "replay", not(feature = "in-page")))]
+pub mod player_host;
+#[cfg(any(feature = "replay", test))]
 pub mod playhead;
 pub mod quantiles;
 #[cfg(any(feature = "replay", test))]
@@ -110,12 +116,7 @@ pub fn App() -> impl IntoView {
         if let Some(root) = document().document_element() {
             let _ = root.set_attribute("data-theme", view.theme.get().as_str());
             let _ = root.set_attribute("data-presenter", &view.presenter.get().to_string());
-            let controls = if view.minimal.get_value() {
-                "minimal"
-            } else {
-                "full"
-            };
-            let _ = root.set_attribute("data-controls", controls);
+            let _ = root.set_attribute("data-controls", view.controls.get_value().as_str());
             let _ = root.set_attribute("data-page", PAGE);
         }
     });
@@ -183,6 +184,7 @@ fn start_source(model: model::Model, view: view_state::ViewState) {
     provide_context(replay);
     replay.start_clock();
     replay_bar::accept_dropped_files(replay);
+    player_host::serve(replay, view);
     match view.recording_url() {
         Some(url) => replay.load_url(url),
         None => replay.wait_for_a_file(),

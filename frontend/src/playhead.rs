@@ -48,6 +48,23 @@ impl Playhead {
     pub fn choose_rate(&self, i: usize) {
         self.rate.set(i.min(RATES.len() - 1));
     }
+
+    /// Chooses the offered speed nearest to `multiple` of the recorded pace.
+    pub fn choose_speed(&self, multiple: f64) {
+        self.choose_rate(nearest_rate(multiple));
+    }
+}
+
+/// The index into [`RATES`] of the speed nearest to `multiple`, by ratio
+/// (3× takes 4×, 1.4× takes 1×); not a positive number: the recorded pace.
+pub fn nearest_rate(multiple: f64) -> usize {
+    if !(multiple > 0.0 && multiple.is_finite()) {
+        return RECORDED_PACE;
+    }
+    let distance = |r: f64| (r.ln() - multiple.ln()).abs();
+    (0..RATES.len())
+        .min_by(|&a, &b| distance(RATES[a]).total_cmp(&distance(RATES[b])))
+        .unwrap_or(RECORDED_PACE)
 }
 
 impl Default for Playhead {
@@ -70,4 +87,21 @@ pub fn every_tick(mut tick: impl FnMut(f64) + 'static) {
             tick(elapsed);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_speed_asked_for_takes_the_nearest_offered_one() {
+        let taken = |m: f64| RATES[nearest_rate(m)];
+        assert_eq!(taken(1.0), 1.0);
+        assert_eq!(taken(3.0), 4.0);
+        assert_eq!(taken(1.4), 1.0);
+        assert_eq!(taken(100.0), 4.0);
+        assert_eq!(taken(0.01), 0.25);
+        assert_eq!(taken(-2.0), 1.0);
+        assert_eq!(taken(f64::NAN), 1.0);
+    }
 }

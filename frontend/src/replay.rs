@@ -11,10 +11,11 @@
 //! at any time is the same however it was reached, and a replay always ends
 //! in the same state.
 
+use crate::chapters::{self, Marker};
 use crate::js_error::message;
 use crate::model::{Link, Model};
-use crate::notice::reflector_alarming;
 use crate::playhead::{Playhead, every_tick};
+use crate::view_query::ReplayOptions;
 use crate::view_state::ViewState;
 use js_sys::Uint8Array;
 use leptos::prelude::*;
@@ -22,9 +23,7 @@ use leptos::task::spawn_local;
 use std::sync::Arc;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use watchlife_protocol::{
-    EventType, FrameBody, RecordedFrame, Recording, ServerFrame, parse_recording,
-};
+use watchlife_protocol::{FrameBody, Recording, ServerFrame, parse_recording};
 
 /// Largest recording the page reads: far beyond any scenario (tens of KB),
 /// small enough that a wrong file cannot exhaust the tab.
@@ -45,14 +44,6 @@ pub enum Status {
     },
 }
 
-/// A moment worth jumping to, drawn on the timeline.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Marker {
-    pub t_ms: u64,
-    pub label: String,
-    pub alarming: bool,
-}
-
 /// The replay. `Copy`: every field is a signal or stored-value handle.
 #[derive(Clone, Copy)]
 pub struct Replay {
@@ -64,6 +55,12 @@ pub struct Replay {
     /// What could not be read, line by line.
     pub problems: RwSignal<Vec<String>>,
     pub markers: RwSignal<Vec<Marker>>,
+    /// The marker last played over (an index into `markers`), with a count
+    /// that tells two reaches of the same marker apart (a loop, a seek back).
+    pub reached: RwSignal<Option<(usize, u64)>>,
+    /// What the page was asked for: markers of its own, a pause at each
+    /// marker, a starting point, a speed.
+    options: StoredValue<ReplayOptions>,
     recording: StoredValue<Option<Arc<Recording>>>,
     /// How far the recording has been fed to the model (ms): ahead of the
     /// position shown while the animation is behind.
@@ -83,6 +80,8 @@ impl Replay {
             duration_ms: RwSignal::new(0.0),
             problems: RwSignal::new(Vec::new()),
             markers: RwSignal::new(Vec::new()),
+            reached: RwSignal::new(None),
+            options: view.replay_options,
             recording: StoredValue::new(None),
             fed_ms: StoredValue::new(0.0),
             next: StoredValue::new(0),
@@ -157,12 +156,17 @@ impl Replay {
         } else {
             recording.header.title.clone()
         });
-        self.markers.set(markers(&recording.frames));
+        let authored = self.options.with_value(|o| chapters::authored(&o.markers));
+        self.markers.set(chapters::all(&recording.frames, authored));
         self.duration_ms.set(recording.duration_ms() as f64);
         self.problems.set(problems);
         self.recording.set_value(Some(Arc::new(recording)));
         self.status.set(Status::Ready);
-        self.seek(0.0);
+        let (start_s, rate) = self.options.with_value(|o| (o.start_s, o.rate));
+        if let Some(rate) = rate {
+            self.head.choose_speed(rate);
+        }
+        self.seek(start_s * 1000.0);
     }
 
     /// Starts the clock; it runs for the life of the page. It feeds the
@@ -183,7 +187,8 @@ impl Replay {
             let duration = self.duration_ms.get_untracked();
             let fed = self.fed_ms.get_value();
             if fed < duration {
-                self.advance_to((fed + elapsed * self.head.speed()).min(duration));
+                let stop = self.next_stop().unwrap_or(duration);
+                self.advance_to((fed + elapsed * self.head.speed()).min(stop));
             }
             self.follow_animation();
             if self.fed_ms.get_value() >= duration && self.model.caught_up() {
@@ -198,11 +203,37 @@ impl Replay {
         });
     }
 
-    /// Moves the timeline to the recording's time of what the page shows.
+    /// Where feeding stops until the page has shown everything before it:
+    /// with `pause_at_markers`, the next marker not yet reached, so that
+    /// the replay pauses on the state at the marker's very moment.
+    fn next_stop(&self) -> Option<f64> {
+        if !self.options.with_value(|o| o.pause_at_markers) {
+            return None;
+        }
+        let shown = self.head.position_ms.get_untracked();
+        self.markers
+            .with_untracked(|markers| markers.iter().map(|m| m.t_ms as f64).find(|&t| t > shown))
+    }
+
+    /// Moves the timeline to the recording's time of what the page shows,
+    /// and tells a marker played over ([`Replay::reached`]); with
+    /// `pause_at_markers`, the replay pauses there.
     fn follow_animation(&self) {
         let shown = self.model.now().min(self.fed_ms.get_value());
-        if self.head.position_ms.get_untracked() != shown {
-            self.head.position_ms.set(shown);
+        let before = self.head.position_ms.get_untracked();
+        if before == shown {
+            return;
+        }
+        self.head.position_ms.set(shown);
+        let crossed = self
+            .markers
+            .with_untracked(|m| chapters::crossed(m, before, shown));
+        if let Some(index) = crossed {
+            let count = self.reached.get_untracked().map_or(0, |(_, n)| n + 1);
+            self.reached.set(Some((index, count)));
+            if self.options.with_value(|o| o.pause_at_markers) {
+                self.view.paused.set(true);
+            }
         }
     }
 
@@ -291,50 +322,6 @@ fn for_replay(frame: &ServerFrame) -> ServerFrame {
         hello.demo_actions = false;
     }
     frame
-}
-
-/// The moments worth a mark: a Reflector in trouble (410, relist, backoff),
-/// an ERROR event, a slow watcher closed by a watch cache, a controller's
-/// tap disconnected.
-fn markers(frames: &[RecordedFrame]) -> Vec<Marker> {
-    let mut marks = Vec::new();
-    let mut closed = 0;
-    for f in frames {
-        match &f.frame.body {
-            FrameBody::Reflector(u) if reflector_alarming(&u.state) => marks.push(Marker {
-                t_ms: f.t_ms,
-                label: format!(
-                    "{}: {}",
-                    u.resource,
-                    crate::narration::reflector_state_short(&u.state)
-                ),
-                alarming: true,
-            }),
-            FrameBody::Event(e) if e.event_type == EventType::Error => marks.push(Marker {
-                t_ms: f.t_ms,
-                label: format!("{}: ERROR", e.target.resource),
-                alarming: true,
-            }),
-            FrameBody::WatchCache(report) => {
-                let now: u64 = report.caches.iter().map(|c| c.closed_slow).sum();
-                if now > closed {
-                    marks.push(Marker {
-                        t_ms: f.t_ms,
-                        label: "a slow watcher closed".into(),
-                        alarming: false,
-                    });
-                }
-                closed = now;
-            }
-            FrameBody::Tap(t) if t.left.is_some() => marks.push(Marker {
-                t_ms: f.t_ms,
-                label: format!("{} disconnected", t.controller),
-                alarming: false,
-            }),
-            _ => {}
-        }
-    }
-    marks
 }
 
 /// Fetches `url` as text (gunzipped when it is a `.gz` file served as is).

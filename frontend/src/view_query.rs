@@ -42,6 +42,36 @@ impl Theme {
     }
 }
 
+/// How much of the page's own controls is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Controls {
+    /// Everything: filters, actions, the recorder or the replay bar's tools.
+    #[default]
+    Full,
+    /// The picture, the replay bar and the theme: a page embedded in docs.
+    Minimal,
+    /// The picture alone; the page embedding it drives the replay
+    /// (`<watchlife-player controls="none">` and its script API).
+    None,
+}
+
+impl Controls {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Controls::Full => "full",
+            Controls::Minimal => "minimal",
+            Controls::None => "none",
+        }
+    }
+    fn parse(s: &str) -> Controls {
+        match s {
+            "minimal" => Controls::Minimal,
+            "none" => Controls::None,
+            _ => Controls::Full,
+        }
+    }
+}
+
 /// The view as plain data, parsed from and written to the URL query.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ViewQuery {
@@ -65,9 +95,8 @@ pub struct ViewQuery {
     /// `scenarios/NAME.jsonl` beside the page).
     pub replay: String,
     pub scenario: String,
-    /// `controls=minimal`: only the replay bar and the theme, for a page
-    /// embedded in a docs site.
-    pub minimal: bool,
+    /// `controls=minimal` or `none`: for a page embedded in a docs site.
+    pub controls: Controls,
     /// `loop=1`: a replay starts over when it ends.
     pub looping: bool,
     /// `kubernetes=1.20`: the release the in-page demo follows (kept so
@@ -77,6 +106,24 @@ pub struct ViewQuery {
     /// `NAME.jsonl` beside `NAME-1.20.jsonl` on one clock (see
     /// [`ViewQuery::compared_recordings`]). Empty: one player.
     pub compare: String,
+    /// How a replay plays, beyond what it plays.
+    pub replay_options: ReplayOptions,
+}
+
+/// How a replay page was asked to play, beyond what it plays: the options a
+/// docs page's `<watchlife-player>` passes on (fixed for the life of the page).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplayOptions {
+    /// `markers=T:LABEL;…`: the author's markers, `T` in seconds (see
+    /// [`crate::chapters::authored`]).
+    pub markers: String,
+    /// `pause_at_markers=1`: a guided tour, paused at each marker.
+    pub pause_at_markers: bool,
+    /// `start=S`: where the replay starts, in seconds of the recording.
+    pub start_s: f64,
+    /// `rate=X`: the replay speed as a multiple of the recorded pace (the
+    /// nearest offered one is taken).
+    pub rate: Option<f64>,
 }
 
 impl ViewQuery {
@@ -159,10 +206,17 @@ impl ViewQuery {
                 "token" => v.token = val,
                 "replay" => v.replay = val,
                 "scenario" => v.scenario = val,
-                "controls" => v.minimal = val == "minimal",
+                "controls" => v.controls = Controls::parse(&val),
                 "loop" => v.looping = val == "1",
                 "kubernetes" => v.kubernetes = val,
                 "compare" => v.compare = val,
+                "markers" => v.replay_options.markers = val,
+                "pause_at_markers" => v.replay_options.pause_at_markers = val == "1",
+                "start" => {
+                    v.replay_options.start_s =
+                        val.parse().ok().filter(|s: &f64| *s >= 0.0).unwrap_or(0.0)
+                }
+                "rate" => v.replay_options.rate = val.parse().ok().filter(|r: &f64| *r > 0.0),
                 _ => {}
             }
         }
@@ -191,8 +245,16 @@ impl ViewQuery {
             text("scenario", &self.scenario),
             text("kubernetes", &self.kubernetes),
             text("compare", &self.compare),
-            self.minimal.then(|| "controls=minimal".to_string()),
+            (self.controls != Controls::Full)
+                .then(|| format!("controls={}", self.controls.as_str())),
             self.looping.then(|| "loop=1".to_string()),
+            text("markers", &self.replay_options.markers),
+            self.replay_options
+                .pause_at_markers
+                .then(|| "pause_at_markers=1".to_string()),
+            (self.replay_options.start_s > 0.0)
+                .then(|| format!("start={}", self.replay_options.start_s)),
+            self.replay_options.rate.map(|r| format!("rate={r}")),
         ]
         .into_iter()
         .flatten()
@@ -252,10 +314,16 @@ mod tests {
             token: "s3cr+t/=".into(),
             replay: "https://example.com/a b.jsonl".into(),
             scenario: "scale".into(),
-            minimal: true,
+            controls: Controls::None,
             looping: true,
             kubernetes: "1.20".into(),
             compare: "1.20".into(),
+            replay_options: ReplayOptions {
+                markers: "1.5:the first LIST;12:a 410".into(),
+                pause_at_markers: true,
+                start_s: 2.5,
+                rate: Some(0.5),
+            },
         };
         let text = q.to_query();
         assert_eq!(ViewQuery::parse(&text), q);

@@ -4,7 +4,7 @@
 //! view.
 
 use crate::filters::Filters;
-use crate::view_query::{DEFAULT_SPEED, SPEEDS, Theme, ViewQuery};
+use crate::view_query::{Controls, DEFAULT_SPEED, ReplayOptions, SPEEDS, Theme, ViewQuery};
 use leptos::prelude::*;
 
 /// The view as signals. `Copy`: every field is a signal handle.
@@ -30,7 +30,7 @@ pub struct ViewState {
     /// What the URL asked to replay, and how (fixed for the life of the page).
     pub replay: StoredValue<String>,
     pub scenario: StoredValue<String>,
-    pub minimal: StoredValue<bool>,
+    pub controls: StoredValue<Controls>,
     /// A replay starts over when it ends.
     pub looping: RwSignal<bool>,
     /// The release the in-page demo follows, as the URL gave it.
@@ -38,6 +38,8 @@ pub struct ViewState {
     /// The profile a compare view plays beside the scenario's own
     /// recording (`compare=1.20`); empty for one player.
     pub compare: StoredValue<String>,
+    /// How the replay plays: markers, a pause at each, start, speed.
+    pub replay_options: StoredValue<ReplayOptions>,
 }
 
 impl ViewState {
@@ -57,10 +59,11 @@ impl ViewState {
             token: StoredValue::new(q.token),
             replay: StoredValue::new(q.replay),
             scenario: StoredValue::new(q.scenario),
-            minimal: StoredValue::new(q.minimal),
+            controls: StoredValue::new(q.controls),
             looping: RwSignal::new(q.looping),
             kubernetes: StoredValue::new(q.kubernetes),
             compare: StoredValue::new(q.compare),
+            replay_options: StoredValue::new(q.replay_options),
         }
     }
 
@@ -91,10 +94,11 @@ impl ViewState {
             token: self.token.get_value(),
             replay: self.replay.get_value(),
             scenario: self.scenario.get_value(),
-            minimal: self.minimal.get_value(),
+            controls: self.controls.get_value(),
             looping: self.looping.get(),
             kubernetes: self.kubernetes.get_value(),
             compare: self.compare.get_value(),
+            replay_options: self.replay_options.get_value(),
         }
     }
 

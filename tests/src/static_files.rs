@@ -44,6 +44,21 @@ impl Drop for StaticFiles {
     }
 }
 
+/// Copies the folder `from` into `to` (made if missing), subfolders included:
+/// a site's files as a docs generator would lay them out.
+pub fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("make a folder");
+    for entry in std::fs::read_dir(from).expect("read a folder") {
+        let entry = entry.expect("a folder entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy a file");
+        }
+    }
+}
+
 /// Answers one request and closes the connection.
 async fn answer(mut socket: TcpStream, root: PathBuf) {
     let mut request = Vec::new();

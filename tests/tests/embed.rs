@@ -4,48 +4,27 @@
 //! replays to the table the live page showed.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 use watchlife_protocol::{EventType, FrameBody, parse_recording};
 use watchlife_tests::bridge::Bridge;
 use watchlife_tests::browser::Browser;
-use watchlife_tests::static_files::StaticFiles;
+use watchlife_tests::static_files::{StaticFiles, copy_folder};
 
 /// The folder `make embed` writes.
 fn embed_dir() -> PathBuf {
-    let dir = std::env::var_os("WATCHLIFE_EMBED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| watchlife_tests::workspace().join("embed"));
-    assert!(
-        dir.join("embed.html").is_file(),
-        "{} has no embed.html: run `make embed` first (make test does)",
-        dir.display()
-    );
-    dir
+    watchlife_tests::browser::embed_folder()
 }
 
 /// A copy of the embed folder with more files beside it, served.
 async fn serve_with(extra: &[(&str, &[u8])]) -> (tempfile::TempDir, StaticFiles) {
     let dir = tempfile::tempdir().expect("a temporary folder");
-    copy_dir(&embed_dir(), dir.path());
+    copy_folder(&embed_dir(), dir.path());
     for (name, content) in extra {
         std::fs::write(dir.path().join(name), content).expect("write a recording");
     }
     let server = StaticFiles::serve(dir.path()).await;
     (dir, server)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// The object table as `resource key rv deleted` lines, sorted.

@@ -86,12 +86,7 @@ fn mark_root(view: ViewState) {
     Effect::new(move |_| {
         if let Some(root) = document().document_element() {
             let _ = root.set_attribute("data-theme", view.theme.get().as_str());
-            let controls = if view.minimal.get_value() {
-                "minimal"
-            } else {
-                "full"
-            };
-            let _ = root.set_attribute("data-controls", controls);
+            let _ = root.set_attribute("data-controls", view.controls.get_value().as_str());
             let _ = root.set_attribute("data-page", "replay");
             let _ = root.set_attribute("data-compare", &view.compare.get_value());
         }

@@ -81,7 +81,7 @@ pub fn ReplayBar() -> impl IntoView {
     }
 }
 
-/// The moments worth jumping to ([`crate::replay::Marker`]), each with its
+/// The moments worth jumping to ([`crate::chapters::Marker`]), each with its
 /// time; choosing one seeks there.
 #[component]
 fn MarkerSelect(replay: Replay) -> impl IntoView {
