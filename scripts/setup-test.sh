@@ -17,6 +17,8 @@ command -v chromedriver >/dev/null || missing+=(chromium-driver)
 # ring's C parts for the static binary.
 command -v buildah >/dev/null || missing+=(buildah)
 command -v musl-gcc >/dev/null || missing+=(musl-tools)
+# The docs generators' test builds a Hugo site with Debian's hugo.
+command -v hugo >/dev/null || missing+=(hugo)
 
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
@@ -33,15 +35,16 @@ if [ ${#missing[@]} -gt 0 ]; then
         || { say "could not install ${missing[*]}: see above" >&2; exit 1; }
 fi
 
-# Python's MODULE (PyPI), told first WHY: into the system's site-packages,
-# else the user's own when pip cannot write the system's.
+# Python's MODULE (PyPI's PACKAGE, by default named as the module), told
+# first WHY: into the system's site-packages, else the user's own when pip
+# cannot write the system's.
 pip_install() {
-    local module=$1 why=$2 pip=(python3 -m pip install --quiet --disable-pip-version-check)
+    local module=$1 why=$2 package=${3:-$1} pip=(python3 -m pip install --quiet --disable-pip-version-check)
     python3 -c "import $module" 2>/dev/null && return
     say "$why: installing it with pip (seconds)"
-    "${pip[@]}" "$module" 2>/dev/null \
-        || "${pip[@]}" --user "$module" 2>/dev/null \
-        || "${pip[@]}" --user --break-system-packages "$module"
+    "${pip[@]}" "$package" 2>/dev/null \
+        || "${pip[@]}" --user "$package" 2>/dev/null \
+        || "${pip[@]}" --user --break-system-packages "$package"
 }
 
 # The metrics test reads /metrics with the reference parser of the format,
@@ -51,6 +54,11 @@ pip_install prometheus_client "the metrics test needs Python's prometheus_client
 # The kubectl compatibility test also drives Python's `kubernetes` client
 # against the demo and the real cluster.
 pip_install kubernetes "the kubectl compatibility test needs Python's kubernetes client"
+
+# The docs generators' test builds an MkDocs site, its fenced blocks read by
+# pymdown-extensions' superfences.
+pip_install mkdocs "the docs generators' test needs MkDocs"
+pip_install pymdownx "the docs generators' test needs pymdown-extensions" pymdown-extensions
 
 # Runs scripts/NAME.sh, told first WHY when its `--check` says it has work
 # to do. Each script reports its own progress; its stdout (where the
@@ -77,3 +85,7 @@ ensure ensure-client-go-reference "the differential tests need client-go's infor
 # all cached under ~/.cache/watchlife, so this is instant once done.
 ensure ensure-modern-cluster "the modern-cluster tests need a v1.36 apiserver: downloading Go 1.26, etcd 3.5 and the Kubernetes v0.36 sources from Debian sid into ~/.cache/watchlife (nothing is installed) and building apiextensions-apiserver (about 6 minutes, up to 12 on 2 busy cores; once per machine)"
 ensure ensure-client-go-reference-modern "the modern reference tests need client-go v0.36's informer: building tests/client-go-reference-modern (under a minute)"
+
+# mdBook, for the docs generators' test (mdbook-watchlife in a real book):
+# installed with cargo into ~/.cache/watchlife, once per machine.
+ensure ensure-mdbook "the docs generators' test needs mdBook: installing it with cargo into ~/.cache/watchlife (about five minutes on 2 cores; once per machine)"

@@ -30,6 +30,9 @@
 // Events: ready, play, pause, ended, marker (detail: {index, time, label}),
 // timeupdate.
 //
+// A fenced ```watchlife block that a Markdown renderer left as it is (MkDocs'
+// superfences, any renderer's `language-watchlife` code) becomes a player too.
+//
 // Each player is a frame of this folder's embed.html that sizes itself to
 // its content; it is made only when scrolled near, and players on one page
 // share the app the browser downloaded once. Children of the element (a
@@ -219,6 +222,47 @@
   }
 
   customElements.define("watchlife-player", WatchlifePlayer);
+
+  // A block's text as a player's attributes: one option per line, "name:
+  // value" or a bare "name"; a first bare word that is no option names the
+  // scenario. Throws on a line that is no option, naming it.
+  const attributesOf = (text) => {
+    const attributes = [];
+    for (const raw of text.split("\n")) {
+      const line = raw.trim();
+      if (!line || line.startsWith("#")) continue;
+      const colon = line.indexOf(":");
+      const name = (colon < 0 ? line : line.slice(0, colon)).trim();
+      const value = colon < 0 ? "" : line.slice(colon + 1).trim();
+      if (OPTIONS.includes(name)) attributes.push([name, value]);
+      else if (!attributes.length && colon < 0 && !/\s/.test(name)) attributes.push(["scenario", name]);
+      else throw new Error(`unknown watchlife option "${name}"; the options are: ${OPTIONS.join(", ")}`);
+    }
+    return attributes;
+  };
+
+  // Fenced ```watchlife blocks as Markdown renderers leave them (a div or
+  // pre of class "watchlife", as MkDocs' superfences writes; a code of class
+  // "language-watchlife", as most others do) become players, the way
+  // Mermaid's script turns its blocks into diagrams.
+  const upgradeBlocks = () => {
+    const blocks = document.querySelectorAll("div.watchlife, pre.watchlife, code.language-watchlife");
+    for (const block of blocks) {
+      const target = block.matches("code") && block.parentElement.matches("pre") ? block.parentElement : block;
+      try {
+        const player = document.createElement("watchlife-player");
+        for (const [name, value] of attributesOf(block.textContent)) player.setAttribute(name, value);
+        target.replaceWith(player);
+      } catch (error) {
+        const message = document.createElement("p");
+        message.className = "watchlife-error";
+        message.textContent = `watchlife: ${error.message}`;
+        target.before(message);
+      }
+    }
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", upgradeBlocks);
+  else upgradeBlocks();
 
   // The one-line embed: a script tag with data-scenario or data-src places
   // a player, with the script's data-* options, right after itself.

@@ -48,12 +48,13 @@ fn add_to_item(item: &mut Value) -> Result<usize, ChapterError> {
         .to_string();
     let mut chapters = 0;
     if let Some(Value::String(content)) = chapter.get_mut("content") {
-        let replaced = fence::replace_blocks(content, &player_dir_from(&path)).map_err(|error| {
-            ChapterError {
-                chapter: format!("{name} ({path})"),
-                error,
-            }
-        })?;
+        let replaced =
+            fence::replace_blocks(content, &player_dir_from(&path)).map_err(|error| {
+                ChapterError {
+                    chapter: format!("{name} ({path})"),
+                    error,
+                }
+            })?;
         if let Some(replaced) = replaced {
             *content = replaced;
             chapters += 1;
@@ -97,9 +98,18 @@ mod tests {
         });
         assert_eq!(add_players(&mut book).unwrap(), 2);
         let guide = &book["sections"][2]["Chapter"];
-        assert!(guide["content"].as_str().unwrap().contains("src=\"../watchlife/player.js\""));
+        assert!(
+            guide["content"]
+                .as_str()
+                .unwrap()
+                .contains("src=\"../watchlife/player.js\"")
+        );
         let deep = &guide["sub_items"][0]["Chapter"]["content"];
-        assert!(deep.as_str().unwrap().contains("src=\"../../watchlife/player.js\""));
+        assert!(
+            deep.as_str()
+                .unwrap()
+                .contains("src=\"../../watchlife/player.js\"")
+        );
         assert_eq!(book["sections"][0]["Chapter"]["content"], "# Intro\n");
         assert_eq!(book["sections"][1], "Separator");
         assert!(book.get("__non_exhaustive").is_some());
@@ -107,8 +117,14 @@ mod tests {
 
     #[test]
     fn a_bad_block_names_its_chapter() {
-        let mut book = json!({"sections": [chapter("a.md", "```watchlife\nautoplay\n```\n", json!([]))]});
+        let mut book =
+            json!({"sections": [chapter("a.md", "```watchlife\nautoplay\n```\n", json!([]))]});
         let error = add_players(&mut book).unwrap_err();
-        assert!(error.to_string().starts_with("a.md (a.md): a watchlife block names no recording"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("a.md (a.md): a watchlife block names no recording"),
+            "{error}"
+        );
     }
 }

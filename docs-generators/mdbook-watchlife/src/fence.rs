@@ -108,7 +108,11 @@ mod tests {
     fn blocks_become_players_after_one_script_and_other_fences_stay() {
         let md = "# Informers\n\n```watchlife\nscale\n```\n\ntext\n\n~~~watchlife\nsrc: talk.jsonl\n~~~\n\n```rust\nlet x = 1;\n```\n";
         let out = replace_blocks(md, "../watchlife").unwrap().unwrap();
-        assert_eq!(out.matches("<script src=\"../watchlife/player.js\"></script>").count(), 1);
+        assert_eq!(
+            out.matches("<script src=\"../watchlife/player.js\"></script>")
+                .count(),
+            1
+        );
         assert_eq!(out.matches("<watchlife-player").count(), 2);
         assert!(out.contains("<watchlife-player scenario=\"scale\">"));
         assert!(out.contains("<watchlife-player src=\"talk.jsonl\">"));
@@ -121,14 +125,22 @@ mod tests {
         let md = "````markdown\n```watchlife\nscale\n```\n````\n";
         assert_eq!(replace_blocks(md, "w").unwrap(), None);
         let indented = "    ```watchlife\n    scale\n    ```\n";
-        assert_eq!(replace_blocks(indented, "w").unwrap(), None, "an indented code block");
+        assert_eq!(
+            replace_blocks(indented, "w").unwrap(),
+            None,
+            "an indented code block"
+        );
     }
 
     #[test]
     fn a_chapter_without_blocks_is_unchanged_and_a_bad_block_is_an_error() {
         assert_eq!(replace_blocks("# Plain\n", "w").unwrap(), None);
         assert!(replace_blocks("```watchlife\nscale\nbogus: 1\n```\n", "w").is_err());
-        let open = replace_blocks("text\n```watchlife\nscale\n", "w").unwrap().unwrap();
-        assert!(open.contains("player.js") && open.contains("<watchlife-player scenario=\"scale\">"));
+        let open = replace_blocks("text\n```watchlife\nscale\n", "w")
+            .unwrap()
+            .unwrap();
+        assert!(
+            open.contains("player.js") && open.contains("<watchlife-player scenario=\"scale\">")
+        );
     }
 }

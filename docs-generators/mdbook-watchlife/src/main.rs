@@ -78,7 +78,9 @@ fn player_folders(context: &Value) -> Result<(PathBuf, PathBuf), String> {
     let config = &context["config"];
     let player = config["preprocessor"]["watchlife"]["player"]
         .as_str()
-        .ok_or("book.toml's [preprocessor.watchlife] has no `player` (the folder `make embed` writes)")?;
+        .ok_or(
+            "book.toml's [preprocessor.watchlife] has no `player` (the folder `make embed` writes)",
+        )?;
     let src = config["book"]["src"].as_str().unwrap_or("src");
     Ok((root.join(player), root.join(src).join(book::PLAYER_DIR)))
 }

@@ -149,6 +149,10 @@ mod tests {
             })
         );
         assert_eq!(render("autoplay", "w"), Err(BlockError::NothingToPlay));
-        assert!(render("demo", "w").unwrap().starts_with("<watchlife-player demo>"));
+        assert!(
+            render("demo", "w")
+                .unwrap()
+                .starts_with("<watchlife-player demo>")
+        );
     }
 }

@@ -1,0 +1,168 @@
+//! The player through docs generators' own ways, each building a real site
+//! with two players on one page, served as a static host serves it:
+//! - Hugo (Debian's `hugo`) with `docs-generators/hugo/` as a theme
+//!   component: the first player a ```` ```watchlife ```` block (its render
+//!   hook), the second the `watchlife` shortcode;
+//! - MkDocs (PyPI's `mkdocs`, with `pymdown-extensions`' superfences as in
+//!   `docs-generators/mkdocs/mkdocs.yml`): both players fenced blocks that
+//!   `player.js` turns into players.
+//!
+//! Each page passes [`prove_two_players`] at 1280 px and
+//! [`prove_fits_a_phone`] at 360 px. (mdBook's preprocessor is tested in its
+//! own crate, `docs-generators/mdbook-watchlife/tests/`.) A wrong option in a
+//! Hugo block fails the build, naming the page.
+
+use std::path::Path;
+use std::process::Command;
+use watchlife_tests::browser::{Browser, embed_folder};
+use watchlife_tests::player_page::{
+    first_player, prove_fits_a_phone, prove_two_players, record_what_players_tell, second_player,
+};
+use watchlife_tests::static_files::{StaticFiles, copy_folder};
+
+/// `lines` as a fenced ```` ```watchlife ```` block.
+fn fenced(lines: &[String]) -> String {
+    format!("```watchlife\n{}\n```\n", lines.join("\n"))
+}
+
+/// Runs a generator, failing with its output when it fails.
+fn run(command: &mut Command) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?} cannot run: {e} (make test installs it)"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{command:?} failed:\n{text}");
+    text
+}
+
+/// A Hugo site with one page, `content/informers.md` holding `body`.
+fn hugo_site(body: &str) -> tempfile::TempDir {
+    let site = tempfile::tempdir().expect("a temporary folder");
+    let root = site.path();
+    let theme = root.join("themes/watchlife");
+    copy_folder(
+        &watchlife_tests::workspace().join("docs-generators/hugo"),
+        &theme,
+    );
+    copy_folder(&embed_folder(), &root.join("static/watchlife"));
+    write(
+        root,
+        "hugo.toml",
+        "baseURL = \"/\"\ndisableKinds = [\"taxonomy\", \"term\", \"RSS\", \"sitemap\", \"home\", \"section\"]\n\
+         theme = [\"watchlife\"]\n",
+    );
+    write(
+        root,
+        "layouts/_default/single.html",
+        "<!doctype html><html><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"icon\" href=\"data:,\"><title>{{ .Title }}</title></head>\
+         <body style=\"margin: 0 1rem\">{{ .Content }}</body></html>\n",
+    );
+    write(
+        root,
+        "content/informers.md",
+        &format!("---\ntitle: Informers\n---\n# Informers\n\n{body}"),
+    );
+    site
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The two players on a page: proven at a desk's width and on a phone,
+/// screenshots named after `generator`.
+async fn prove_page(url: &str, folder: &str, generator: &str) {
+    let browser = Browser::start(1280, 900).await;
+    record_what_players_tell(&browser).await;
+    browser.goto(url).await;
+    prove_two_players(&browser, folder).await;
+    browser.close().await;
+
+    let phone = Browser::start_phone(360, 800).await;
+    record_what_players_tell(&phone).await;
+    phone.goto(url).await;
+    prove_fits_a_phone(&phone).await;
+    phone
+        .screenshot_for_docs(&format!("player-{generator}-phone.png"))
+        .await;
+    phone.close().await;
+}
+
+#[tokio::test]
+async fn a_hugo_site_plays_a_fenced_block_and_a_shortcode() {
+    let shortcode_options: String = second_player()
+        .iter()
+        .map(|line| match line.split_once(": ") {
+            Some((name, value)) => format!(" {name}=\"{value}\""),
+            None => format!(" {line}=\"true\""),
+        })
+        .collect();
+    let site = hugo_site(&format!(
+        "{}\nMuch more prose.\n\n{{{{< watchlife{shortcode_options} >}}}}\n",
+        fenced(&first_player())
+    ));
+    run(Command::new("hugo")
+        .arg("--quiet")
+        .arg("--source")
+        .arg(site.path()));
+    let public = site.path().join("public");
+    let server = StaticFiles::serve(&public).await;
+    prove_page(&server.url("informers/index.html"), &server.url(""), "hugo").await;
+}
+
+#[test]
+fn a_wrong_option_in_a_hugo_block_fails_the_build_naming_the_page() {
+    let site = hugo_site("```watchlife\nscenario: scale\nautoplya\n```\n");
+    let output = Command::new("hugo")
+        .arg("--source")
+        .arg(site.path())
+        .output()
+        .expect("hugo runs");
+    let text = String::from_utf8_lossy(&output.stderr) + String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "the build fails");
+    assert!(
+        text.contains("informers.md: unknown watchlife option \"autoplya\""),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn an_mkdocs_site_plays_fenced_blocks_through_superfences() {
+    let site = tempfile::tempdir().expect("a temporary folder");
+    let root = site.path();
+    let config = std::fs::read_to_string(
+        watchlife_tests::workspace().join("docs-generators/mkdocs/mkdocs.yml"),
+    )
+    .expect("the MkDocs configuration");
+    write(
+        root,
+        "mkdocs.yml",
+        &format!(
+            "site_name: Informers\nuse_directory_urls: false\n\
+             theme:\n  name: mkdocs\n  highlightjs: false\n{config}"
+        ),
+    );
+    copy_folder(&embed_folder(), &root.join("docs/watchlife"));
+    write(
+        root,
+        "docs/index.md",
+        &format!(
+            "# Informers\n\n{}\nMuch more prose.\n\n{}",
+            fenced(&first_player()),
+            fenced(&second_player())
+        ),
+    );
+    run(Command::new("python3")
+        .args(["-m", "mkdocs", "build", "--quiet", "--config-file"])
+        .arg(root.join("mkdocs.yml")));
+    let server = StaticFiles::serve(&root.join("site")).await;
+    prove_page(&server.url("index.html"), &server.url(""), "mkdocs").await;
+}
