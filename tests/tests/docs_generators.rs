@@ -10,7 +10,8 @@
 //! Each page passes [`prove_two_players`] at 1280 px and
 //! [`prove_fits_a_phone`] at 360 px. (mdBook's preprocessor is tested in its
 //! own crate, `docs-generators/mdbook-watchlife/tests/`.) A wrong option in a
-//! Hugo block fails the build, naming the page.
+//! Hugo block fails the build, naming the page. Docusaurus is not installed:
+//! its remark plugin is run by Node on the tree MDX would give it.
 
 use std::path::Path;
 use std::process::Command;
@@ -165,4 +166,56 @@ async fn an_mkdocs_site_plays_fenced_blocks_through_superfences() {
         .arg(root.join("mkdocs.yml")));
     let server = StaticFiles::serve(&root.join("site")).await;
     prove_page(&server.url("index.html"), &server.url(""), "mkdocs").await;
+}
+
+/// Docusaurus itself is not installed here; its remark plugin is run by
+/// Node on the tree MDX gives it: a block becomes the element, a wrong
+/// option is an error naming the page and line.
+#[test]
+fn the_docusaurus_remark_plugin_turns_a_block_into_the_element() {
+    let plugin = watchlife_tests::workspace().join("docs-generators/docusaurus/remark-watchlife.js");
+    let script = format!(
+        "const plugin = require({plugin:?})();
+         const block = (value) => ({{ type: 'root', children: [{{ type: 'code', lang: 'watchlife', value,
+           position: {{ start: {{ line: 3 }} }} }}, {{ type: 'code', lang: 'rust', value: 'x' }}] }});
+         const tree = block({first:?});
+         plugin(tree, {{ path: 'informers.mdx' }});
+         console.log(JSON.stringify(tree.children));
+         try {{ plugin(block('scale\\nautoplya'), {{ path: 'informers.mdx' }}); }}
+         catch (e) {{ console.log(e.message); }}",
+        plugin = plugin.display().to_string(),
+        first = first_player().join("\n"),
+    );
+    let output = run(Command::new("node").arg("-e").arg(script));
+    let mut lines = output.lines();
+    let children: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(children[0]["name"], "watchlife-player");
+    let attributes: Vec<(String, String)> = children[0]["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap().to_string(),
+                a["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attributes,
+        first_player()
+            .iter()
+            .map(|line| match line.split_once(": ") {
+                Some((name, value)) => (name.to_string(), value.to_string()),
+                None => (line.clone(), String::new()),
+            })
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(children[1]["lang"], "rust", "other blocks stay");
+    assert_eq!(
+        lines.next().unwrap(),
+        "informers.mdx:3: unknown watchlife option \"autoplya\"; the options are: scenario, src, demo, \
+         autoplay, loop, speed, animation, start-at, poster, controls, theme, captions, markers, \
+         pause-at-markers, title"
+    );
 }
