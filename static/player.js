@@ -165,8 +165,6 @@
       this._frame = frame;
       this.shadowRoot.append(frame);
       this._showPoster();
-      // The in-page demo tells no state: it has its own controls, at a fixed height.
-      if (this.hasAttribute("demo")) frame.style.height = "90vh";
     }
 
     // The page this player frames, with its options in the address.
@@ -196,6 +194,16 @@
     _receive(event) {
       if (!this._frame || event.source !== this._frame.contentWindow) return;
       const next = event.data;
+      // The in-page demo tells its height alone; its first message says it runs.
+      if (next && next.watchlife === "size" && next.height > 0) {
+        this._frame.style.height = `${next.height}px`;
+        if (this._state.status !== "ready") {
+          this._state = { ...this._state, status: "ready" };
+          this._showPoster();
+          this.dispatchEvent(new CustomEvent("ready"));
+        }
+        return;
+      }
       if (!next || next.watchlife !== "state") return;
       // Changes are told from the first ready state on: before it, the
       // player is as if paused at the start.

@@ -70,7 +70,7 @@ pub mod narration;
 pub mod notice;
 pub mod plain_words;
 pub mod player;
-#[cfg(all(feature = "replay", not(feature = "in-page")))]
+#[cfg(any(feature = "replay", feature = "in-page"))]
 pub mod player_host;
 #[cfg(any(feature = "replay", test))]
 pub mod playhead;
@@ -175,6 +175,7 @@ fn start_source(model: model::Model, view: view_state::ViewState) {
 #[cfg(feature = "in-page")]
 fn start_source(model: model::Model, _view: view_state::ViewState) {
     in_page::start(model);
+    player_host::report_size();
 }
 
 /// The replay page: the recording the URL names, or one dropped on the page.

@@ -11,11 +11,18 @@
 //! `{watchlife: "play" | "pause"}` and `{watchlife: "seek", time}`.
 //! Nothing is sent unless the page is in a frame; messages from anywhere
 //! but the parent window are ignored.
+//!
+//! The in-page demo has no replay to drive: it tells its height alone,
+//! `{watchlife: "size", height}` ([`report_size`]).
 
+#[cfg(feature = "replay")]
 use crate::replay::{Replay, Status};
+#[cfg(feature = "replay")]
 use crate::view_state::ViewState;
 use gloo_timers::future::TimeoutFuture;
-use js_sys::{Array, Object, Reflect};
+#[cfg(feature = "replay")]
+use js_sys::Array;
+use js_sys::{Object, Reflect};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsValue;
@@ -25,6 +32,7 @@ use wasm_bindgen::JsValue;
 const REPORT_EVERY_MS: u32 = 100;
 
 /// Starts talking to the hosting element, when the page is in a frame.
+#[cfg(feature = "replay")]
 pub fn serve(replay: Replay, view: ViewState) {
     let Some(parent) = parent() else {
         return;
@@ -39,10 +47,29 @@ pub fn serve(replay: Replay, view: ViewState) {
     });
     // For the life of the page.
     std::mem::forget(commands);
+    tell_changes(move || state(replay, view));
+}
+
+/// Tells the hosting element the page's height, when the page is in a frame.
+pub fn report_size() {
+    if parent().is_none() {
+        return;
+    }
+    tell_changes(|| {
+        let message = Object::new();
+        let _ = Reflect::set(&message, &"watchlife".into(), &"size".into());
+        let _ = Reflect::set(&message, &"height".into(), &page_height().into());
+        message
+    });
+}
+
+/// Posts `message()` to the parent window whenever it differs from the
+/// last one posted, checking every [`REPORT_EVERY_MS`].
+fn tell_changes(message: impl Fn() -> Object + 'static) {
     spawn_local(async move {
         let mut last = String::new();
         loop {
-            let state = state(replay, view);
+            let state = message();
             // Compared as text: the state is a handful of fields.
             let text = js_sys::JSON::stringify(&state)
                 .map(String::from)
@@ -66,6 +93,7 @@ fn parent() -> Option<web_sys::Window> {
 }
 
 /// Carries out one of the host's commands; anything else is ignored.
+#[cfg(feature = "replay")]
 fn obey(replay: Replay, view: ViewState, data: &JsValue) {
     let field = |name: &str| Reflect::get(data, &name.into()).unwrap_or(JsValue::UNDEFINED);
     match field("watchlife").as_string().as_deref() {
@@ -82,6 +110,7 @@ fn obey(replay: Replay, view: ViewState, data: &JsValue) {
 }
 
 /// Where the replay stands, as the message to the host.
+#[cfg(feature = "replay")]
 fn state(replay: Replay, view: ViewState) -> Object {
     let message = Object::new();
     let set = |key: &str, value: JsValue| {

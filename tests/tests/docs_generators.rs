@@ -173,7 +173,8 @@ async fn an_mkdocs_site_plays_fenced_blocks_through_superfences() {
 /// option is an error naming the page and line.
 #[test]
 fn the_docusaurus_remark_plugin_turns_a_block_into_the_element() {
-    let plugin = watchlife_tests::workspace().join("docs-generators/docusaurus/remark-watchlife.js");
+    let plugin =
+        watchlife_tests::workspace().join("docs-generators/docusaurus/remark-watchlife.js");
     let script = format!(
         "const plugin = require({plugin:?})();
          const block = (value) => ({{ type: 'root', children: [{{ type: 'code', lang: 'watchlife', value,

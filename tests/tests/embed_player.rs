@@ -6,8 +6,8 @@
 
 use watchlife_tests::browser::{Browser, embed_folder};
 use watchlife_tests::player_page::{
-    attributes, first_player, player, prove_fits_a_phone, prove_two_players,
-    record_what_players_tell, second_player, told,
+    assert_sized_to_content, attributes, first_player, player, prove_fits_a_phone,
+    prove_two_players, record_what_players_tell, second_player, told,
 };
 use watchlife_tests::static_files::{StaticFiles, copy_folder};
 
@@ -34,12 +34,20 @@ fn docs_page() -> String {
     )
 }
 
-/// A site with the docs page, and the player's files in `docs/watchlife/`.
+/// A page whose one player runs the in-page demo.
+const DEMO_PAGE: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
+<title>The demo</title></head><body>
+<script src="watchlife/player.js" data-demo data-captions="on"></script>
+</body></html>"#;
+
+/// A site with the docs pages, and the player's files in `docs/watchlife/`.
 async fn docs_site() -> (tempfile::TempDir, StaticFiles) {
     let site = tempfile::tempdir().expect("a temporary folder");
     let docs = site.path().join("docs");
     copy_folder(&embed_folder(), &docs.join("watchlife"));
     std::fs::write(docs.join("page.html"), docs_page()).expect("write the docs page");
+    std::fs::write(docs.join("demo.html"), DEMO_PAGE).expect("write the demo page");
     let server = StaticFiles::serve(site.path()).await;
     (site, server)
 }
@@ -70,6 +78,36 @@ async fn two_players_on_a_docs_page_play_stop_at_a_marker_seek_and_load_when_scr
         .eval(&format!("{}.scrollIntoView()", player(0)))
         .await;
     browser.screenshot_for_docs("player-desk.png").await;
+    browser.close().await;
+}
+
+/// The one-line embed of the in-page demo: the script places the player,
+/// whose frame then takes the demo page's height.
+#[tokio::test]
+async fn the_in_page_demo_placed_by_its_script_tag_sizes_itself() {
+    let (_site, server) = docs_site().await;
+    let browser = Browser::start(1280, 900).await;
+    record_what_players_tell(&browser).await;
+    browser.goto(&server.url("docs/demo.html")).await;
+    browser
+        .wait_until(
+            "the demo's player is ready",
+            "window.told.some(t => t.index === 0 && t.type === 'ready')",
+        )
+        .await;
+    let source = browser
+        .eval(&format!(
+            "{}.shadowRoot.querySelector('iframe').src",
+            player(0)
+        ))
+        .await;
+    assert!(
+        source
+            .as_str()
+            .is_some_and(|s| s.contains("/docs/watchlife/demo.html?")),
+        "{source}"
+    );
+    assert_sized_to_content(&browser, 0).await;
     browser.close().await;
 }
 
