@@ -86,6 +86,17 @@ ensure ensure-client-go-reference "the differential tests need client-go's infor
 ensure ensure-modern-cluster "the modern-cluster tests need a v1.36 apiserver: downloading Go 1.26, etcd 3.5 and the Kubernetes v0.36 sources from Debian sid into ~/.cache/watchlife (nothing is installed) and building apiextensions-apiserver (about 6 minutes, up to 12 on 2 busy cores; once per machine)"
 ensure ensure-client-go-reference-modern "the modern reference tests need client-go v0.36's informer: building tests/client-go-reference-modern (under a minute)"
 
+# axe-core (npm), the accessibility checker the player's test runs in the
+# browser; kept in ~/.cache/watchlife, nothing installed globally.
+AXE_VERSION=4.11.0
+AXE_DIR=${WATCHLIFE_CACHE:-$HOME/.cache/watchlife}/axe-core-$AXE_VERSION
+if [ ! -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]; then
+    command -v npm >/dev/null || { say "npm is needed for axe-core: install Node.js" >&2; exit 1; }
+    say "the accessibility test needs axe-core: installing npm's axe-core@$AXE_VERSION into $AXE_DIR (seconds)"
+    mkdir -p "$AXE_DIR"
+    npm install --silent --no-audit --no-fund --prefix "$AXE_DIR" "axe-core@$AXE_VERSION"
+fi
+
 # mdBook, for the docs generators' test (mdbook-watchlife in a real book):
 # installed with cargo into ~/.cache/watchlife, once per machine.
 ensure ensure-mdbook "the docs generators' test needs mdBook: installing it with cargo into ~/.cache/watchlife (about five minutes on 2 cores; once per machine)"

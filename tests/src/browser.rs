@@ -228,6 +228,14 @@ impl Browser {
             .unwrap_or_else(|e| panic!("evaluating {expr:?}: {e}"))
     }
 
+    /// Runs `script` (statements, a library's source say) in the page.
+    pub async fn run(&self, script: &str) {
+        self.client
+            .execute(script, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("running a script of {} bytes: {e}", script.len()));
+    }
+
     /// Presses a key as the page sees it: a `keydown` on the focused element
     /// (or the body), bubbling up to the window.
     pub async fn press(&self, key: &str) {

@@ -52,7 +52,7 @@ pub fn ReplayBar() -> impl IntoView {
     };
     view! {
         <section class="replay-bar" aria-label="Replay" data-status=state_word id="replay-status">
-            <input id="replay-file" type="file" accept=".jsonl,.gz,.json"
+            <input id="replay-file" type="file" accept=".jsonl,.gz,.json" aria-label="Open a recording"
                 on:change=open title="Open a recording (or drop one on the page)"/>
             // Replaying.
             <span class="replay-title" id="replay-title">

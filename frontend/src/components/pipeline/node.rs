@@ -263,7 +263,7 @@ fn QueuedKeys(at: Placed, dims: &'static Dims) -> impl IntoView {
             .collect_view()
     };
     view! {
-        <g class="queued" aria-label="keys waiting in the workqueue">
+        <g class="queued" role="group" aria-label="keys waiting in the workqueue">
             {lines}
         </g>
     }
