@@ -23,6 +23,8 @@
 //   theme        light | dark | auto (the reader's system, the default)
 //   captions     on | off
 //   markers      the author's markers, "T:LABEL;T:LABEL", T in seconds
+//   markers-src  a file of markers, one "T:LABEL" a line (`watchlife record
+//                --marker` writes one beside its recording)
 //   pause-at-markers  a guided tour: the player stops at each marker
 //
 // Script API: play(), pause(), seek(t) (seconds, "NN%", or {marker: i |
@@ -51,7 +53,7 @@
   const FIRST_HEIGHT = 480;
 
   const OPTIONS = ["scenario", "src", "demo", "autoplay", "loop", "speed", "animation", "start-at", "poster",
-    "controls", "theme", "captions", "markers", "pause-at-markers", "title"];
+    "controls", "theme", "captions", "markers", "markers-src", "pause-at-markers", "title"];
 
   // The page's animation speeds, slowest first (its `speed=` index).
   const ANIMATION = ["slow-motion", "slower", "normal", "fast", "live"];
@@ -186,6 +188,7 @@
       const start = seconds(attr("start-at") || "0");
       if (start > 0) q.set("start", String(start));
       if (attr("markers")) q.set("markers", attr("markers"));
+      if (attr("markers-src")) q.set("markers_src", new URL(attr("markers-src"), document.baseURI).href);
       if (this.hasAttribute("pause-at-markers")) q.set("pause_at_markers", "1");
       return new URL(`embed.html?${q}`, here).href;
     }

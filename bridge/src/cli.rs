@@ -232,6 +232,13 @@ pub struct RecordArgs {
     /// A title kept in the recording's header (default: the scenario's name).
     #[arg(long)]
     pub title: Option<String>,
+
+    /// Mark moments while recording: each line typed (Enter) marks the
+    /// moment, the line its label. Written beside the recording as
+    /// OUT.markers, which the replay page and `<watchlife-player
+    /// markers-src>` read.
+    #[arg(long)]
+    pub marker: bool,
 }
 
 impl RecordArgs {

@@ -21,6 +21,7 @@ pub mod app;
 pub mod cli;
 pub mod downstream;
 pub mod record;
+pub mod record_marks;
 pub mod scenario;
 pub mod test_break;
 pub mod upstream;

@@ -12,12 +12,14 @@
 use crate::app::App;
 use crate::cli::{Args, RecordArgs};
 use crate::downstream::hub::{Attached, Bodies, Hub, encode};
+use crate::record_marks::{self, Marks};
 use crate::{RunError, shutdown_signal};
 use flate2::write::GzEncoder;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::broadcast::error::RecvError;
 use watchlife_controlplane::Clock;
 use watchlife_protocol::recording::{frame_line, header_line};
@@ -123,6 +125,13 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     let mut frames = 0u64;
+    let mut marks = Marks::default();
+    let mut typed = record
+        .marker
+        .then(|| BufReader::new(tokio::io::stdin()).lines());
+    if typed.is_some() {
+        eprintln!("recording: type a label and press Enter to mark a moment");
+    }
     let outcome = loop {
         tokio::select! {
             received = attached.live.recv() => match received {
@@ -136,6 +145,11 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
                 }
                 Err(RecvError::Closed) => break Ok(()),
             },
+            line = next_line(&mut typed) => match line {
+                Some(label) => marks.mark(elapsed_ms(started), &label),
+                // Standard input closed: the recording goes on, unmarked.
+                None => typed = None,
+            },
             done = &mut scenario => break done.map_err(RecordError::Scenario),
             _ = &mut duration => break Ok(()),
             _ = &mut shutdown => break Ok(()),
@@ -147,6 +161,14 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
         frames += 1;
     }
     file.finish()?;
+    if record.marker {
+        let path = record_marks::beside(&record.out);
+        std::fs::write(&path, marks.text()).map_err(|source| RecordError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        eprintln!("{} markers to {}", marks.len(), path.display());
+    }
     outcome?;
     eprintln!(
         "recorded {frames} frames in {:.1} s to {}",
@@ -154,6 +176,15 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
         record.out.display()
     );
     Ok(())
+}
+
+/// The next line typed, or `None` once standard input is closed (or was
+/// never asked for: then this never resolves).
+async fn next_line(typed: &mut Option<Lines<BufReader<Stdin>>>) -> Option<String> {
+    match typed {
+        Some(lines) => lines.next_line().await.ok().flatten(),
+        None => std::future::pending().await,
+    }
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

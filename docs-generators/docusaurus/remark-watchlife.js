@@ -8,7 +8,7 @@
 //   presets: [["classic", { docs: { remarkPlugins: [require("./remark-watchlife")] } }]],
 
 const OPTIONS = ["scenario", "src", "demo", "autoplay", "loop", "speed", "animation", "start-at", "poster",
-  "controls", "theme", "captions", "markers", "pause-at-markers", "title"];
+  "controls", "theme", "captions", "markers", "markers-src", "pause-at-markers", "title"];
 
 function attributesOf(text, where) {
   const attributes = [];

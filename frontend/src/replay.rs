@@ -96,11 +96,22 @@ impl Replay {
         self.model.link.set(Link::Replay);
     }
 
-    /// Fetches a recording and plays it.
+    /// Fetches a recording (and the markers file the address names) and
+    /// plays it. A markers file that cannot be read is told; the recording
+    /// plays without it.
     pub fn load_url(self, url: String) {
         self.begin(&url);
         spawn_local(async move {
-            match fetch_text(&url).await {
+            let markers_src = self.options.with_value(|o| o.markers_src.clone());
+            if !markers_src.is_empty() {
+                match fetch_text(&markers_src, "the markers file").await {
+                    Ok(text) => self.options.update_value(|o| {
+                        o.markers = format!("{};{}", o.markers, text.replace('\n', ";"))
+                    }),
+                    Err(message) => self.model.tell(message, true),
+                }
+            }
+            match fetch_text(&url, "the recording").await {
                 Ok(text) => self.load_text(&text, &url),
                 Err(message) => self.fail(message),
             }
@@ -325,11 +336,11 @@ fn for_replay(frame: &ServerFrame) -> ServerFrame {
 }
 
 /// Fetches `url` as text (gunzipped when it is a `.gz` file served as is).
-async fn fetch_text(url: &str) -> Result<String, String> {
+async fn fetch_text(url: &str, what: &str) -> Result<String, String> {
     let window = web_sys::window().ok_or("no window")?;
     let response = JsFuture::from(window.fetch_with_str(url))
         .await
-        .map_err(|e| format!("cannot fetch the recording {url}: {}", message(&e)))?;
+        .map_err(|e| format!("cannot fetch {what} {url}: {}", message(&e)))?;
     let response: web_sys::Response = response.dyn_into().map_err(|e| message(&e))?;
     if !response.ok() {
         let status = response.status();
@@ -338,9 +349,7 @@ async fn fetch_text(url: &str) -> Result<String, String> {
         } else {
             format!(" {}", response.status_text())
         };
-        return Err(format!(
-            "cannot fetch the recording {url}: HTTP {status}{why}"
-        ));
+        return Err(format!("cannot fetch {what} {url}: HTTP {status}{why}"));
     }
     let blob = JsFuture::from(response.blob().map_err(|e| message(&e))?)
         .await

@@ -117,6 +117,9 @@ pub struct ReplayOptions {
     /// `markers=T:LABEL;…`: the author's markers, `T` in seconds (see
     /// [`crate::chapters::authored`]).
     pub markers: String,
+    /// `markers_src=URL`: a file of markers, one `T:LABEL` per line (what
+    /// `watchlife record --marker` writes beside a recording).
+    pub markers_src: String,
     /// `pause_at_markers=1`: a guided tour, paused at each marker.
     pub pause_at_markers: bool,
     /// `start=S`: where the replay starts, in seconds of the recording.
@@ -211,6 +214,7 @@ impl ViewQuery {
                 "kubernetes" => v.kubernetes = val,
                 "compare" => v.compare = val,
                 "markers" => v.replay_options.markers = val,
+                "markers_src" => v.replay_options.markers_src = val,
                 "pause_at_markers" => v.replay_options.pause_at_markers = val == "1",
                 "start" => {
                     v.replay_options.start_s =
@@ -249,6 +253,7 @@ impl ViewQuery {
                 .then(|| format!("controls={}", self.controls.as_str())),
             self.looping.then(|| "loop=1".to_string()),
             text("markers", &self.replay_options.markers),
+            text("markers_src", &self.replay_options.markers_src),
             self.replay_options
                 .pause_at_markers
                 .then(|| "pause_at_markers=1".to_string()),
@@ -320,6 +325,7 @@ mod tests {
             compare: "1.20".into(),
             replay_options: ReplayOptions {
                 markers: "1.5:the first LIST;12:a 410".into(),
+                markers_src: "talk.jsonl.markers".into(),
                 pause_at_markers: true,
                 start_s: 2.5,
                 rate: Some(0.5),

@@ -217,6 +217,6 @@ fn the_docusaurus_remark_plugin_turns_a_block_into_the_element() {
         lines.next().unwrap(),
         "informers.mdx:3: unknown watchlife option \"autoplya\"; the options are: scenario, src, demo, \
          autoplay, loop, speed, animation, start-at, poster, controls, theme, captions, markers, \
-         pause-at-markers, title"
+         markers-src, pause-at-markers, title"
     );
 }

@@ -350,3 +350,72 @@ async fn recording_a_real_cluster_redacts_secrets_as_the_live_stream_does() {
         );
     }
 }
+
+/// `--marker`: lines typed while recording mark their moments, written
+/// beside the recording; the replay page (from a static folder) lists them
+/// among its markers, with `markers_src=`.
+#[tokio::test]
+async fn moments_marked_while_recording_are_the_replays_markers() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    watchlife_tests::static_files::copy_folder(&watchlife_tests::browser::embed_folder(), &site);
+    let out = site.join("talk.jsonl");
+    let mut child = tokio::process::Command::new(binary())
+        .env(
+            "XDG_CACHE_HOME",
+            std::env::temp_dir().join("watchlife-test-cache"),
+        )
+        .args(["record", "--scenario", "scale", "--marker", "--out"])
+        .arg(&out)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("watchlife runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"the first LIST\n").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    stdin.write_all(b"scaled; then settled\n").await.unwrap();
+    drop(stdin);
+    let done = child.wait_with_output().await.unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(String::from_utf8_lossy(&done.stderr).contains("2 markers to"));
+    let markers = std::fs::read_to_string(site.join("talk.jsonl.markers")).unwrap();
+    let lines: Vec<(f64, &str)> = markers
+        .lines()
+        .map(|l| {
+            let (t, label) = l.split_once(':').unwrap();
+            (t.parse().unwrap(), label)
+        })
+        .collect();
+    assert_eq!(lines.len(), 2, "{markers}");
+    assert_eq!(lines[0].1, "the first LIST");
+    assert_eq!(
+        lines[1].1, "scaled, then settled",
+        "a `;` would split a marker"
+    );
+    assert!(
+        lines[1].0 - lines[0].0 >= 1.4,
+        "each marks the moment it was typed: {markers}"
+    );
+
+    let server = watchlife_tests::static_files::StaticFiles::serve(&site).await;
+    let browser = watchlife_tests::browser::Browser::open_replay(
+        1280,
+        900,
+        &server.url("embed.html?replay=talk.jsonl&markers_src=talk.jsonl.markers&paused=1"),
+    )
+    .await;
+    let options = browser
+        .eval("[...document.querySelectorAll('#replay-markers option')].map(o => o.textContent).join('|')")
+        .await;
+    let options = options.as_str().unwrap();
+    for (_, label) in &lines {
+        assert!(options.contains(label), "{label} is a marker: {options}");
+    }
+    browser.close().await;
+}

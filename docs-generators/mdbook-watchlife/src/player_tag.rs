@@ -17,7 +17,7 @@
 use thiserror::Error;
 
 /// Every attribute `<watchlife-player>` reads.
-pub const OPTIONS: [&str; 15] = [
+pub const OPTIONS: [&str; 16] = [
     "scenario",
     "src",
     "demo",
@@ -31,6 +31,7 @@ pub const OPTIONS: [&str; 15] = [
     "theme",
     "captions",
     "markers",
+    "markers-src",
     "pause-at-markers",
     "title",
 ];
