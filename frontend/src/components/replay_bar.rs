@@ -67,7 +67,8 @@ pub fn ReplayBar() -> impl IntoView {
                 <PlayButton id="replay-play" head=replay.head paused=view.paused toggle=toggle/>
                 <RateSelect id="replay-rate" label="Replay speed" head=replay.head/>
                 <Timeline ids=("replay-timeline", "replay-time") label="Time in the recording"
-                    head=replay.head duration_ms=replay.duration_ms seek=move |t| replay.seek(t)/>
+                    head=replay.head duration_ms=replay.duration_ms seek=move |t| replay.seek(t)
+                    marks=Signal::derive(move || replay.markers.with(|m| m.iter().map(|m| m.t_ms).collect()))/>
                 <MarkerSelect replay/>
                 <LoopToggle id="replay-loop" text=" loop " looping=view.looping/>
                 <input id="replay-seq" type="number" min="1" aria-label="Event number"

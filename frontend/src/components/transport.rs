@@ -52,9 +52,17 @@ pub fn Timeline(
     head: Playhead,
     #[prop(into)] duration_ms: Signal<f64>,
     #[prop(into)] seek: Callback<f64>,
+    /// Moments drawn as ticks on the timeline (ms), a recording's markers.
+    #[prop(optional, into)]
+    marks: Option<Signal<Vec<u64>>>,
 ) -> impl IntoView {
+    let marks_id = format!("{}-marks", ids.0);
     view! {
-        <input id=ids.0 class="timeline" type="range" min="0" step="10"
+        <datalist id=marks_id.clone()>
+            {move || marks.map(|m| m.get()).unwrap_or_default().into_iter()
+                .map(|t| view! { <option value=t.to_string()></option> }).collect_view()}
+        </datalist>
+        <input id=ids.0 class="timeline" type="range" min="0" step="10" list=marks_id
             aria-label=label
             prop:max=move || duration_ms.get()
             prop:value=move || head.position_ms.get()
