@@ -62,6 +62,26 @@ pub async fn record_what_players_tell(browser: &Browser) {
         .await;
 }
 
+/// Where a docs page is looked at: a desk's 1280 × 900 window, or a phone's
+/// 360 × 800 screen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reader {
+    Desk,
+    Phone,
+}
+
+/// A browser as `reader` on the docs page at `url`, recording what its
+/// players tell ([`record_what_players_tell`]).
+pub async fn open(reader: Reader, url: &str) -> Browser {
+    let browser = match reader {
+        Reader::Desk => Browser::start(1280, 900).await,
+        Reader::Phone => Browser::start_phone(360, 800).await,
+    };
+    record_what_players_tell(&browser).await;
+    browser.goto(url).await;
+    browser
+}
+
 /// The player at `index` on the page, as a JavaScript expression.
 pub fn player(index: usize) -> String {
     format!("document.querySelectorAll('watchlife-player')[{index}]")

@@ -15,9 +15,9 @@
 
 use std::path::Path;
 use std::process::Command;
-use watchlife_tests::browser::{Browser, embed_folder};
+use watchlife_tests::browser::embed_folder;
 use watchlife_tests::player_page::{
-    first_player, prove_fits_a_phone, prove_two_players, record_what_players_tell, second_player,
+    Reader, first_player, open, prove_fits_a_phone, prove_two_players, second_player,
 };
 use watchlife_tests::static_files::{StaticFiles, copy_folder};
 
@@ -81,15 +81,11 @@ fn write(root: &Path, path: &str, text: &str) {
 /// The two players on a page: proven at a desk's width and on a phone,
 /// screenshots named after `generator`.
 async fn prove_page(url: &str, folder: &str, generator: &str) {
-    let browser = Browser::start(1280, 900).await;
-    record_what_players_tell(&browser).await;
-    browser.goto(url).await;
+    let browser = open(Reader::Desk, url).await;
     prove_two_players(&browser, folder).await;
     browser.close().await;
 
-    let phone = Browser::start_phone(360, 800).await;
-    record_what_players_tell(&phone).await;
-    phone.goto(url).await;
+    let phone = open(Reader::Phone, url).await;
     prove_fits_a_phone(&phone).await;
     phone
         .screenshot_for_docs(&format!("player-{generator}-phone.png"))

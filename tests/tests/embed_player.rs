@@ -4,10 +4,10 @@
 //! page pass [`prove_two_players`]; the second, far below, is loaded only
 //! when scrolled to. On a phone the player fits the width.
 
-use watchlife_tests::browser::{Browser, embed_folder};
+use watchlife_tests::browser::embed_folder;
 use watchlife_tests::player_page::{
-    assert_sized_to_content, attributes, first_player, player, prove_fits_a_phone,
-    prove_two_players, record_what_players_tell, second_player, told,
+    Reader, assert_sized_to_content, attributes, first_player, open, player, prove_fits_a_phone,
+    prove_two_players, second_player, told,
 };
 use watchlife_tests::static_files::{StaticFiles, copy_folder};
 
@@ -55,9 +55,7 @@ async fn docs_site() -> (tempfile::TempDir, StaticFiles) {
 #[tokio::test]
 async fn two_players_on_a_docs_page_play_stop_at_a_marker_seek_and_load_when_scrolled_to() {
     let (_site, server) = docs_site().await;
-    let browser = Browser::start(1280, 900).await;
-    record_what_players_tell(&browser).await;
-    browser.goto(&server.url("docs/page.html")).await;
+    let browser = open(Reader::Desk, &server.url("docs/page.html")).await;
     browser
         .wait_until(
             "the first player is ready",
@@ -86,9 +84,7 @@ async fn two_players_on_a_docs_page_play_stop_at_a_marker_seek_and_load_when_scr
 #[tokio::test]
 async fn the_in_page_demo_placed_by_its_script_tag_sizes_itself() {
     let (_site, server) = docs_site().await;
-    let browser = Browser::start(1280, 900).await;
-    record_what_players_tell(&browser).await;
-    browser.goto(&server.url("docs/demo.html")).await;
+    let browser = open(Reader::Desk, &server.url("docs/demo.html")).await;
     browser
         .wait_until(
             "the demo's player is ready",
@@ -114,9 +110,7 @@ async fn the_in_page_demo_placed_by_its_script_tag_sizes_itself() {
 #[tokio::test]
 async fn on_a_phone_a_player_fits_the_width_and_shows_its_whole_page() {
     let (_site, server) = docs_site().await;
-    let browser = Browser::start_phone(360, 800).await;
-    record_what_players_tell(&browser).await;
-    browser.goto(&server.url("docs/page.html")).await;
+    let browser = open(Reader::Phone, &server.url("docs/page.html")).await;
     prove_fits_a_phone(&browser).await;
     browser.screenshot_for_docs("player-phone.png").await;
     browser.close().await;

@@ -7,9 +7,9 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use watchlife_tests::browser::{Browser, embed_folder};
+use watchlife_tests::browser::embed_folder;
 use watchlife_tests::player_page::{
-    first_player, prove_fits_a_phone, prove_two_players, record_what_players_tell, second_player,
+    Reader, first_player, open, prove_fits_a_phone, prove_two_players, second_player,
 };
 use watchlife_tests::static_files::StaticFiles;
 
@@ -80,15 +80,11 @@ async fn a_books_fenced_blocks_become_players_that_play() {
 
     let server = StaticFiles::serve(&built).await;
     let url = server.url("guide/informers.html");
-    let browser = Browser::start(1280, 900).await;
-    record_what_players_tell(&browser).await;
-    browser.goto(&url).await;
+    let browser = open(Reader::Desk, &url).await;
     prove_two_players(&browser, &server.url("")).await;
     browser.close().await;
 
-    let phone = Browser::start_phone(360, 800).await;
-    record_what_players_tell(&phone).await;
-    phone.goto(&url).await;
+    let phone = open(Reader::Phone, &url).await;
     prove_fits_a_phone(&phone).await;
     phone.screenshot_for_docs("player-mdbook-phone.png").await;
     phone.close().await;
