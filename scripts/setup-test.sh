@@ -99,4 +99,4 @@ fi
 
 # mdBook, for the docs generators' test (mdbook-watchlife in a real book):
 # installed with cargo into ~/.cache/watchlife, once per machine.
-ensure ensure-mdbook "the docs generators' test needs mdBook: installing it with cargo into ~/.cache/watchlife (about five minutes on 2 cores; once per machine)"
+ensure ensure-mdbook "the docs generators' test needs mdBook: installing it with cargo into ~/.cache/watchlife (about a minute on 2 cores; once per machine)"
