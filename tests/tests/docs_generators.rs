@@ -111,6 +111,11 @@ async fn a_hugo_site_plays_a_fenced_block_and_a_shortcode() {
         .arg("--source")
         .arg(site.path()));
     let public = site.path().join("public");
+    let page = std::fs::read_to_string(public.join("informers/index.html")).unwrap();
+    assert!(
+        page.contains("<a href=\"/watchlife/embed.html?scenario=pod-lifecycle\">"),
+        "readers without scripts get a link to the replay: {page}"
+    );
     let server = StaticFiles::serve(&public).await;
     prove_page(&server.url("informers/index.html"), &server.url(""), "hugo").await;
 }
