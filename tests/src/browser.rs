@@ -228,6 +228,17 @@ impl Browser {
             .unwrap_or_else(|e| panic!("evaluating {expr:?}: {e}"))
     }
 
+    /// Runs `script`, whose last argument is a callback, and returns what it
+    /// passes to it: for a value read after the page's own microtasks and
+    /// timers (`setTimeout(() => done(x), 0)`), not a WebDriver round trip
+    /// later.
+    pub async fn eval_async(&self, script: &str) -> serde_json::Value {
+        self.client
+            .execute_async(script, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("running {script:?}: {e}"))
+    }
+
     /// Runs `script` (statements, a library's source say) in the page.
     pub async fn run(&self, script: &str) {
         self.client

@@ -159,16 +159,16 @@ async fn a_label_added_from_the_panel_travels_and_shows_in_the_history() {
         .unwrap_or(0);
     browser.fill("#label-key", "tier").await;
     browser.fill("#label-value", "frontend").await;
-    browser
-        .wait_for("#action-label")
-        .await
-        .click()
-        .await
-        .unwrap();
     // Acting caught the page up: what was held was shown at once, so the
-    // label's event is not queued behind it.
+    // label's event is not queued behind it. Read as soon as the page has
+    // redrawn, before much more of the story can arrive (on a loaded
+    // machine a WebDriver round trip lets several more events in).
     let held_after = browser
-        .eval("Number(document.querySelector('#pipeline').dataset.waiting)")
+        .eval_async(
+            "const done = arguments[arguments.length - 1];
+             document.querySelector('#action-label').click();
+             setTimeout(() => done(Number(document.querySelector('#pipeline').dataset.waiting)), 0);",
+        )
         .await
         .as_u64()
         .expect("a count");
