@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Command;
 use watchlife_tests::browser::embed_folder;
 use watchlife_tests::player_page::{
-    Reader, first_player, open, prove_fits_a_phone, prove_two_players, second_player,
+    Reader, first_player, open, player, prove_fits_a_phone, prove_two_players, second_player,
 };
 use watchlife_tests::static_files::{StaticFiles, copy_folder};
 
@@ -83,6 +83,12 @@ fn write(root: &Path, path: &str, text: &str) {
 async fn prove_page(url: &str, folder: &str, generator: &str) {
     let browser = open(Reader::Desk, url).await;
     prove_two_players(&browser, folder).await;
+    browser
+        .eval(&format!("{}.scrollIntoView()", player(0)))
+        .await;
+    browser
+        .screenshot_for_docs(&format!("player-{generator}-desk.png"))
+        .await;
     browser.close().await;
 
     let phone = open(Reader::Phone, url).await;

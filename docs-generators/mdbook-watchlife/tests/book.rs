@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use watchlife_tests::browser::embed_folder;
 use watchlife_tests::player_page::{
-    Reader, first_player, open, prove_fits_a_phone, prove_two_players, second_player,
+    Reader, first_player, open, player, prove_fits_a_phone, prove_two_players, second_player,
 };
 use watchlife_tests::static_files::StaticFiles;
 
@@ -82,6 +82,10 @@ async fn a_books_fenced_blocks_become_players_that_play() {
     let url = server.url("guide/informers.html");
     let browser = open(Reader::Desk, &url).await;
     prove_two_players(&browser, &server.url("")).await;
+    browser
+        .eval(&format!("{}.scrollIntoView()", player(0)))
+        .await;
+    browser.screenshot_for_docs("player-mdbook-desk.png").await;
     browser.close().await;
 
     let phone = open(Reader::Phone, &url).await;
