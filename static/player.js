@@ -52,6 +52,13 @@
   // The frame's height before the page inside reports its own.
   const FIRST_HEIGHT = 480;
 
+  // Players load one after another: the first downloads the app, and the
+  // next starts once it is running, so that the browser's cache gives it the
+  // same files (two frames fetching at once would download them twice). A
+  // player that is not running after TURN_MS lets the next one go anyway.
+  let turn = Promise.resolve();
+  const TURN_MS = 15000;
+
   const OPTIONS = ["scenario", "src", "demo", "autoplay", "loop", "speed", "animation", "start-at", "poster",
     "controls", "theme", "captions", "markers", "markers-src", "pause-at-markers", "title"];
 
@@ -156,9 +163,19 @@
       if (poster) this._poster.src = new URL(poster, document.baseURI).href;
     }
 
+    // Takes this player's turn to load (see `turn`), then frames its page.
     _load() {
-      if (this._frame) return;
+      if (this._queued) return;
+      this._queued = true;
       if (this._observer) this._observer.disconnect();
+      turn = turn.then(() => new Promise((done) => {
+        this._loaded = done;
+        setTimeout(done, TURN_MS);
+        this._framePage();
+      }));
+    }
+
+    _framePage() {
       const frame = document.createElement("iframe");
       frame.title = this.getAttribute("title") ||
         `watchlife: ${this.getAttribute("scenario") || (this.hasAttribute("demo") ? "the demo" : "a replay")}`;
@@ -201,6 +218,7 @@
       if (next && next.watchlife === "size" && next.height > 0) {
         this._frame.style.height = `${next.height}px`;
         if (this._state.status !== "ready") {
+          this._loaded();
           this._state = { ...this._state, status: "ready" };
           this._showPoster();
           this.dispatchEvent(new CustomEvent("ready"));
@@ -216,6 +234,7 @@
       if (next.height > 0) this._frame.style.height = `${next.height}px`;
       const fire = (name, detail) => this.dispatchEvent(new CustomEvent(name, { detail }));
       if (next.status === "ready" && last.status !== "ready") {
+        this._loaded();
         this._showPoster();
         fire("ready");
         for (const command of this._pending.splice(0)) this._frame.contentWindow.postMessage(command, "*");

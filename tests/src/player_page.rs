@@ -122,30 +122,23 @@ pub async fn object_table(browser: &Browser, index: usize) -> Vec<String> {
     rows
 }
 
-/// Fails unless the frame of the player at `index` is as tall as the page
-/// inside it, and that page is no wider than the frame.
+/// Fails unless the frame of the player at `index` comes to be as tall as
+/// the page inside it, with that page no taller and no wider than the frame
+/// (nothing cut off, nothing scrolling inside), all read at one moment: the
+/// page inside grows while it plays, and the frame follows it.
 pub async fn assert_sized_to_content(browser: &Browser, index: usize) {
     let frame = frame(index);
+    let root = format!("{frame}.contentDocument.documentElement");
     browser
         .wait_until(
-            &format!("player {index}'s frame is as tall as its page"),
+            &format!("player {index}'s frame is as tall as its page, nothing cut off"),
             &format!(
-                "Math.abs({frame}.getBoundingClientRect().height - \
-                 {frame}.contentDocument.documentElement.getBoundingClientRect().height) <= 1"
+                "Math.abs({frame}.getBoundingClientRect().height - {root}.getBoundingClientRect().height) <= 1 \
+                 && {root}.scrollHeight <= {frame}.clientHeight + 1 \
+                 && {root}.scrollWidth <= {frame}.clientWidth"
             ),
         )
         .await;
-    let sizes = browser
-        .eval(&format!(
-            "[{frame}.contentDocument.documentElement.scrollWidth, {frame}.clientWidth, \
-             {frame}.contentDocument.documentElement.scrollHeight, {frame}.clientHeight]"
-        ))
-        .await;
-    let [inner_w, frame_w, inner_h, frame_h] = [0, 1, 2, 3].map(|i| sizes[i].as_f64().unwrap());
-    assert!(
-        inner_w <= frame_w && inner_h <= frame_h + 1.0,
-        "player {index}: nothing is cut off or scrolls inside: page {inner_w}×{inner_h} in a {frame_w}×{frame_h} frame"
-    );
 }
 
 /// Every URL the page and its players' frames fetched.
@@ -169,6 +162,8 @@ pub async fn fetched(browser: &Browser) -> Vec<String> {
 /// - `play()` plays on past the marker;
 /// - the second, scrolled to, plays on its own;
 /// - both frames are as tall as their content, nothing cut off;
+/// - the app was downloaded once for both (the site served by
+///   [`crate::static_files::StaticFiles::serve_as_host`]);
 /// - nothing was fetched from outside `folder`.
 pub async fn prove_two_players(browser: &Browser, folder: &str) {
     let first = player(0);
@@ -249,6 +244,28 @@ pub async fn prove_two_players(browser: &Browser, folder: &str) {
         )
         .await;
     assert_sized_to_content(browser, 1).await;
+
+    // The page downloaded the app once: one frame fetched it, the other
+    // took it from the browser's cache (transferred 0 bytes), whichever
+    // loaded first (served as a docs host serves it).
+    let transferred = browser
+        .eval(&format!(
+            "[{}, {}].flatMap(f => f.contentWindow.performance.getEntriesByType('resource')\
+               .filter(e => e.name.endsWith('.wasm')).map(e => e.transferSize))",
+            frame(0),
+            frame(1)
+        ))
+        .await;
+    let downloads = transferred
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|bytes| bytes.as_u64() != Some(0))
+        .count();
+    assert_eq!(
+        downloads, 1,
+        "the app was downloaded once for both players (bytes transferred per frame: {transferred})"
+    );
 
     let outside: Vec<_> = fetched(browser)
         .await

@@ -6,6 +6,9 @@ use std::path::{Component, Path, PathBuf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// How long a docs host lets browsers keep a file (s): GitHub Pages' 600.
+pub const HOST_MAX_AGE: u32 = 600;
+
 /// Serves a folder on a loopback port until dropped.
 pub struct StaticFiles {
     port: u16,
@@ -13,8 +16,19 @@ pub struct StaticFiles {
 }
 
 impl StaticFiles {
-    /// Serves `root` on a free loopback port.
+    /// Serves `root` on a free loopback port, with no caching headers.
     pub async fn serve(root: &Path) -> StaticFiles {
+        StaticFiles::serve_with(root, None).await
+    }
+
+    /// Serves `root` as a docs host does: each answer may be cached for
+    /// [`HOST_MAX_AGE`] seconds (GitHub Pages' `Cache-Control`), so that a
+    /// page's frames share what the browser downloaded once.
+    pub async fn serve_as_host(root: &Path) -> StaticFiles {
+        StaticFiles::serve_with(root, Some(HOST_MAX_AGE)).await
+    }
+
+    async fn serve_with(root: &Path, max_age: Option<u32>) -> StaticFiles {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("loopback is available");
@@ -22,7 +36,7 @@ impl StaticFiles {
         let root = root.to_path_buf();
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(answer(socket, root.clone()));
+                tokio::spawn(answer(socket, root.clone(), max_age));
             }
         });
         StaticFiles { port, task }
@@ -60,7 +74,7 @@ pub fn copy_folder(from: &Path, to: &Path) {
 }
 
 /// Answers one request and closes the connection.
-async fn answer(mut socket: TcpStream, root: PathBuf) {
+async fn answer(mut socket: TcpStream, root: PathBuf, max_age: Option<u32>) {
     let mut request = Vec::new();
     let mut buf = [0u8; 4096];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 64 * 1024 {
@@ -76,8 +90,11 @@ async fn answer(mut socket: TcpStream, root: PathBuf) {
         Some(Ok(body)) => ("200 OK", content_type(path), body),
         _ => ("404 Not Found", "text/plain", b"not found".to_vec()),
     };
+    let cache = max_age
+        .map(|age| format!("cache-control: public, max-age={age}\r\n"))
+        .unwrap_or_default();
     let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n{cache}connection: close\r\n\r\n",
         body.len()
     );
     let _ = socket.write_all(head.as_bytes()).await;

@@ -122,7 +122,7 @@ async fn a_hugo_site_plays_a_fenced_block_and_a_shortcode() {
         page.contains("<a href=\"/watchlife/embed.html?scenario=pod-lifecycle\">"),
         "readers without scripts get a link to the replay: {page}"
     );
-    let server = StaticFiles::serve(&public).await;
+    let server = StaticFiles::serve_as_host(&public).await;
     prove_page(&server.url("informers/index.html"), &server.url(""), "hugo").await;
 }
 
@@ -171,7 +171,7 @@ async fn an_mkdocs_site_plays_fenced_blocks_through_superfences() {
     run(Command::new("python3")
         .args(["-m", "mkdocs", "build", "--quiet", "--config-file"])
         .arg(root.join("mkdocs.yml")));
-    let server = StaticFiles::serve(&root.join("site")).await;
+    let server = StaticFiles::serve_as_host(&root.join("site")).await;
     prove_page(&server.url("index.html"), &server.url(""), "mkdocs").await;
 }
 

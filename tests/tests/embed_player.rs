@@ -48,7 +48,7 @@ async fn docs_site() -> (tempfile::TempDir, StaticFiles) {
     copy_folder(&embed_folder(), &docs.join("watchlife"));
     std::fs::write(docs.join("page.html"), docs_page()).expect("write the docs page");
     std::fs::write(docs.join("demo.html"), DEMO_PAGE).expect("write the demo page");
-    let server = StaticFiles::serve(site.path()).await;
+    let server = StaticFiles::serve_as_host(site.path()).await;
     (site, server)
 }
 

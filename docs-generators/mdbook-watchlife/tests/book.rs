@@ -78,7 +78,7 @@ async fn a_books_fenced_blocks_become_players_that_play() {
         "other code blocks stay"
     );
 
-    let server = StaticFiles::serve(&built).await;
+    let server = StaticFiles::serve_as_host(&built).await;
     let url = server.url("guide/informers.html");
     let browser = open(Reader::Desk, &url).await;
     prove_two_players(&browser, &server.url("")).await;
