@@ -18,6 +18,9 @@ pub struct Args {
     /// The browser app as built (`make frontend`).
     #[arg(long, default_value = "dist")]
     pub dist: PathBuf,
+    /// The folder `make embed` writes: the replay page, the player and the in-page demo.
+    #[arg(long, default_value = "embed")]
+    pub embed: PathBuf,
     /// Repetitions of each in-process measurement.
     #[arg(long, default_value_t = 5)]
     runs: usize,

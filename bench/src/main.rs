@@ -51,6 +51,7 @@ mod bridge;
 mod browser;
 mod controlplane;
 mod crowd;
+mod embed_weight;
 mod etcd_fill;
 mod etcd_order;
 mod fanout;

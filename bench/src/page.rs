@@ -1,6 +1,8 @@
 //! The browser app's weight: what a browser downloads, gzipped, against the
-//! budget of 350 KB for wasm, JS and CSS together.
+//! budget of 350 KB for wasm, JS and CSS together; and what a docs page
+//! downloads for the player and the in-page demo ([`embed_weight`]).
 
+use crate::embed_weight::{self, Bundle};
 use crate::report::{Report, Section, Table};
 use crate::scenario::Scenario;
 use crate::stats::bytes;
@@ -12,9 +14,10 @@ use std::path::PathBuf;
 /// The page's budget, gzipped: wasm, JS and CSS together.
 const BUDGET_BYTES: f64 = 350.0 * 1000.0;
 
-/// The browser app as built.
+/// The browser app as built, and `make embed`'s folder.
 pub struct Config {
     pub dist: PathBuf,
+    pub embed: PathBuf,
 }
 
 /// One file of the app: its name, kind, size and gzipped size.
@@ -26,10 +29,91 @@ pub struct File {
 }
 
 impl Scenario for Config {
-    /// Every file, largest gzipped first; `None` when the folder does not exist.
-    type Figures = Option<Vec<File>>;
+    /// Every file, largest gzipped first (`None` when the folder does not
+    /// exist), and the embedded bundles (`None` without `make embed`).
+    type Figures = (Option<Vec<File>>, Option<Vec<Bundle>>);
 
-    fn measure(&self) -> Option<Vec<File>> {
+    fn measure(&self) -> Self::Figures {
+        (self.live_page(), embed_weight::measure(&self.embed))
+    }
+
+    fn report(&self, (files, bundles): Self::Figures, report: &mut Report, seconds: f64) {
+        let mut tables = Vec::new();
+        let mut summary = Vec::new();
+        match files {
+            Some(files) => {
+                let (table, counted) = table(&files);
+                report.headline(
+                    "page: wasm + JS + CSS gzipped ÷ the 350 KB budget",
+                    format!(
+                        "{:.2} (one measurement: sizes do not vary)",
+                        counted / BUDGET_BYTES
+                    ),
+                );
+                tables.push(table);
+                summary.push(format!(
+                    "wasm + JS + CSS gzipped: {} of 350 KB ({:.0}%)",
+                    bytes(counted),
+                    counted / BUDGET_BYTES * 100.0
+                ));
+            }
+            None => report.not_measured.push(format!(
+                "**The browser app's weight**: `{}` does not exist (run `make frontend`).",
+                self.dist.display()
+            )),
+        }
+        match bundles {
+            Some(bundles) => {
+                for b in &bundles {
+                    report.headline(
+                        format!("embed: {} gzipped ÷ its budget", b.what),
+                        format!(
+                            "{:.2} (one measurement: sizes do not vary)",
+                            b.gzipped / b.budget
+                        ),
+                    );
+                    summary.push(format!(
+                        "{}: {} of {} ({:.0}%){}",
+                        b.what,
+                        bytes(b.gzipped),
+                        bytes(b.budget),
+                        b.gzipped / b.budget * 100.0,
+                        if b.over() { ", over budget" } else { "" }
+                    ));
+                }
+                tables.push(embed_weight::table(&bundles));
+            }
+            None => report.not_measured.push(format!(
+                "**The embed's weight**: `{}` has no `embed.html` (run `make embed`).",
+                self.embed.display()
+            )),
+        }
+        if tables.is_empty() {
+            return;
+        }
+        report.sections.push(Section {
+            title: "Browser app: page weight".into(),
+            method: format!(
+                "Every file in `{}` (built by `make frontend`: Trunk, release profile \
+                 `wasm-release`, wasm-opt), gzipped at level 9 in memory. The budget counts \
+                 wasm, JS and CSS; HTML and icons are listed for completeness. Then what a \
+                 docs page downloads from `{}` (`make embed`), each file gzipped on its own. \
+                 Sizes are deterministic, so this is measured once.",
+                self.dist.display(),
+                self.embed.display()
+            ),
+            tables,
+            notes: vec![],
+            summary,
+            seconds,
+        });
+    }
+}
+
+impl Config {
+    /// The live page's files, largest gzipped first; `None` when the folder
+    /// does not exist.
+    fn live_page(&self) -> Option<Vec<File>> {
         let entries = std::fs::read_dir(&self.dist).ok()?;
         let mut files: Vec<File> = entries
             .filter_map(|e| e.ok())
@@ -47,42 +131,6 @@ impl Scenario for Config {
             .collect();
         files.sort_by(|a, b| b.gzipped.total_cmp(&a.gzipped));
         Some(files)
-    }
-
-    fn report(&self, files: Option<Vec<File>>, report: &mut Report, seconds: f64) {
-        let Some(files) = files else {
-            report.not_measured.push(format!(
-                "**The browser app's weight**: `{}` does not exist (run `make frontend`).",
-                self.dist.display()
-            ));
-            return;
-        };
-        let (table, counted) = table(&files);
-        report.headline(
-            "page: wasm + JS + CSS gzipped ÷ the 350 KB budget",
-            format!(
-                "{:.2} (one measurement: sizes do not vary)",
-                counted / BUDGET_BYTES
-            ),
-        );
-        report.sections.push(Section {
-            title: "Browser app: page weight".into(),
-            method: format!(
-                "Every file in `{}` (built by `make frontend`: Trunk, release profile \
-                 `wasm-release`, wasm-opt), gzipped at level 9 in memory. The budget counts \
-                 wasm, JS and CSS; HTML and icons are listed for completeness. Sizes are \
-                 deterministic, so this is measured once.",
-                self.dist.display()
-            ),
-            tables: vec![table],
-            notes: vec![],
-            summary: vec![format!(
-                "wasm + JS + CSS gzipped: {} of 350 KB ({:.0}%)",
-                bytes(counted),
-                counted / BUDGET_BYTES * 100.0
-            )],
-            seconds,
-        });
     }
 }
 

@@ -86,7 +86,9 @@ pub const SECTIONS: &[Section] = &[
     },
     Section {
         name: "page",
-        left_out: Some("the browser app's weight (left out of this run with --only)"),
+        left_out: Some(
+            "the browser app's weight, and the player's and the in-page demo's (left out of this run with --only)",
+        ),
         run: run_page,
     },
     Section {
@@ -262,6 +264,7 @@ fn run_scale(args: &Args, report: &mut Report) {
 fn run_page(args: &Args, report: &mut Report) {
     let config = page::Config {
         dist: args.dist.clone(),
+        embed: args.embed.clone(),
     };
     scenario::run(&config, report);
 }
