@@ -75,7 +75,6 @@
     .poster { display: block; width: 100%; height: auto; }
     .waiting { display: grid; place-items: center; min-height: 8rem; font: 1rem system-ui, sans-serif;
       color: #555; border: 1px dashed #999; border-radius: .4rem; }
-    .error { color: #b00020; font: .95rem system-ui, sans-serif; }
     [hidden] { display: none !important; }`;
 
   class WatchlifePlayer extends HTMLElement {
@@ -239,6 +238,8 @@
         fire("ready");
         for (const command of this._pending.splice(0)) this._frame.contentWindow.postMessage(command, "*");
       }
+      // A recording that cannot be played lets the next player load at once.
+      if (next.status === "failed" && last.status !== "failed") this._loaded();
       if (next.status !== "ready") return;
       if (next.currentTime !== last.currentTime) fire("timeupdate");
       // A marker reached comes before the pause it causes.
