@@ -1394,20 +1394,6 @@ async fn tap_frames_wait_their_turn_on_the_one_clock() {
     browser.close().await;
 }
 
-/// Copies the folder `from` into `to`, recursively.
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).expect("a folder");
-    for entry in std::fs::read_dir(from).expect("a readable folder") {
-        let entry = entry.expect("an entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("a copy");
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_recording_made_with_taps_connected_replays_their_lanes() {
     use watchlife_protocol::recording::{
@@ -1437,7 +1423,10 @@ async fn a_recording_made_with_taps_connected_replays_their_lanes() {
         lines.push(frame_line(i as u64 * 100, &json));
     }
     let dir = tempfile::tempdir().expect("a temp dir");
-    copy_dir(&watchlife_tests::browser::embed_folder(), dir.path());
+    watchlife_tests::static_files::copy_folder(
+        &watchlife_tests::browser::embed_folder(),
+        dir.path(),
+    );
     std::fs::write(dir.path().join("taps.jsonl"), lines.join("\n") + "\n").expect("written");
     let server = watchlife_tests::static_files::StaticFiles::serve(dir.path()).await;
     let browser = Browser::open_replay(
