@@ -228,4 +228,31 @@ pub fn headlines(gathered: &Gathered, name: &str, report: &mut Report) {
         &last.informer_p50,
         &first.informer_p50,
     );
+    let crowded = gathered.plan.crowded.iter().enumerate();
+    let Some((i, step)) = crowded.clone().find(|(_, s)| s.rate == CROWD_RATES[1]) else {
+        return;
+    };
+    let f = &figures[busy.len() + i];
+    let viewers = count(step.viewers);
+    report.headline(
+        format!(
+            "{name}: watchlife's memory per busy viewer, {viewers} viewers at {} writes/s (goal ≤ {} in every run)",
+            step.rate,
+            bytes(BUSY_VIEWER_GOAL_BYTES)
+        ),
+        f.rss_per_busy_viewer.show(bytes),
+    );
+    report.headline(
+        format!(
+            "{name}: upstream arrival → viewer p99, {viewers} viewers at {} writes/s (goal < {} in every run)",
+            step.rate,
+            micros(CROWD_P99_GOAL_MICROS)
+        ),
+        f.reflector_p99.show(micros),
+    );
 }
+
+/// Goals for an audience of a thousand phones and more: what a viewer that reads on
+/// may cost the bridge, and how late its frames may arrive, at 100 writes/s.
+const BUSY_VIEWER_GOAL_BYTES: f64 = 50.0 * 1024.0;
+const CROWD_P99_GOAL_MICROS: f64 = 500_000.0;

@@ -1,7 +1,7 @@
 //! One run's two halves: the demo's story at full pace with viewers added
 //! step by step, and the crowd on an idle demo under the bench's writes.
 
-use super::viewer::{Shared, view};
+use super::viewer::{DECODE_EVERY, Shared, view};
 use super::window::window;
 use super::writer::write_configmap;
 use super::{CONNECTING, Config, Figures, Idle, SETTLE, SETTLE_MAX, Step, WINDOW};
@@ -28,14 +28,14 @@ pub async fn busy_run(
     tokio::time::sleep(Duration::from_secs(3)).await;
     let quiet = window(&bridge, WINDOW / 2).await?;
 
-    let shared = Arc::new(Shared::new(steps.len()));
+    let shared = Arc::new(Shared::new(steps.len(), decode_every(config)));
     let mut crowd = Crowd::new(CONNECTING);
     for (i, step) in steps.iter().enumerate() {
         let n = step.viewers;
         progress!("fan-out: {n} viewers");
         connect(&bridge, n, config.compress, &mut crowd, &shared).await;
-        settle(&bridge, &shared, n).await;
-        measure_step(&bridge, &shared, i, n, &mut figures[i]).await?;
+        settle(&bridge, &shared).await;
+        measure_step(&bridge, &shared, i, &mut figures[i]).await?;
     }
     drop(crowd);
     drop(bridge);
@@ -52,7 +52,6 @@ async fn measure_step(
     bridge: &Watchlife,
     shared: &Shared,
     i: usize,
-    n: usize,
     f: &mut Figures,
 ) -> Result<(), String> {
     let pid = bridge.pid();
@@ -65,6 +64,7 @@ async fn measure_step(
     let events = (shared.events.load(Ordering::Relaxed) - events_before) as f64;
     let resyncs = (shared.resyncs.load(Ordering::Relaxed) - resyncs_before) as f64;
     let rss = rss_bytes(pid).ok_or("watchlife is gone")? as f64;
+    let readers = shared.readers() as f64;
     f.reflector_p50
         .push(shared.reflector[i].quantile_or_nan(0.5));
     f.reflector_p99
@@ -77,10 +77,10 @@ async fn measure_step(
         .push(measured.events_published / seconds);
     if measured.events_published > 0.0 {
         f.delivered_share
-            .push(events / n as f64 / measured.events_published);
+            .push(events / readers / measured.events_published);
     }
     f.resyncs_per_viewer_minute
-        .push(resyncs / n as f64 / seconds * 60.0);
+        .push(resyncs / readers / seconds * 60.0);
     f.cpu_percent.push(measured.cpu / seconds * 100.0);
     if measured.frames_sent > 0.0 {
         f.cpu_per_frame
@@ -94,10 +94,10 @@ async fn measure_step(
     Ok(())
 }
 
-/// Waits [`SETTLE`], then until the `n` viewers read no more events than the
+/// Waits [`SETTLE`], then until the reading viewers take no more events than the
 /// hub publishes (they have caught up with their snapshots and any backlog),
 /// or [`SETTLE_MAX`] has passed.
-async fn settle(bridge: &Watchlife, shared: &Shared, n: usize) {
+async fn settle(bridge: &Watchlife, shared: &Shared) {
     tokio::time::sleep(SETTLE).await;
     let deadline = Instant::now() + SETTLE_MAX;
     while Instant::now() < deadline {
@@ -105,11 +105,18 @@ async fn settle(bridge: &Watchlife, shared: &Shared, n: usize) {
         let Ok(w) = window(bridge, Duration::from_secs(1)).await else {
             return;
         };
-        let read = (shared.events.load(Ordering::Relaxed) - before) as f64 / n as f64;
+        let read =
+            (shared.events.load(Ordering::Relaxed) - before) as f64 / shared.readers() as f64;
         if read <= w.events_published * 1.05 + 1.0 {
             return;
         }
     }
+}
+
+/// Every how many viewers one reads its frames: all of them unless they
+/// take their frames compressed.
+fn decode_every(config: &Config) -> usize {
+    if config.compress { DECODE_EVERY } else { 1 }
 }
 
 /// Connects viewers until there are `n` (compressed ones: as the page asks,
@@ -160,7 +167,7 @@ pub async fn crowd_run(
     let pid = bridge.pid();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = rss_bytes(pid).ok_or("no /proc entry for watchlife")? as f64;
-    let shared = Arc::new(Shared::new(rates.len()));
+    let shared = Arc::new(Shared::new(rates.len(), decode_every(config)));
     let mut crowd = Crowd::new(CONNECTING);
     for (i, &n) in steps.iter().enumerate() {
         progress!("fan-out: {n} viewers, no workload");
@@ -184,10 +191,14 @@ pub async fn crowd_run(
             .build()
             .map_err(|e| e.to_string())?;
         writer.spawn(write_configmap(api, rate));
-        settle(&bridge, &shared, n).await;
-        let measured = measure_step(&bridge, &shared, i, n, &mut figures[i]).await;
+        settle(&bridge, &shared).await;
+        let measured = measure_step(&bridge, &shared, i, &mut figures[i]).await;
         writer.shutdown_background();
         measured?;
+        let rss = rss_bytes(pid).ok_or("watchlife is gone")? as f64;
+        figures[i]
+            .rss_per_busy_viewer
+            .push((rss - before) / n as f64);
     }
     drop(crowd);
     Ok(shared.failures.load(Ordering::Relaxed))

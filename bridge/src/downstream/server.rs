@@ -279,6 +279,7 @@ async fn websocket(
     };
     upgrade
         .read_buffer_size(viewer::READ_BUFFER_BYTES)
+        .write_buffer_size(viewer::WRITE_BUFFER_BYTES)
         .max_message_size(viewer::MAX_FRAME_BYTES)
         .max_frame_size(viewer::MAX_FRAME_BYTES)
         .on_upgrade(move |socket| viewer::serve(socket, viewer))

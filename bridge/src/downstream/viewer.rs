@@ -60,6 +60,14 @@ pub use crate::downstream::viewer_message::{
 /// reads, over several reads.
 pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 
+/// How many bytes of outgoing messages the WebSocket layer gathers before it
+/// writes them to the socket: none, each message is written as it is given
+/// (the bridge flushes after every write anyway). The library's default,
+/// 128 KiB, let a busy viewer's buffer grow to hold two or three batches
+/// before the flush, and a buffer never gives back what it grew to: at
+/// 10,000 viewers that was most of the bridge's memory.
+pub const WRITE_BUFFER_BYTES: usize = 0;
+
 /// How long the bridge waits for a viewer's own close frame once it has sent
 /// its own: a second, as long as it gives its close frame to go out.
 pub const CLOSE_LINGER: Duration = Duration::from_secs(1);
