@@ -90,15 +90,7 @@ fn write_resync(file: &mut Recorder, hub: &Hub, missed: u64, t: u64) -> Result<(
 
 /// Records until Ctrl-C, `--duration`, or the end of `--scenario`.
 pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
-    let mut args = args.clone();
-    if let Some(scenario) = record.scenario {
-        args.demo = true;
-        args.demo_idle = true;
-        args.demo_api = ([127, 0, 0, 1], 0).into();
-        // What the story needs of the Reflectors, over the user's flags; the
-        // Hello then names the profile with it.
-        args.apply(scenario.client_settings())?;
-    }
+    let args = recording_args(args, record)?;
     let clock = Clock::system();
     let hub = Hub::new(crate::downstream::hub::stream_id(clock.now()));
     // Joined before anything is published: the snapshot is empty and every
@@ -162,12 +154,7 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
     }
     file.finish()?;
     if record.marker {
-        let path = record_marks::beside(&record.out);
-        std::fs::write(&path, marks.text()).map_err(|source| RecordError::Write {
-            path: path.clone(),
-            source,
-        })?;
-        eprintln!("{} markers to {}", marks.len(), path.display());
+        write_marks(record, &marks)?;
     }
     outcome?;
     eprintln!(
@@ -175,6 +162,31 @@ pub async fn run(args: &Args, record: &RecordArgs) -> Result<(), RunError> {
         started.elapsed().as_secs_f64(),
         record.out.display()
     );
+    Ok(())
+}
+
+/// The bridge's flags for a recording: with a scenario, a demo of its own
+/// that plays nothing but the story, and the Reflector settings the story
+/// needs over the user's (the Hello then names the profile with them).
+fn recording_args(args: &Args, record: &RecordArgs) -> Result<Args, RunError> {
+    let mut args = args.clone();
+    if let Some(scenario) = record.scenario {
+        args.demo = true;
+        args.demo_idle = true;
+        args.demo_api = ([127, 0, 0, 1], 0).into();
+        args.apply(scenario.client_settings())?;
+    }
+    Ok(args)
+}
+
+/// Writes the markers typed while recording beside the recording.
+fn write_marks(record: &RecordArgs, marks: &Marks) -> Result<(), RecordError> {
+    let path = record_marks::beside(&record.out);
+    std::fs::write(&path, marks.text()).map_err(|source| RecordError::Write {
+        path: path.clone(),
+        source,
+    })?;
+    eprintln!("{} markers to {}", marks.len(), path.display());
     Ok(())
 }
 

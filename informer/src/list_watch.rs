@@ -254,19 +254,14 @@ impl<O: Stored> Watching<'_, O> {
         loop {
             sink.ready().await;
             let waiting_since = timer.now();
-            let woken = {
-                let next = pin!(stream.next());
-                let resync = pin!(resync_due(machine.resync_at(), timer));
-                let left = self.silence.map(|bound| bound.saturating_sub(silent));
-                let silence = pin!(silence_due(left, timer));
-                match future::select(next, future::select(resync, silence)).await {
-                    Either::Left((item, _)) => Woken::Item(item),
-                    Either::Right((Either::Left(((), _)), _)) => Woken::Resync,
-                    Either::Right((Either::Right(((), _)), _)) => {
-                        Woken::Silent(self.silence.unwrap_or_default())
-                    }
-                }
-            };
+            let woken = wait(
+                &mut stream,
+                machine.resync_at(),
+                self.silence,
+                silent,
+                timer,
+            )
+            .await;
             let item = match woken {
                 Woken::Item(item) => {
                     silent = Duration::ZERO;
@@ -324,6 +319,26 @@ impl<O: Stored> Watching<'_, O> {
             }
             apply(effects, self.gathered, sink, timer);
         }
+    }
+}
+
+/// Waits for the watch's next item, a resync due at `resync_at`, or the
+/// end of the `silence` bound of which `silent` has passed already.
+async fn wait<O, W: WatchStream<O>, T: Timer>(
+    stream: &mut W,
+    resync_at: Option<Micros>,
+    silence: Option<Duration>,
+    silent: Duration,
+    timer: &T,
+) -> Woken<Option<Result<WatchItem<O>, Failure>>> {
+    let next = pin!(stream.next());
+    let resync = pin!(resync_due(resync_at, timer));
+    let left = silence.map(|bound| bound.saturating_sub(silent));
+    let silence_over = pin!(silence_due(left, timer));
+    match future::select(next, future::select(resync, silence_over)).await {
+        Either::Left((item, _)) => Woken::Item(item),
+        Either::Right((Either::Left(((), _)), _)) => Woken::Resync,
+        Either::Right((Either::Right(((), _)), _)) => Woken::Silent(silence.unwrap_or_default()),
     }
 }
 

@@ -28,7 +28,7 @@ use crate::player::Player;
 use crate::throttle::clock_every;
 use crate::view_state::ViewState;
 use hop_node::HopNode;
-use layout::{Geometry, MARGIN};
+use layout::{Geometry, MARGIN, Placed};
 use leptos::prelude::*;
 use node::StageNode;
 use spot::Spot;
@@ -83,6 +83,23 @@ pub fn Pipeline() -> impl IntoView {
     }
 }
 
+/// The network between the two sides, as `[x1, x2, y1, y2]`: a
+/// horizontal line above the client side's row when the sides are stacked,
+/// else a vertical one before the client side's first node.
+fn network_line(g: &Geometry, first_client: Option<Placed>) -> [f64; 4] {
+    match (g.two_rows, first_client) {
+        (true, Some(p)) => {
+            let y = p.y - g.dims.head;
+            [MARGIN, g.width() - MARGIN, y, y]
+        }
+        (_, Some(p)) => {
+            let x = p.x - g.dims.gap / 2.0;
+            [x, x, 8.0, g.height() - 4.0]
+        }
+        _ => [0.0; 4],
+    }
+}
+
 /// Everything but the tokens, drawn anew when the arrangement changes.
 fn drawing(
     g: Geometry,
@@ -118,21 +135,7 @@ fn drawing(
         Some(p) if g.two_rows => p.y - 8.0,
         _ => label_y,
     };
-    let network = match (g.two_rows, first_client) {
-        (true, Some(p)) => [
-            MARGIN,
-            g.width() - MARGIN,
-            p.y - g.dims.head,
-            p.y - g.dims.head,
-        ],
-        (_, Some(p)) => [
-            p.x - g.dims.gap / 2.0,
-            p.x - g.dims.gap / 2.0,
-            8.0,
-            g.height() - 4.0,
-        ],
-        _ => [0.0; 4],
-    };
+    let network = network_line(&g, first_client);
     let toggle_words = if g.open {
         "▾ hide inner hops"
     } else {
