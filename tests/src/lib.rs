@@ -26,6 +26,7 @@ pub mod http;
 pub mod mdbook;
 pub mod modern_cluster;
 pub mod player_page;
+pub mod proxy;
 pub mod real_cluster;
 pub mod service;
 pub mod static_files;

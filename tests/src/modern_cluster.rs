@@ -23,6 +23,7 @@ pub mod reference;
 mod tests;
 mod token_webhook;
 
+use crate::proxy::Proxy;
 use crate::real_cluster::etcd::Etcd;
 use crate::real_cluster::scripts;
 use apiserver::Apiserver;
@@ -119,6 +120,9 @@ pub struct Options {
     pub feature_gates: Vec<String>,
     /// Further flags, `--name=value` each.
     pub extra_flags: Vec<String>,
+    /// The apiserver reaches etcd through a [`Proxy`] that can be told to
+    /// misbehave ([`ModernCluster::etcd_proxy`]).
+    pub etcd_proxy: bool,
 }
 
 impl Options {
@@ -139,6 +143,7 @@ pub struct ModernCluster {
     // Fields drop in this order: the apiserver before the etcd it talks to,
     // and the directory last.
     apiserver: Apiserver,
+    etcd_proxy: Option<Proxy>,
     etcd: Etcd,
     _token_webhook: TokenWebhook,
     client: Client,
@@ -167,7 +172,14 @@ impl ModernCluster {
         let port = crate::free_port();
         let base = format!("https://127.0.0.1:{port}");
         let client = Client::with_ca(&base, Some(pki.token.clone()), &pki.ca_crt);
-        let mut flags = apiserver::flags(&pki, &token_reviews, &etcd.endpoint, port);
+        let etcd_proxy = match options.etcd_proxy {
+            true => Some(Proxy::start(etcd.addr()).await),
+            false => None,
+        };
+        let etcd_url = etcd_proxy
+            .as_ref()
+            .map_or(etcd.endpoint.clone(), Proxy::http_url);
+        let mut flags = apiserver::flags(&pki, &token_reviews, &etcd_url, port);
         if !options.feature_gates.is_empty() {
             flags.push(format!(
                 "--feature-gates={}",
@@ -180,6 +192,7 @@ impl ModernCluster {
         pki::write_kubeconfig(&kubeconfig, &base, &pki);
         let cluster = ModernCluster {
             apiserver,
+            etcd_proxy,
             etcd,
             _token_webhook: token_webhook,
             client,
@@ -218,6 +231,11 @@ impl ModernCluster {
     /// etcd's client URL, `http://127.0.0.1:PORT` (no TLS, no auth).
     pub fn etcd_endpoint(&self) -> &str {
         &self.etcd.endpoint
+    }
+
+    /// The proxy between the apiserver and etcd, when started behind one.
+    pub fn etcd_proxy(&self) -> Option<&Proxy> {
+        self.etcd_proxy.as_ref()
     }
 
     /// The temporary directory holding the logs (`etcd.log`,

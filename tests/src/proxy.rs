@@ -1,11 +1,12 @@
-//! A TCP proxy between the bridge and the apiserver, told to misbehave for
-//! a while: stall (bytes stop flowing both ways, connections stay open),
-//! drop (connections closed cleanly, new ones closed at once) or reset
-//! (connections reset, new ones too), or silence (the connections open now
-//! say nothing ever again, as one a NAT or load balancer forgot, while new
-//! ones pass). TLS passes through untouched. In
-//! front of a plain-HTTP API (the demo's), it can also answer every request
-//! with an HTTP status of its own (429, 500, 503), its connections closed.
+//! A TCP proxy told to misbehave for a while, between the bridge and the
+//! apiserver or between the apiserver and etcd: stall (bytes stop flowing
+//! both ways, connections stay open), drop (connections closed cleanly, new
+//! ones closed at once) or reset (connections reset, new ones too), or
+//! silence (the connections open now say nothing ever again, as one a NAT
+//! or load balancer forgot, while new ones pass). TLS passes through
+//! untouched. In front of a plain-HTTP API (the demo's), it can also answer
+//! every request with an HTTP status of its own (429, 500, 503), its
+//! connections closed.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -71,6 +72,12 @@ impl Proxy {
             }
         });
         Proxy { addr, mode, task }
+    }
+
+    /// `http://ADDRESS`: where a plain-HTTP client (the apiserver's etcd
+    /// client) goes to reach the upstream through the proxy.
+    pub fn http_url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// From now on, the connections open now say nothing ever again; new

@@ -14,6 +14,7 @@ pub(crate) mod scripts;
 #[cfg(test)]
 mod tests;
 
+use crate::proxy::Proxy;
 use apiserver::Apiserver;
 use etcd::Etcd;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ pub struct RealCluster {
     // Fields drop in this order: the apiserver before the etcd it talks to,
     // and the directory last.
     apiserver: Apiserver,
+    etcd_proxy: Option<Proxy>,
     etcd: Etcd,
     token: String,
     ca_cert: PathBuf,
@@ -48,6 +50,17 @@ impl RealCluster {
     /// Like [`RealCluster::start`], with `extra` flags for kube-apiserver
     /// (`--storage-media-type=application/json`, say), kept across restarts.
     pub async fn start_with(extra: &[&str]) -> RealCluster {
+        RealCluster::start_as(extra, false).await
+    }
+
+    /// Like [`RealCluster::start_with`], with the apiserver reaching etcd
+    /// through a [`Proxy`] that can be told to misbehave
+    /// ([`RealCluster::etcd_proxy`]): etcd unreachable while both run.
+    pub async fn start_behind_etcd_proxy(extra: &[&str]) -> RealCluster {
+        RealCluster::start_as(extra, true).await
+    }
+
+    async fn start_as(extra: &[&str], etcd_proxied: bool) -> RealCluster {
         let bin = scripts::binaries();
         let dir = tempfile::Builder::new()
             .prefix("watchlife-real-cluster-")
@@ -56,11 +69,17 @@ impl RealCluster {
         let pki = scripts::pki(&dir.path().join("pki"));
         let token = std::fs::read_to_string(&pki.token_file).expect("the token file");
         let etcd = Etcd::start(&bin.etcd, &bin.etcdctl, dir.path()).await;
+        let etcd_proxy = match etcd_proxied {
+            true => Some(Proxy::start(etcd.addr()).await),
+            false => None,
+        };
         let apiserver = Apiserver::start(
             &bin.kube_apiserver,
             &pki,
             &token,
-            &etcd.endpoint,
+            &etcd_proxy
+                .as_ref()
+                .map_or(etcd.endpoint.clone(), Proxy::http_url),
             crate::free_port(),
             dir.path(),
             extra,
@@ -70,6 +89,7 @@ impl RealCluster {
         kubeconfig::write(&kubeconfig, &apiserver.base, &pki.ca_crt, &token);
         RealCluster {
             apiserver,
+            etcd_proxy,
             etcd,
             token,
             ca_cert: pki.ca_crt,
@@ -102,6 +122,11 @@ impl RealCluster {
     /// etcd's client URL, `http://127.0.0.1:PORT` (no TLS, no auth).
     pub fn etcd_endpoint(&self) -> &str {
         &self.etcd.endpoint
+    }
+
+    /// The proxy between the apiserver and etcd, when started behind one.
+    pub fn etcd_proxy(&self) -> Option<&Proxy> {
+        self.etcd_proxy.as_ref()
     }
 
     /// A test client for the apiserver: TLS trusting [`RealCluster::ca_cert`],

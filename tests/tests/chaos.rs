@@ -6,7 +6,7 @@
 //! client-go would, that its memory does not drift and that its log has no
 //! error.
 //!
-//! The short form (11 rounds, every fault once) runs with the other tests in
+//! The short form (12 rounds, every fault once) runs with the other tests in
 //! both profiles: `--kubernetes 1.36` against apiextensions-apiserver
 //! v0.36.4, `--kubernetes 1.20` against kube-apiserver v1.20.2.
 //! `make chaos ROUNDS=100 [SEED=…] [KUBERNETES=1.20]` runs the long form of

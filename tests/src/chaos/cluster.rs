@@ -11,6 +11,7 @@
 //!   `/registry/apiextensions.kubernetes.io/watchlife.example/widgets/NS/NAME`.
 
 use crate::modern_cluster::{self, ModernCluster};
+use crate::proxy::Proxy;
 use crate::real_cluster::RealCluster;
 use std::path::Path;
 use std::time::Duration;
@@ -129,14 +130,28 @@ impl Cluster {
     pub async fn start(kubernetes: Kubernetes, namespaces: &[&str]) -> Cluster {
         match kubernetes {
             Kubernetes::V1_20 => {
-                let cluster =
-                    RealCluster::start_with(&["--storage-media-type=application/json"]).await;
+                let cluster = RealCluster::start_behind_etcd_proxy(&[
+                    "--storage-media-type=application/json",
+                ])
+                .await;
                 super::writer::create_namespaces(&cluster.client(), namespaces).await;
                 Cluster::V1_20(Box::new(cluster))
             }
-            Kubernetes::V1_36 => Cluster::V1_36(Box::new(
-                ModernCluster::start(modern_cluster::Options::default()).await,
-            )),
+            Kubernetes::V1_36 => {
+                let options = modern_cluster::Options {
+                    etcd_proxy: true,
+                    ..Default::default()
+                };
+                Cluster::V1_36(Box::new(ModernCluster::start(options).await))
+            }
+        }
+    }
+
+    /// The proxy between the apiserver and etcd.
+    pub fn etcd_proxy(&self) -> Option<&Proxy> {
+        match self {
+            Cluster::V1_20(c) => c.etcd_proxy(),
+            Cluster::V1_36(c) => c.etcd_proxy(),
         }
     }
 

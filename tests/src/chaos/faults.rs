@@ -17,6 +17,10 @@ pub enum Fault {
     /// etcd SIGKILLed, then started again over its data; the apiserver
     /// stays up throughout.
     EtcdKill,
+    /// etcd cut off from the apiserver by the proxy between them, both
+    /// running: a partition (bytes stop, connections stay open) or etcd
+    /// refusing (connections closed, new ones at once), by the round's pick.
+    EtcdUnreachable,
     /// kube-apiserver stopped; ConfigMaps put and deleted straight in etcd;
     /// kube-apiserver started again.
     EtcdDirect,
@@ -35,11 +39,12 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 11] = [
+    pub const ALL: [Fault; 12] = [
         Fault::ApiserverKill,
         Fault::ApiserverGraceful,
         Fault::EtcdCompaction,
         Fault::EtcdKill,
+        Fault::EtcdUnreachable,
         Fault::EtcdDirect,
         Fault::ProxyStall,
         Fault::ProxyDrop,
@@ -55,6 +60,7 @@ impl Fault {
             Fault::ApiserverGraceful => "apiserver-sigterm",
             Fault::EtcdCompaction => "etcd-compaction",
             Fault::EtcdKill => "etcd-sigkill",
+            Fault::EtcdUnreachable => "etcd-unreachable",
             Fault::EtcdDirect => "etcd-direct-writes",
             Fault::ProxyStall => "proxy-stall",
             Fault::ProxyDrop => "proxy-drop",
@@ -147,7 +153,10 @@ pub fn plan(seed: u64, rounds: usize, only: &[Fault], stall: Duration) -> Vec<Pl
             let at = rng.between(Duration::from_millis(500), Duration::from_millis(3000));
             let length = match fault {
                 Fault::ViewerStall => stall,
-                Fault::ProxyStall | Fault::ProxyDrop | Fault::ProxyReset => {
+                Fault::ProxyStall
+                | Fault::ProxyDrop
+                | Fault::ProxyReset
+                | Fault::EtcdUnreachable => {
                     rng.between(Duration::from_secs(2), Duration::from_secs(6))
                 }
                 _ => rng.between(Duration::from_millis(0), Duration::from_millis(1500)),

@@ -23,7 +23,7 @@ pub mod cluster;
 pub mod faults;
 pub mod invariants;
 pub mod model;
-pub mod proxy;
+pub use crate::proxy;
 pub mod queued_deletion;
 pub mod report;
 mod rig;

@@ -111,6 +111,22 @@ pub(super) async fn one_round(
             rig.cluster.start_etcd().await;
             tl.note("etcd healthy".into());
         }
+        Fault::EtcdUnreachable => {
+            let proxy = rig
+                .cluster
+                .etcd_proxy()
+                .expect("the chaos cluster's apiserver reaches etcd through a proxy");
+            let (mode, how) = match planned.pick % 2 {
+                0 => (Mode::Stall, "partitioned from"),
+                _ => (Mode::Drop, "refused to"),
+            };
+            tl.note(format!(
+                "etcd {how} the apiserver for {:.1} s; both run",
+                planned.length.as_secs_f64()
+            ));
+            proxy.misbehave(mode, planned.length).await;
+            tl.note("etcd reachable again".into());
+        }
         Fault::EtcdDirect => {
             // The first kind's objects, under its own etcd key layout.
             let kind = rig.kinds[0];

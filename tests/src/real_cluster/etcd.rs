@@ -94,6 +94,12 @@ impl Etcd {
     }
 
     /// The process id.
+    /// Its client address, `127.0.0.1:PORT`.
+    pub(crate) fn addr(&self) -> std::net::SocketAddr {
+        let host_port = self.endpoint.trim_start_matches("http://");
+        host_port.parse().expect("etcd's endpoint is an address")
+    }
+
     pub(crate) fn pid(&self) -> u32 {
         self.process.id()
     }
