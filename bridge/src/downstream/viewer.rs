@@ -61,12 +61,15 @@ pub use crate::downstream::viewer_message::{
 pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 
 /// How many bytes of outgoing messages the WebSocket layer gathers before it
-/// writes them to the socket: none, each message is written as it is given
-/// (the bridge flushes after every write anyway). The library's default,
-/// 128 KiB, let a busy viewer's buffer grow to hold two or three batches
-/// before the flush, and a buffer never gives back what it grew to: at
-/// 10,000 viewers that was most of the bridge's memory.
-pub const WRITE_BUFFER_BYTES: usize = 0;
+/// writes them to the socket (the bridge flushes after every write anyway).
+/// A buffer never gives back what it grew to, and the library's default,
+/// 128 KiB, let a busy viewer's grow to two or three batches: at 10,000
+/// viewers that was most of the bridge's memory. At 16 KiB a busy viewer's
+/// batch (one message a write, most often) goes to the socket as it is
+/// given or at the flush right after, so the buffer holds at most 16 KiB
+/// and one message; a viewer without batches still has its small frames
+/// written several to a system call.
+pub const WRITE_BUFFER_BYTES: usize = 16 * 1024;
 
 /// How long the bridge waits for a viewer's own close frame once it has sent
 /// its own: a second, as long as it gives its close frame to go out.
