@@ -30,6 +30,7 @@ pub mod proxy;
 pub mod real_cluster;
 pub mod service;
 pub mod static_files;
+pub mod tls_proxy;
 pub mod ws;
 
 use std::path::{Path, PathBuf};

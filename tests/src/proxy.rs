@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -55,7 +55,10 @@ impl Proxy {
                     Mode::Drop => drop(client),
                     Mode::Reset => reset(client),
                     Mode::Status(code) => {
-                        tokio::spawn(answer(client, code));
+                        tokio::spawn(async move {
+                            let mut client = client;
+                            answer(&mut client, code).await;
+                        });
                     }
                     Mode::Silence => {
                         // Born after the silence began: a new connection passes.
@@ -167,7 +170,7 @@ async fn relay(client: TcpStream, upstream: SocketAddr, mut modes: watch::Receiv
 
 /// Reads one request's head and answers it with `code`, as an overloaded
 /// or failing apiserver does (a `Status` body, `Retry-After: 1` on 429).
-async fn answer(mut client: TcpStream, code: u16) {
+pub(crate) async fn answer<S: AsyncRead + AsyncWrite + Unpin>(client: &mut S, code: u16) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {

@@ -1,12 +1,13 @@
 //! Fault rounds (see `watchlife_tests::chaos`): a real etcd and apiserver,
-//! a writer, one watchlife bridge behind a TCP proxy and five viewers; each
+//! a writer, one watchlife bridge behind a TCP proxy and a TLS-terminating
+//! one, and five viewers; each
 //! round injects one fault, then checks that every viewer holds what the
 //! apiserver lists, that no viewer's stream has a gap not announced by a
 //! resync or an event twice, that the bridge made no more LISTs than
 //! client-go would, that its memory does not drift and that its log has no
 //! error.
 //!
-//! The short form (12 rounds, every fault once) runs with the other tests in
+//! The short form (14 rounds, every fault once) runs with the other tests in
 //! both profiles: `--kubernetes 1.36` against apiextensions-apiserver
 //! v0.36.4, `--kubernetes 1.20` against kube-apiserver v1.20.2.
 //! `make chaos ROUNDS=100 [SEED=…] [KUBERNETES=1.20]` runs the long form of

@@ -30,6 +30,12 @@ pub enum Fault {
     ProxyDrop,
     /// The proxy resets every connection, and each new one at once.
     ProxyReset,
+    /// The TLS-terminating proxy in front of the apiserver answers every
+    /// request with 429 (and `Retry-After`), 500 or 503, by the round's pick.
+    TlsStatus,
+    /// The TLS-terminating proxy cuts every response short, a few bytes into
+    /// its body, with no close_notify.
+    TlsTruncated,
     /// The bridge stopped with SIGTERM and started again on its address.
     BridgeTerm,
     /// The bridge SIGKILLed and started again on its address.
@@ -39,7 +45,7 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 12] = [
+    pub const ALL: [Fault; 14] = [
         Fault::ApiserverKill,
         Fault::ApiserverGraceful,
         Fault::EtcdCompaction,
@@ -49,6 +55,8 @@ impl Fault {
         Fault::ProxyStall,
         Fault::ProxyDrop,
         Fault::ProxyReset,
+        Fault::TlsStatus,
+        Fault::TlsTruncated,
         Fault::BridgeTerm,
         Fault::BridgeKill,
         Fault::ViewerStall,
@@ -65,6 +73,8 @@ impl Fault {
             Fault::ProxyStall => "proxy-stall",
             Fault::ProxyDrop => "proxy-drop",
             Fault::ProxyReset => "proxy-reset",
+            Fault::TlsStatus => "tls-proxy-status",
+            Fault::TlsTruncated => "tls-proxy-truncated",
             Fault::BridgeTerm => "bridge-sigterm",
             Fault::BridgeKill => "bridge-sigkill",
             Fault::ViewerStall => "viewer-stall",
@@ -156,6 +166,8 @@ pub fn plan(seed: u64, rounds: usize, only: &[Fault], stall: Duration) -> Vec<Pl
                 Fault::ProxyStall
                 | Fault::ProxyDrop
                 | Fault::ProxyReset
+                | Fault::TlsStatus
+                | Fault::TlsTruncated
                 | Fault::EtcdUnreachable => {
                     rng.between(Duration::from_secs(2), Duration::from_secs(6))
                 }

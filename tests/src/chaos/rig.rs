@@ -9,6 +9,7 @@ use super::viewers::{Follower, Style};
 use super::writer::{self, Written};
 use super::{Config, NAMESPACES, invariants, model, queued_deletion};
 use crate::bridge::Bridge;
+use crate::tls_proxy::{TlsFiles, TlsProxy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ pub(super) struct Rig {
     pub(super) kubernetes: Kubernetes,
     pub(super) client: Client,
     pub(super) proxy: Proxy,
+    /// Between [`Rig::proxy`] and the apiserver: TLS ends there.
+    pub(super) tls_proxy: TlsProxy,
     pub(super) bridge: Bridge,
     pub(super) bridge_args: Vec<String>,
     pub(super) bridge_env: Vec<(String, String)>,
@@ -229,7 +232,9 @@ pub(super) async fn setup(config: &Config) -> Rig {
         .trim_start_matches("https://")
         .parse()
         .expect("the apiserver's address");
-    let proxy = Proxy::start(upstream).await;
+    let tls_files = TlsFiles::in_folder(&cluster.dir().join("pki"));
+    let tls_proxy = TlsProxy::start(upstream, &tls_files).await;
+    let proxy = Proxy::start(tls_proxy.addr).await;
     let kubeconfig = cluster.dir().join("kubeconfig-through-proxy");
     proxy::kubeconfig_through(
         cluster.kubeconfig(),
@@ -290,6 +295,7 @@ pub(super) async fn setup(config: &Config) -> Rig {
         kubernetes: config.kubernetes,
         client,
         proxy,
+        tls_proxy,
         bridge,
         bridge_args,
         bridge_env: config.bridge_env.clone(),

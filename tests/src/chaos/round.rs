@@ -8,6 +8,7 @@ use super::rig::{Rig, Settled};
 use super::viewers::Style;
 use super::writer::{self, Writing};
 use super::{NAMESPACES, report};
+use crate::tls_proxy::Answer;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -180,6 +181,20 @@ pub(super) async fn one_round(
             ));
             rig.proxy.misbehave(mode, planned.length).await;
             tl.note("proxy passes again".into());
+        }
+        Fault::TlsStatus | Fault::TlsTruncated => {
+            let answer = match (fault, planned.pick % 3) {
+                (Fault::TlsTruncated, _) => Answer::Truncate,
+                (_, 0) => Answer::Status(429),
+                (_, 1) => Answer::Status(500),
+                _ => Answer::Status(503),
+            };
+            tl.note(format!(
+                "TLS proxy answers {answer:?} for {:.1} s",
+                planned.length.as_secs_f64()
+            ));
+            rig.tls_proxy.misbehave(answer, planned.length).await;
+            tl.note("TLS proxy relays again".into());
         }
         Fault::BridgeTerm | Fault::BridgeKill => {
             let lists_now = rig
