@@ -125,11 +125,11 @@ impl<S: Sink<Message> + Unpin> Outbox<S> {
             let messages = compressed.messages(frames, self.filtered, self.batch, MAX_BATCH_BYTES);
             return Box::new(messages.into_iter().map(Message::Binary));
         }
-        let texts = frames.into_iter().map(|f| f.text).collect();
+        let texts = frames.into_iter().map(|f| f.text);
         if self.batch {
-            Box::new(batched(texts).map(Message::Text))
+            Box::new(batched(texts.collect()).map(Message::Text))
         } else {
-            Box::new(texts.into_iter().map(Message::Text))
+            Box::new(texts.map(Message::Text))
         }
     }
 
