@@ -128,20 +128,8 @@ impl CachedEvent {
     /// A BOOKMARK at `revision`: an object of the watched kind that carries
     /// only its resourceVersion, as the apiserver sends it.
     pub fn bookmark(rt: ResourceType, revision: Revision) -> Self {
-        let object = serde_json::json!({
-            "kind": rt.kind,
-            "apiVersion": rt.api_version(),
-            "metadata": {"resourceVersion": revision.to_string()},
-        });
-        CachedEvent::new(
-            EventType::Bookmark,
-            String::new(),
-            revision,
-            Arc::new(object),
-            0,
-            None,
-            None,
-        )
+        let metadata = serde_json::json!({"resourceVersion": revision.to_string()});
+        CachedEvent::bookmark_with_metadata(rt, revision, metadata)
     }
 
     /// The BOOKMARK that ends a WatchList's initial events: at `revision`,
@@ -149,13 +137,21 @@ impl CachedEvent {
     /// `cacheWatcher.convertToWatchEvent` marks it (v0.36.4
     /// `cache_watcher.go`).
     pub fn initial_events_end(rt: ResourceType, revision: Revision) -> Self {
+        let metadata = serde_json::json!({
+            "resourceVersion": revision.to_string(),
+            "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"},
+        });
+        CachedEvent::bookmark_with_metadata(rt, revision, metadata)
+    }
+
+    /// A BOOKMARK at `revision` whose object is of the watched kind and has
+    /// only `metadata`: no store key, no weight, no previous state and no
+    /// stage times (a bookmark is no change).
+    fn bookmark_with_metadata(rt: ResourceType, revision: Revision, metadata: Value) -> Self {
         let object = serde_json::json!({
             "kind": rt.kind,
             "apiVersion": rt.api_version(),
-            "metadata": {
-                "resourceVersion": revision.to_string(),
-                "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"},
-            },
+            "metadata": metadata,
         });
         CachedEvent::new(
             EventType::Bookmark,
@@ -754,6 +750,25 @@ mod tests {
         cache.process(&change, 0, 1)
     }
 
+    /// Creates a pod named each of `names`, in order, and feeds the cache
+    /// each creation.
+    fn create_pods(store: &mut Store, cache: &mut WatchCache, names: &[&str]) {
+        for &name in names {
+            add(cache, store.create(name, pod("default", name)).unwrap());
+        }
+    }
+
+    /// Asserts that a watch from `too_old` fails with `message` and that one
+    /// from the next revision starts.
+    fn assert_too_old_up_to(cache: &WatchCache, too_old: Revision, message: &str) {
+        let all = WatchFilter::default();
+        assert_eq!(
+            cache.since(Some(too_old), &all).unwrap_err().to_string(),
+            message
+        );
+        assert!(cache.since(Some(too_old + 1), &all).is_ok());
+    }
+
     fn replay(
         cache: &WatchCache,
         from: Option<Revision>,
@@ -809,12 +824,7 @@ mod tests {
     #[test]
     fn revision_older_than_the_window_is_too_old() {
         let (mut store, mut cache) = setup(2);
-        for name in ["a", "b", "c"] {
-            add(
-                &mut cache,
-                store.create(name, pod("default", name)).unwrap(),
-            );
-        }
+        create_pods(&mut store, &mut cache, &["a", "b", "c"]);
         let all = WatchFilter::default();
         assert_eq!(
             cache.since(Some(1), &all).unwrap_err(),
@@ -823,11 +833,7 @@ mod tests {
                 oldest: 2
             }
         );
-        assert_eq!(
-            cache.since(Some(1), &all).unwrap_err().to_string(),
-            "too old resource version: 1 (2)"
-        );
-        assert!(cache.since(Some(2), &all).is_ok());
+        assert_too_old_up_to(&cache, 1, "too old resource version: 1 (2)");
     }
 
     #[test]
@@ -840,12 +846,7 @@ mod tests {
         add(&mut cache, store.create("b", pod("default", "b")).unwrap());
         add(&mut cache, store.create("c", pod("default", "c")).unwrap());
         // a (2) left the ring; the oldest held is b (4).
-        let all = WatchFilter::default();
-        assert_eq!(
-            cache.since(Some(2), &all).unwrap_err().to_string(),
-            "too old resource version: 2 (3)"
-        );
-        assert!(cache.since(Some(3), &all).is_ok());
+        assert_too_old_up_to(&cache, 2, "too old resource version: 2 (3)");
     }
 
     #[test]
@@ -963,12 +964,7 @@ mod tests {
     #[test]
     fn compaction_trims_the_window_and_a_list_restarts_it() {
         let (mut store, mut cache) = setup(10);
-        for name in ["a", "b", "c"] {
-            add(
-                &mut cache,
-                store.create(name, pod("default", name)).unwrap(),
-            );
-        }
+        create_pods(&mut store, &mut cache, &["a", "b", "c"]);
         cache.compact(3);
         assert_eq!(cache.len(), 1);
         let all = WatchFilter::default();
