@@ -192,20 +192,30 @@ mod tests {
     use crate::resource::{CONFIGMAPS, PODS};
     use serde_json::json;
 
+    /// A key with the longest name part Kubernetes allows, and one with the
+    /// longest prefix, each made `extra` characters longer.
+    fn longest_keys_plus(extra: usize) -> [String; 2] {
+        [
+            "n".repeat(MAX_LABEL_NAME + extra),
+            format!("{}/n", "p".repeat(MAX_LABEL_PREFIX + extra)),
+        ]
+    }
+
     #[test]
     fn label_keys_follow_kubernetes_qualified_names() {
-        for ok in [
+        assert_eq!((MAX_LABEL_NAME, MAX_LABEL_PREFIX), (63, 253));
+        let [longest_name, longest_prefix] = longest_keys_plus(0);
+        let [too_long_name, too_long_prefix] = longest_keys_plus(1);
+        let valid = [
             "app",
             "a",
             "app.kubernetes.io/name",
             "example.com/Tier_1",
             "x-y.z",
-            &"n".repeat(63),
-            &format!("{}/n", "p".repeat(253)),
-        ] {
-            assert_eq!(check_key(ok), Ok(()), "{ok}");
-        }
-        for bad in [
+            &longest_name,
+            &longest_prefix,
+        ];
+        let invalid = [
             "",
             "-app",
             "app-",
@@ -215,10 +225,14 @@ mod tests {
             "example.com/",
             "a/b/c",
             "naïve",
-            &"n".repeat(64),
-            &format!("{}/n", "p".repeat(254)),
+            &too_long_name,
+            &too_long_prefix,
             "ex..ample.com/n",
-        ] {
+        ];
+        for ok in valid {
+            assert_eq!(check_key(ok), Ok(()), "{ok}");
+        }
+        for bad in invalid {
             assert!(check_key(bad).is_err(), "{bad:?}");
         }
     }
