@@ -332,6 +332,7 @@ mod tests {
     #[test]
     fn tap_frame_carries_the_taps_own_frame_under_data() {
         use crate::tap::{TapFrame, TapObjectRef, TapRelay, WatcherEventKind, WatcherFrame};
+        let web = TapObjectRef::namespaced("apps/v1", "Deployment", "default", "web");
         let frame = ServerFrame {
             seq: 9,
             body: FrameBody::Tap(TapRelay {
@@ -343,12 +344,7 @@ mod tests {
                     at_us: 1_699_999_999_999_000,
                     resource: "deployments.apps".into(),
                     event: WatcherEventKind::Apply,
-                    object: Some(TapObjectRef {
-                        api_version: "apps/v1".into(),
-                        kind: "Deployment".into(),
-                        namespace: Some("default".into()),
-                        name: "web".into(),
-                    }),
+                    object: Some(web),
                     resource_version: Some("812".into()),
                     applied_to_store: Some(true),
                 })),

@@ -132,6 +132,19 @@ pub struct TapObjectRef {
     pub name: String,
 }
 
+impl TapObjectRef {
+    /// The reference of the object `namespace/name` of type `kind` in
+    /// `api_version` (e.g. `apps/v1`, `Deployment`, `default`, `web`).
+    pub fn namespaced(api_version: &str, kind: &str, namespace: &str, name: &str) -> Self {
+        TapObjectRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
+    }
+}
+
 /// Which watcher event (kube-runtime's `watcher::Event`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

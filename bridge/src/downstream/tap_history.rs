@@ -105,17 +105,13 @@ mod tests {
     }
 
     fn watcher(seq: u64) -> Option<TapFrame> {
+        let web = TapObjectRef::namespaced("apps/v1", "Deployment", "default", "web");
         Some(TapFrame::Watcher(WatcherFrame {
             seq,
             at_us: seq,
             resource: "deployments.apps".into(),
             event: WatcherEventKind::Apply,
-            object: Some(TapObjectRef {
-                api_version: "apps/v1".into(),
-                kind: "Deployment".into(),
-                namespace: Some("default".into()),
-                name: "web".into(),
-            }),
+            object: Some(web),
             resource_version: Some(seq.to_string()),
             applied_to_store: None,
         }))
