@@ -11,6 +11,8 @@
 //!   the `resync` frame that announces it.
 //! - `trust-silent-watch`: a watch that says nothing is never taken for
 //!   dead (a connection a load balancer forgot is read forever).
+//! - `token-read-once`: a token file is read once, at start, and its token
+//!   sent for ever, however often the apiserver answers 401.
 //!
 //! Never set it outside tests: the bridge then loses events or hammers the
 //! apiserver by design. It is logged at WARN when set.
@@ -28,6 +30,7 @@ pub enum Break {
     SkipBackoff,
     SkipResync,
     TrustSilentWatch,
+    TokenReadOnce,
 }
 
 /// The event frame (counting from 1) that `drop-event` drops.
@@ -45,6 +48,7 @@ pub fn active() -> Option<Break> {
             "skip-backoff" => Some(Break::SkipBackoff),
             "skip-resync" => Some(Break::SkipResync),
             "trust-silent-watch" => Some(Break::TrustSilentWatch),
+            "token-read-once" => Some(Break::TokenReadOnce),
             "" => None,
             other => {
                 tracing::warn!("WATCHLIFE_TEST_BREAK={other} is not a known test fault; ignored");

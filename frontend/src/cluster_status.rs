@@ -9,7 +9,7 @@
 //! or a heartbeat counts as many open watches as there are resources (each
 //! Reflector holds at most one, so every one is watching).
 
-use crate::plain_words::{Kind, plain_error, watch_end};
+use crate::plain_words::{Kind, grant_advice, plain_error, watch_end};
 use std::collections::BTreeMap;
 use watchlife_protocol::{FrameBody, ReflectorState, Source};
 
@@ -224,11 +224,12 @@ impl ClusterStatus {
     fn trouble(&self, worst: &Failing, now_ms: f64, clock: &dyn Fn(f64) -> String) -> Line {
         let since = clock(self.since_ms.unwrap_or(now_ms));
         let retry = retrying(worst.retry_at_ms - now_ms);
-        let same: Vec<&Failing> = self
+        let (resources, same): (Vec<&str>, Vec<&Failing>) = self
             .failing
-            .values()
-            .filter(|f| f.kind == worst.kind)
-            .collect();
+            .iter()
+            .filter(|(_, f)| f.kind == worst.kind)
+            .map(|(resource, f)| (resource.as_str(), f))
+            .unzip();
         let headline = match worst.kind {
             Kind::Unreachable => format!("cluster unreachable since {since} · {retry}"),
             Kind::Forbidden => {
@@ -241,7 +242,10 @@ impl ClusterStatus {
             Kind::Other => format!("list-watch failing since {since} · {retry}"),
         };
         let words = match worst.kind {
-            Kind::Forbidden => "grant watchlife's role list and watch (deploy/rbac.yaml)".into(),
+            Kind::Forbidden => {
+                let raws: Vec<&str> = same.iter().map(|f| f.raw.as_str()).collect();
+                grant_advice(&raws, &resources)
+            }
             _ => worst.words.clone(),
         };
         let raw = same

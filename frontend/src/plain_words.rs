@@ -78,7 +78,7 @@ const PHRASES: &[(&[&str], Kind, &str)] = &[
     (
         &["unauthorized", "(401)", "answered 401"],
         Kind::Unauthorized,
-        "the apiserver does not accept watchlife's credentials (an expired token or certificate?)",
+        "the apiserver does not accept watchlife's credentials: renew its token or certificate (a token file is read again after each 401; one written into the kubeconfig needs a restart)",
     ),
     (
         &["(429)", "answered 429", "too many requests"],
@@ -152,6 +152,22 @@ fn forbidden(raw: &str, lower: &str, resource: &str) -> String {
     format!("forbidden: watchlife may not {verb} {named} (RBAC)")
 }
 
+/// What to do about denials of `resources`, whose raw texts are `raws`:
+/// grant the user the server named (`User "x" cannot …`), or watchlife's
+/// identity where it named none, what watchlife needs on them.
+pub fn grant_advice(raws: &[&str], resources: &[&str]) -> String {
+    let user = raws
+        .iter()
+        .find_map(|raw| after(raw, "User \"").and_then(|rest| rest.split('"').next()))
+        .map_or("watchlife's identity".to_string(), |user| {
+            format!("{user:?}")
+        });
+    format!(
+        "grant {user} get, list and watch on {} (deploy/rbac.yaml does for watchlife's service account); watchlife tries again on its own",
+        resources.join(", ")
+    )
+}
+
 /// What follows the first `marker` in `text`.
 fn after<'a>(text: &'a str, marker: &str) -> Option<&'a str> {
     text.find(marker).map(|at| &text[at + marker.len()..])
@@ -202,9 +218,21 @@ mod tests {
 
     #[test]
     fn server_errors_and_credentials_are_told_apart() {
+        let raw = r#"pods is forbidden: User "nobody" cannot list resource "pods" in API group "" at the cluster scope (403)"#;
         assert_eq!(
-            plain_error("Unauthorized (401)", "pods").kind,
-            Kind::Unauthorized
+            grant_advice(&[raw], &["pods", "configmaps"]),
+            "grant \"nobody\" get, list and watch on pods, configmaps (deploy/rbac.yaml does for watchlife's service account); watchlife tries again on its own"
+        );
+        assert!(
+            grant_advice(&["the server answered 403"], &["pods"])
+                .starts_with("grant watchlife's identity")
+        );
+        let unauthorized = plain_error("WATCH failed: Unauthorized (401)", "pods");
+        assert_eq!(unauthorized.kind, Kind::Unauthorized);
+        assert!(
+            unauthorized.words.contains("renew its token"),
+            "{}",
+            unauthorized.words
         );
         assert_eq!(
             plain_error("etcdserver: leader changed (500)", "pods").kind,

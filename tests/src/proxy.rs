@@ -179,7 +179,14 @@ pub(crate) async fn answer<S: AsyncRead + AsyncWrite + Unpin>(client: &mut S, co
             Ok(n) => head.extend_from_slice(&byte[..n]),
         }
     }
+    reply(client, code, &format!("injected {code}")).await;
+}
+
+/// Answers the request already read with `code` and a `Status` whose
+/// message is `message`, as the apiserver words one, then closes.
+pub(crate) async fn reply<S: AsyncWrite + Unpin>(client: &mut S, code: u16, message: &str) {
     let reason = match code {
+        401 => "Unauthorized",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
@@ -187,7 +194,7 @@ pub(crate) async fn answer<S: AsyncRead + AsyncWrite + Unpin>(client: &mut S, co
     };
     let body = serde_json::json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {},
-        "status": "Failure", "message": format!("injected {code}"),
+        "status": "Failure", "message": message,
         "reason": reason.replace(' ', ""), "code": code,
     })
     .to_string();

@@ -6,8 +6,15 @@
 //! `Retry-After`, 500, 503) or to cut each response short, a few bytes into
 //! its body, without TLS's close_notify. Connections open when a fault
 //! begins are closed, so that the client meets it on its next request.
+//!
+//! With a [`Gate`], it also stands for an authenticating proxy: it checks
+//! each request's bearer token and sends it on with a credential of its own.
 
-use crate::proxy::answer;
+mod gate;
+
+use crate::proxy::{answer, reply};
+pub use gate::Gate;
+use gate::Verdict;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -71,12 +78,30 @@ pub struct TlsProxy {
     task: JoinHandle<()>,
 }
 
+/// The proxy's parts every connection uses.
+#[derive(Clone)]
+struct Relay {
+    upstream: SocketAddr,
+    acceptor: TlsAcceptor,
+    connector: TlsConnector,
+    gate: Option<Arc<Gate>>,
+}
+
 impl TlsProxy {
     /// Listens on a free loopback port and relays to the apiserver at
-    /// `upstream` over TLS. Panics if the certificates do not load.
-    pub async fn start(upstream: SocketAddr, files: &TlsFiles) -> TlsProxy {
-        let acceptor = TlsAcceptor::from(Arc::new(server_config(files)));
-        let connector = TlsConnector::from(Arc::new(client_config(files)));
+    /// `upstream` over TLS, through `gate` where there is one. Panics if
+    /// the certificates do not load.
+    pub async fn start(
+        upstream: SocketAddr,
+        files: &TlsFiles,
+        gate: Option<Arc<Gate>>,
+    ) -> TlsProxy {
+        let relay = Relay {
+            upstream,
+            acceptor: TlsAcceptor::from(Arc::new(server_config(files))),
+            connector: TlsConnector::from(Arc::new(client_config(files))),
+            gate,
+        };
         let listener = TcpListener::bind(("127.0.0.1", crate::free_port()))
             .await
             .expect("the TLS proxy listens");
@@ -87,14 +112,7 @@ impl TlsProxy {
                 let Ok((client, _)) = listener.accept().await else {
                     continue;
                 };
-                let (acceptor, connector) = (acceptor.clone(), connector.clone());
-                tokio::spawn(serve(
-                    client,
-                    upstream,
-                    acceptor,
-                    connector,
-                    answers.clone(),
-                ));
+                tokio::spawn(serve(client, relay.clone(), answers.clone()));
             }
         });
         TlsProxy { addr, answer, task }
@@ -105,6 +123,12 @@ impl TlsProxy {
         self.answer.send_replace(answer);
         tokio::time::sleep(duration).await;
         self.answer.send_replace(Answer::Pass);
+    }
+
+    /// Closes every open connection, so that each client's next request
+    /// meets the proxy as it is now (a watch ends, as at its timeout).
+    pub fn close_connections(&self) {
+        self.answer.send_modify(|_| {});
     }
 }
 
@@ -164,13 +188,13 @@ fn client_config(files: &TlsFiles) -> ClientConfig {
 
 /// One client connection: TLS accepted, then relayed, answered or cut as
 /// the proxy says; closed when the answer changes.
-async fn serve(
-    client: TcpStream,
-    upstream: SocketAddr,
-    acceptor: TlsAcceptor,
-    connector: TlsConnector,
-    mut answers: watch::Receiver<Answer>,
-) {
+async fn serve(client: TcpStream, relay: Relay, mut answers: watch::Receiver<Answer>) {
+    let Relay {
+        upstream,
+        acceptor,
+        connector,
+        gate,
+    } = relay;
     let Ok(mut client) = acceptor.accept(client).await else {
         return;
     };
@@ -188,20 +212,29 @@ async fn serve(
     };
     tokio::select! {
         _ = answers.changed() => {}
-        _ = relay(client, server, now == Answer::Truncate) => {}
+        _ = copy(client, server, now == Answer::Truncate, gate.as_deref()) => {}
     }
 }
 
 /// Copies bytes both ways until either side closes; with `truncate`, the
-/// response stops [`TRUNCATE_AFTER`] bytes into its body.
-async fn relay<C, S>(client: C, server: S, truncate: bool)
+/// response stops [`TRUNCATE_AFTER`] bytes into its body; with a `gate`,
+/// each request passes it or is answered 401, which ends the connection.
+async fn copy<C, S>(client: C, server: S, truncate: bool, gate: Option<&Gate>)
 where
     C: AsyncRead + AsyncWrite + Unpin,
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let (mut client_read, mut client_write) = tokio::io::split(client);
     let (mut server_read, mut server_write) = tokio::io::split(server);
-    let up = tokio::io::copy(&mut client_read, &mut server_write);
+    let up = async {
+        match gate {
+            Some(gate) => through_gate(&mut client_read, &mut server_write, gate).await,
+            None => tokio::io::copy(&mut client_read, &mut server_write)
+                .await
+                .map(|_| None)
+                .unwrap_or(None),
+        }
+    };
     let down = async {
         if !truncate {
             let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
@@ -227,8 +260,48 @@ where
             }
         }
     };
-    tokio::select! {
-        _ = up => {}
-        _ = down => {}
+    let refused = tokio::select! {
+        refused = up => refused,
+        _ = down => None,
+    };
+    if let Some(message) = refused {
+        reply(&mut client_write, 401, &message).await;
+    }
+}
+
+/// Sends each request on as `gate` rewrites its head (bodies as they are),
+/// until the client closes, or until a request is refused: then returns
+/// what to answer it.
+async fn through_gate<R, W>(client: &mut R, server: &mut W, gate: &Gate) -> Option<String>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut pending = Vec::new();
+    let mut body_left = 0;
+    let mut buf = [0u8; 4096];
+    loop {
+        if body_left > 0 && !pending.is_empty() {
+            let n = body_left.min(pending.len());
+            let body: Vec<u8> = pending.drain(..n).collect();
+            server.write_all(&body).await.ok()?;
+            body_left -= n;
+            continue;
+        }
+        if body_left == 0
+            && let Some(end) = gate::head_end(&pending)
+        {
+            let head: Vec<u8> = pending.drain(..end).collect();
+            body_left = gate::content_length(&head);
+            match gate.judge(&head) {
+                Verdict::Pass(head) => server.write_all(&head).await.ok()?,
+                Verdict::Unauthorized(message) => return Some(message),
+            }
+            continue;
+        }
+        match client.read(&mut buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        }
     }
 }

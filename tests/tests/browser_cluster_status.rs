@@ -69,6 +69,14 @@ async fn the_cluster_status_says_a_denial_an_outage_with_a_countdown_and_the_ret
         denial.starts_with("forbidden: watchlife may not list pods (RBAC) · retrying "),
         "{denial}"
     );
+    let advice = browser
+        .eval("document.querySelector('#cluster-status .cluster-status-words').textContent")
+        .await;
+    let advice = advice.as_str().unwrap_or_default();
+    assert!(
+        advice.starts_with("grant \"nobody\" get, list and watch on pods"),
+        "what to do: {advice}"
+    );
     let raw = browser
         .eval("document.querySelector('#cluster-status .cluster-status-raw code').textContent")
         .await;

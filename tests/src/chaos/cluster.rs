@@ -71,6 +71,14 @@ pub struct Kind {
 }
 
 impl Kind {
+    /// Its API group, as RBAC names it ("" for the core group).
+    pub fn group(&self) -> &'static str {
+        self.api
+            .strip_prefix("/apis/")
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or("")
+    }
+
     /// The collection in `namespace`.
     pub fn collection(&self, namespace: &str) -> String {
         format!("{}/namespaces/{namespace}/{}", self.api, self.plural)
@@ -144,6 +152,23 @@ impl Cluster {
                 };
                 Cluster::V1_36(Box::new(ModernCluster::start(options).await))
             }
+        }
+    }
+
+    /// The release it runs.
+    pub fn kubernetes(&self) -> Kubernetes {
+        match self {
+            Cluster::V1_20(_) => Kubernetes::V1_20,
+            Cluster::V1_36(_) => Kubernetes::V1_36,
+        }
+    }
+
+    /// The bearer token of its `system:masters` user, where its kubeconfig
+    /// has one (v1.20; v1.36's uses a client certificate).
+    pub fn bearer_token(&self) -> Option<&str> {
+        match self {
+            Cluster::V1_20(c) => Some(c.token()),
+            Cluster::V1_36(_) => None,
         }
     }
 

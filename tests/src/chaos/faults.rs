@@ -2,6 +2,7 @@
 //! gets, when, and for how long, all drawn from the run's seed, so that the
 //! same seed replays the same plan.
 
+use super::cluster::Kubernetes;
 use std::fmt;
 use std::time::Duration;
 
@@ -36,6 +37,15 @@ pub enum Fault {
     /// The TLS-terminating proxy cuts every response short, a few bytes into
     /// its body, with no close_notify.
     TlsTruncated,
+    /// The bridge's token file renewed and the token it sends refused:
+    /// at once (it expired before the bridge read its successor) or after
+    /// an overlap (rotated), by the round's pick; open connections close,
+    /// as a watch does at its timeout.
+    TokenRotated,
+    /// The ClusterRoleBinding that lets the bridge read removed, open
+    /// connections closed, and the binding created again later (v1.20: the
+    /// v0.36 apiextensions-apiserver has no RBAC).
+    RbacRevoked,
     /// The bridge stopped with SIGTERM and started again on its address.
     BridgeTerm,
     /// The bridge SIGKILLed and started again on its address.
@@ -45,7 +55,7 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 14] = [
+    pub const ALL: [Fault; 16] = [
         Fault::ApiserverKill,
         Fault::ApiserverGraceful,
         Fault::EtcdCompaction,
@@ -57,10 +67,20 @@ impl Fault {
         Fault::ProxyReset,
         Fault::TlsStatus,
         Fault::TlsTruncated,
+        Fault::TokenRotated,
+        Fault::RbacRevoked,
         Fault::BridgeTerm,
         Fault::BridgeKill,
         Fault::ViewerStall,
     ];
+
+    /// The faults a run against `kubernetes`'s cluster can inject.
+    pub fn of(kubernetes: Kubernetes) -> Vec<Fault> {
+        Fault::ALL
+            .into_iter()
+            .filter(|f| *f != Fault::RbacRevoked || kubernetes == Kubernetes::V1_20)
+            .collect()
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -75,10 +95,17 @@ impl Fault {
             Fault::ProxyReset => "proxy-reset",
             Fault::TlsStatus => "tls-proxy-status",
             Fault::TlsTruncated => "tls-proxy-truncated",
+            Fault::TokenRotated => "token-rotated",
+            Fault::RbacRevoked => "rbac-revoked",
             Fault::BridgeTerm => "bridge-sigterm",
             Fault::BridgeKill => "bridge-sigkill",
             Fault::ViewerStall => "viewer-stall",
         }
+    }
+
+    /// The fault named `name` (as [`Fault::name`] writes it).
+    pub fn parse(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
     }
 
     /// Whether the fault reaches the bridge's connection to the apiserver
@@ -137,19 +164,14 @@ impl Rng {
     }
 }
 
-/// The plan of `rounds` rounds from `seed`: every kind of fault once in a
-/// shuffled order, then again in another, so that one round per kind covers them all;
-/// with `only`, those kinds alone. A viewer stalls `stall` long.
-pub fn plan(seed: u64, rounds: usize, only: &[Fault], stall: Duration) -> Vec<Planned> {
+/// The plan of `rounds` rounds of `kinds` from `seed`: every kind once in
+/// a shuffled order, then again in another, so that one round per kind
+/// covers them all. A viewer stalls `stall` long.
+pub fn plan(seed: u64, rounds: usize, kinds: &[Fault], stall: Duration) -> Vec<Planned> {
     let mut rng = Rng::new(seed);
-    let kinds: Vec<Fault> = if only.is_empty() {
-        Fault::ALL.to_vec()
-    } else {
-        only.to_vec()
-    };
     let mut order = Vec::new();
     while order.len() < rounds {
-        let mut batch = kinds.clone();
+        let mut batch = kinds.to_vec();
         // Fisher–Yates.
         for i in (1..batch.len()).rev() {
             batch.swap(i, (rng.draw() % (i as u64 + 1)) as usize);
@@ -168,6 +190,8 @@ pub fn plan(seed: u64, rounds: usize, only: &[Fault], stall: Duration) -> Vec<Pl
                 | Fault::ProxyReset
                 | Fault::TlsStatus
                 | Fault::TlsTruncated
+                | Fault::TokenRotated
+                | Fault::RbacRevoked
                 | Fault::EtcdUnreachable => {
                     rng.between(Duration::from_secs(2), Duration::from_secs(6))
                 }

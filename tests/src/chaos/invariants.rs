@@ -10,7 +10,10 @@
 //!   make ([`list_bound`]);
 //! - (d) memory: the bridge's RSS after the last round within
 //!   [`RSS_MARGIN`] of its RSS after the 10th;
-//! - (e) logs: no panic, and no ERROR line, in the bridge's stderr.
+//! - (e) logs: no panic, and no ERROR line, in the bridge's stderr;
+//! - (f) told: every credential failure (a 401, a 403) the bridge met is
+//!   told to the viewers in the server's words, which the page turns into
+//!   what to do ([`credential_failures_told`]).
 
 use super::faults::Fault;
 use std::fmt;
@@ -24,6 +27,7 @@ pub enum Invariant {
     Lists,
     Memory,
     Logs,
+    Told,
 }
 
 impl fmt::Display for Invariant {
@@ -34,6 +38,7 @@ impl fmt::Display for Invariant {
             Invariant::Lists => "(c) LISTs within client-go's bound",
             Invariant::Memory => "(d) memory: RSS drift within its margin",
             Invariant::Logs => "(e) logs: no panic, no unexpected ERROR",
+            Invariant::Told => "(f) told: every credential failure reached the viewers",
         })
     }
 }
@@ -82,6 +87,27 @@ pub fn list_bound(fault: Fault, elapsed: Duration, resources: usize) -> (u64, St
             }
         ),
     )
+}
+
+/// Whether the failures a full-speed viewer was `told` in a round of
+/// `fault` include the credential failure the round caused: a 401 for each
+/// round in which the gate refused a token (`refused`), a 403 naming the
+/// resource for a revoked binding. `Err` says what is missing.
+pub fn credential_failures_told(fault: Fault, refused: u64, told: &[String]) -> Result<(), String> {
+    let said = |words: &[&str]| {
+        told.iter()
+            .any(|t| words.iter().any(|w| t.to_lowercase().contains(w)))
+    };
+    let missing = match fault {
+        Fault::TokenRotated if refused > 0 && !said(&["401", "unauthorized"]) => {
+            format!("the proxy answered {refused} request(s) 401, but no viewer was told")
+        }
+        Fault::RbacRevoked if !said(&["403", "forbidden"]) => {
+            "the bridge's binding was removed, but no viewer was told of a 403".to_string()
+        }
+        _ => return Ok(()),
+    };
+    Err(format!("{missing}; told this round: {told:?}"))
 }
 
 /// How far the bridge's RSS after the last round may be above its RSS after

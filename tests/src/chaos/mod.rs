@@ -7,6 +7,8 @@
 //!   with (v1.20.2's kube-apiserver, v0.36.4's apiextensions-apiserver).
 //! - [`queued_deletion`]: the one phantom v1.20's rules allow, named.
 //! - [`faults`]: the faults, and the seeded plan of a run.
+//! - [`credentials`]: the bridge's token file, the gate that accepts its
+//!   tokens, and (v1.20) the RBAC binding that lets it read.
 //! - [`writer`]: the writer, and the apiserver's list of what there is.
 //! - [`viewers`]: the viewer tasks; [`model`]: what each makes of its frames.
 //! - [`proxy`]: the TCP proxy between the bridge and the apiserver.
@@ -20,6 +22,7 @@
 //! ROUNDS=…`). The timing of the processes themselves is not replayed.
 
 pub mod cluster;
+pub mod credentials;
 pub mod faults;
 pub mod invariants;
 pub mod model;
@@ -34,6 +37,7 @@ pub mod writer;
 use cluster::Kubernetes;
 use faults::Fault;
 use invariants::Invariant;
+pub use rig::SETTLE;
 use rig::setup;
 use round::one_round;
 use std::fmt;
@@ -59,6 +63,9 @@ pub struct Config {
     pub label: String,
     /// The bridge's `--kubernetes` release, and so the cluster.
     pub kubernetes: Kubernetes,
+    /// How long the viewers may take to agree with the apiserver once the
+    /// writes pause.
+    pub settle: Duration,
 }
 
 impl Config {
@@ -72,6 +79,7 @@ impl Config {
             bridge_env: Vec::new(),
             label: label.to_string(),
             kubernetes,
+            settle: SETTLE,
         }
     }
 }
@@ -160,12 +168,12 @@ pub async fn run(config: &Config) -> (report::Run, Option<Failure>) {
 
 async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
     let started = Instant::now();
-    let plan = faults::plan(
-        config.seed,
-        config.rounds,
-        &config.only,
-        config.viewer_stall,
-    );
+    let kinds = if config.only.is_empty() {
+        Fault::of(config.kubernetes)
+    } else {
+        config.only.clone()
+    };
+    let plan = faults::plan(config.seed, config.rounds, &kinds, config.viewer_stall);
     eprintln!(
         "chaos[{}]: seed {} ({} rounds; replay with {}); plan: {}",
         config.label,

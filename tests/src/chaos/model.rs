@@ -7,6 +7,9 @@ use watchlife_protocol::{
     EventType, FrameBody, Micros, ObjectRef, ReflectorState, ReflectorUpdate, ServerFrame, Stage,
 };
 
+/// Failures told that a viewer keeps: more than a round's worth.
+pub const FAILURES_KEPT: usize = 64;
+
 /// Relists remembered per resource: the rounds' few, and more.
 const RELISTS_KEPT: usize = 32;
 
@@ -58,6 +61,11 @@ pub struct Model {
     /// Streaming lists the bridge's Reflectors reported starting (a LIST's
     /// part in v1.36's cycles, which no LIST metric counts).
     pub streaming_lists: u64,
+    /// The failures the bridge told of (`resource: error` of each Reflector
+    /// backoff), the latest [`FAILURES_KEPT`].
+    pub failures_told: Vec<String>,
+    /// Failures told in all, kept or not.
+    pub failures_total: u64,
     /// The next stream `seq` this viewer may be sent, once it knows one.
     expect: Option<u64>,
     /// Whether the connection asked to resume (`since`).
@@ -78,6 +86,13 @@ pub struct Model {
 }
 
 impl Model {
+    /// The failures told since `total` were told in all (as many of them as
+    /// are kept).
+    pub fn failures_since(&self, total: u64) -> &[String] {
+        let new = (self.failures_total - total).min(self.failures_told.len() as u64) as usize;
+        &self.failures_told[self.failures_told.len() - new..]
+    }
+
     /// A viewer's state as it first connects, holding `objects` from before.
     pub fn holding(objects: BTreeMap<String, String>) -> Model {
         Model {
@@ -147,6 +162,16 @@ impl Model {
                 state: ReflectorState::StreamingListStarted { .. },
                 ..
             }) => self.streaming_lists += 1,
+            FrameBody::Reflector(ReflectorUpdate {
+                resource,
+                state: ReflectorState::Backoff { error, .. },
+            }) => {
+                if self.failures_told.len() == FAILURES_KEPT {
+                    self.failures_told.remove(0);
+                }
+                self.failures_told.push(format!("{resource}: {error}"));
+                self.failures_total += 1;
+            }
             FrameBody::Resync(_) => {
                 self.resyncs += 1;
                 self.after_resync = true;

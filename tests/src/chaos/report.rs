@@ -114,7 +114,9 @@ impl Run {
             md,
             "One watchlife bridge run with `--kubernetes {}` against a real {}; a writer \
              creating, changing and deleting {} in {} namespaces ({}); the bridge watching them \
-             through a TCP proxy and then a TLS-terminating one, the apiserver reaching etcd \
+             through a TCP proxy and then a TLS-terminating one that checks the bearer token \
+             the bridge reads from a file (and, on v1.20, sends requests on as a user whose \
+             read-only ClusterRole RBAC judges), the apiserver reaching etcd \
              through a TCP proxy of its own; {} viewers (full speed, hanging up and resuming with their \
              cursor, one told to stop reading). Each round injects one fault at a moment drawn \
              from the seed, then the writes pause and every viewer's objects are compared with \

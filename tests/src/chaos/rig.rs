@@ -3,6 +3,7 @@
 //! until they agree with the apiserver.
 
 use super::cluster::{Cluster, Kind, Kubernetes};
+use super::credentials::Credentials;
 use super::proxy::{self, Mode, Proxy};
 use super::round::Timeline;
 use super::viewers::{Follower, Style};
@@ -20,7 +21,7 @@ use watchlife_testkit::client::Client;
 /// How long the viewers may take to hold what the apiserver lists once the
 /// writes pause: the bridge may be in a backoff of up to 30–60 s after an
 /// apiserver that stayed away through several relists.
-const SETTLE: Duration = Duration::from_secs(90);
+pub const SETTLE: Duration = Duration::from_secs(90);
 
 /// How long the proxy resets connections to make a v1.20 bridge relist:
 /// its watch is reset and watched again at once, that WATCH is reset too,
@@ -43,12 +44,16 @@ pub(super) struct Rig {
     pub(super) proxy: Proxy,
     /// Between [`Rig::proxy`] and the apiserver: TLS ends there.
     pub(super) tls_proxy: TlsProxy,
+    /// The bridge's token file and what accepts it.
+    pub(super) credentials: Credentials,
     pub(super) bridge: Bridge,
     pub(super) bridge_args: Vec<String>,
     pub(super) bridge_env: Vec<(String, String)>,
     pub(super) log: PathBuf,
     pub(super) followers: Vec<Follower>,
     pub(super) written: Option<Written>,
+    /// How long the viewers may take to agree ([`SETTLE`] unless told).
+    pub(super) settle: Duration,
 }
 
 impl Rig {
@@ -101,7 +106,7 @@ impl Rig {
     /// [`QUIET_POLLS`] polls; they are returned, to be checked by the next
     /// relist.
     pub(super) async fn settle(&self, keep_queued: bool) -> Result<Settled, String> {
-        let deadline = Instant::now() + SETTLE;
+        let deadline = Instant::now() + self.settle;
         let mut quiet: Option<(BTreeSet<String>, u64, u32)> = None;
         loop {
             let truth = writer::listed(&self.client, self.kinds).await;
@@ -151,8 +156,9 @@ impl Rig {
             }
             if Instant::now() >= deadline {
                 return Err(format!(
-                    "the viewers do not hold what the apiserver lists ({} objects) {SETTLE:?} after the writes paused:{report}",
-                    truth.len()
+                    "the viewers do not hold what the apiserver lists ({} objects) {:?} after the writes paused:{report}",
+                    truth.len(),
+                    self.settle
                 ));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -233,7 +239,8 @@ pub(super) async fn setup(config: &Config) -> Rig {
         .parse()
         .expect("the apiserver's address");
     let tls_files = TlsFiles::in_folder(&cluster.dir().join("pki"));
-    let tls_proxy = TlsProxy::start(upstream, &tls_files).await;
+    let credentials = Credentials::set_up(&cluster, &client, kinds).await;
+    let tls_proxy = TlsProxy::start(upstream, &tls_files, Some(credentials.gate())).await;
     let proxy = Proxy::start(tls_proxy.addr).await;
     let kubeconfig = cluster.dir().join("kubeconfig-through-proxy");
     proxy::kubeconfig_through(
@@ -242,6 +249,7 @@ pub(super) async fn setup(config: &Config) -> Rig {
         cluster.base_url(),
         proxy.addr,
     );
+    credentials.use_in(&kubeconfig);
     let log = crate::artifacts().join(format!(
         "chaos-{}-{}-{}-watchlife.log",
         config.label,
@@ -296,11 +304,13 @@ pub(super) async fn setup(config: &Config) -> Rig {
         client,
         proxy,
         tls_proxy,
+        credentials,
         bridge,
         bridge_args,
         bridge_env: config.bridge_env.clone(),
         log,
         followers,
         written: Some(written),
+        settle: config.settle,
     }
 }

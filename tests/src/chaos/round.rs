@@ -65,6 +65,8 @@ pub(super) async fn one_round(
         .iter()
         .map(|f| f.state(|m| u64::from(m.resyncs)))
         .sum();
+    let told_before = rig.followers[0].state(|m| m.failures_total);
+    let refused_before = rig.credentials.refusals();
     let written = rig.written.take().expect("the writer's account");
     let (made, changed, deleted, failed) = (
         written.made,
@@ -196,6 +198,32 @@ pub(super) async fn one_round(
             rig.tls_proxy.misbehave(answer, planned.length).await;
             tl.note("TLS proxy relays again".into());
         }
+        Fault::TokenRotated => {
+            let old = rig.credentials.renew();
+            if planned.pick.is_multiple_of(2) {
+                tl.note("token file renewed; the token sent has expired".into());
+            } else {
+                tl.note(format!(
+                    "token file renewed; the token sent stays valid for {:.1} s",
+                    planned.length.as_secs_f64()
+                ));
+                tokio::time::sleep(planned.length).await;
+                tl.note("the old token expires".into());
+            }
+            rig.credentials.expire(&old);
+            rig.tls_proxy.close_connections();
+        }
+        Fault::RbacRevoked => {
+            rig.credentials.revoke(&rig.client).await;
+            rig.tls_proxy.close_connections();
+            tl.note(format!(
+                "the bridge's ClusterRoleBinding removed for {:.1} s; connections closed",
+                planned.length.as_secs_f64()
+            ));
+            tokio::time::sleep(planned.length).await;
+            rig.credentials.grant(&rig.client).await;
+            tl.note("the binding created again".into());
+        }
         Fault::BridgeTerm | Fault::BridgeKill => {
             let lists_now = rig
                 .lists()
@@ -242,6 +270,12 @@ pub(super) async fn one_round(
     tokio::time::sleep(TAIL).await;
     let written = writing.stop().await;
     tl.note("writes paused".into());
+    let refused = rig.credentials.refusals() - refused_before;
+    if refused > 0 {
+        tl.note(format!(
+            "{refused} request(s) answered 401 by the gate so far"
+        ));
+    }
     let writes = (written.made - made) + (written.changed - changed) + (written.deleted - deleted);
     let failed_writes = written.failed - failed;
     rig.written = Some(written);
@@ -309,6 +343,13 @@ pub(super) async fn one_round(
             format!("the bridge's stderr has:\n    {}", bad.join("\n    ")),
             tl.text(),
         ));
+    }
+    // (f) told.
+    let told = rig.followers[0].state(|m| m.failures_since(told_before).to_vec());
+    let refused = rig.credentials.refusals() - refused_before;
+    if !fault.restarts_bridge() {
+        invariants::credential_failures_told(fault, refused, &told)
+            .map_err(|e| (Invariant::Told, e, tl.text()))?;
     }
     if !kept.is_empty() {
         rig.relist_drops(&kept, &mut tl)

@@ -9,6 +9,7 @@
 pub mod cluster;
 pub mod demo;
 pub mod stages;
+pub mod token_file;
 
 use crate::cli::Args;
 use stages::ServerStages;
@@ -80,11 +81,35 @@ pub fn read_only_client(config: kube::Config) -> Result<kube::Client, SourceErro
             ));
         }
     }
+    let (config, token_file) = take_token_file(config)?;
     let builder = kube::client::ClientBuilder::try_from(config)
         .map_err(|e| SourceError::Config(format!("cannot build a client: {e}")))?;
-    Ok(builder
-        .with_layer(&tower::filter::FilterLayer::new(only_reads))
-        .build())
+    let builder = builder.with_layer(&tower::filter::FilterLayer::new(only_reads));
+    Ok(match token_file {
+        Some(file) => builder
+            .with_layer(&token_file::TokenFileLayer(file))
+            .build(),
+        None => builder.build(),
+    })
+}
+
+/// Takes the token file out of `config` when it is the credential kube
+/// would use (no auth provider, user name or token comes before it), so
+/// that [`token_file`] sends it instead, with client-go's rule of reading
+/// it again after a 401.
+fn take_token_file(
+    mut config: kube::Config,
+) -> Result<(kube::Config, Option<std::sync::Arc<token_file::TokenFile>>), SourceError> {
+    let auth = &config.auth_info;
+    if auth.auth_provider.is_some() || auth.username.is_some() || auth.token.is_some() {
+        return Ok((config, None));
+    }
+    let Some(path) = config.auth_info.token_file.take() else {
+        return Ok((config, None));
+    };
+    let file =
+        token_file::TokenFile::open(std::path::Path::new(&path)).map_err(SourceError::Config)?;
+    Ok((config, Some(file)))
 }
 
 fn only_reads(
