@@ -1,5 +1,6 @@
 //! A Service in front of bridge replicas, as a cluster routes to pods: each
-//! new connection goes to a ready endpoint, the newest first, where ready is
+//! new connection goes to a ready endpoint (the newest, or each in turn, as
+//! the Service is started), where ready is
 //! what the endpoint's `/readyz` last answered (its readinessProbe, polled
 //! every [`PROBE_EVERY`]). A connection stays with its endpoint until
 //! either side closes it.
@@ -17,6 +18,15 @@ pub const PROBE_EVERY: Duration = Duration::from_millis(200);
 /// Endpoints in the order they were added, with their readiness.
 type Endpoints = Arc<Mutex<Vec<(SocketAddr, bool)>>>;
 
+/// Which ready endpoint a new connection goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Routing {
+    /// The one added last: a rolling update's new replica once ready.
+    Newest,
+    /// Each in turn, as IPVS's round robin does.
+    RoundRobin,
+}
+
 /// A running Service, stopped on drop.
 pub struct Service {
     pub addr: SocketAddr,
@@ -25,23 +35,42 @@ pub struct Service {
 }
 
 impl Service {
-    /// Listens on a free loopback port, with no endpoint yet.
+    /// Listens on a free loopback port, with no endpoint yet; each new
+    /// connection goes to the newest ready endpoint.
     pub async fn start() -> Service {
+        Service::routing(Routing::Newest).await
+    }
+
+    /// As [`Service::start`], each new connection going to the next ready
+    /// endpoint in turn.
+    pub async fn start_round_robin() -> Service {
+        Service::routing(Routing::RoundRobin).await
+    }
+
+    async fn routing(routing: Routing) -> Service {
         let listener = TcpListener::bind(("127.0.0.1", crate::free_port()))
             .await
             .expect("the Service listens");
         let addr = listener.local_addr().unwrap();
         let endpoints: Endpoints = Arc::default();
-        let routing = endpoints.clone();
+        let routed = endpoints.clone();
         let accept = tokio::spawn(async move {
+            let mut turn = 0;
             while let Ok((client, _)) = listener.accept().await {
-                let ready = routing
+                let ready: Vec<SocketAddr> = routed
                     .lock()
                     .unwrap()
                     .iter()
-                    .rev()
-                    .find(|(_, ready)| *ready)
-                    .map(|(addr, _)| *addr);
+                    .filter(|(_, ready)| *ready)
+                    .map(|(addr, _)| *addr)
+                    .collect();
+                let ready = match routing {
+                    Routing::Newest => ready.last().copied(),
+                    Routing::RoundRobin => {
+                        turn += 1;
+                        (!ready.is_empty()).then(|| ready[turn % ready.len()])
+                    }
+                };
                 // No ready endpoint: the connection is refused, as by a
                 // Service without endpoints.
                 if let Some(endpoint) = ready {

@@ -1,13 +1,14 @@
 //! Fault rounds (see `watchlife_tests::chaos`): a real etcd and apiserver,
-//! a writer, one watchlife bridge behind a TCP proxy and a TLS-terminating
-//! one, and five viewers; each
+//! a writer, two watchlife bridges behind a TCP proxy and a TLS-terminating
+//! one, and five viewers, three of them through a load balancer in front of
+//! the bridges; each
 //! round injects one fault, then checks that every viewer holds what the
 //! apiserver lists, that no viewer's stream has a gap not announced by a
 //! resync or an event twice, that the bridge made no more LISTs than
 //! client-go would, that its memory does not drift and that its log has no
 //! error.
 //!
-//! The short form (every fault once: 16 rounds on v1.20, 15 on v1.36, whose
+//! The short form (every fault once: 17 rounds on v1.20, 16 on v1.36, whose
 //! apiserver has no RBAC to revoke) runs with the other tests in both
 //! profiles: `--kubernetes 1.36` against apiextensions-apiserver
 //! v0.36.4, `--kubernetes 1.20` against kube-apiserver v1.20.2.
@@ -167,6 +168,12 @@ async fn a_token_kept_for_ever_breaks_the_object_invariant_when_it_is_rotated() 
     .await;
     assert_eq!(failure.invariant, Invariant::Objects, "{failure}");
     assert!(failure.timeline.contains("answered 401"), "{failure}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bridge_that_trusts_a_silent_watch_breaks_the_dead_watch_invariant() {
+    let failure = broken("trust-silent-watch", &[Fault::SilentWatch], 1).await;
+    assert_eq!(failure.invariant, Invariant::DeadWatch, "{failure}");
 }
 
 /// (a) without a cluster: a viewer missing an object, holding one that is

@@ -9,6 +9,7 @@
 use crate::model::Model;
 use crate::player::Player;
 use crate::throttle::throttled;
+use super::renewed::renewed;
 use leptos::prelude::*;
 use watchlife_protocol::{ClientMessage, DemoAction};
 
@@ -25,6 +26,12 @@ const LISTS_REDRAW_MS: f64 = 1_000.0;
 /// hundreds of options changing every second costs the page a frame each
 /// time it is laid out again.
 const MAX_OFFERED: usize = 50;
+
+/// Changes of a select's options drawn under one owner (see
+/// [`renewed`]): with options redrawn at most once a second, the options
+/// are drawn afresh about once a minute, letting go of at most
+/// 64 × [`MAX_OFFERED`] gone options' owners (about 270 KB).
+const CHANGES_PER_OWNER: u64 = 64;
 
 #[component]
 pub fn Actions() -> impl IntoView {
@@ -326,11 +333,18 @@ fn Options(values: Memo<Vec<String>>, chosen: RwSignal<String>) -> impl IntoView
     let ordered = Memo::new(move |before: Option<&Vec<String>>| {
         values.with(|fresh| stable_order(before.map_or(&[][..], Vec::as_slice), fresh))
     });
-    view! {
-        <For each=move || ordered.get() key=|v| v.clone() let:v>
-            <option value=v.clone() selected=chosen.get_untracked() == v>{v.clone()}</option>
-        </For>
-    }
+    let changes = Memo::new(move |before: Option<&u64>| {
+        ordered.track();
+        before.map_or(0, |n| n + 1)
+    });
+    let generation = Memo::new(move |_| changes.get() / CHANGES_PER_OWNER);
+    renewed(generation, move || {
+        view! {
+            <For each=move || ordered.get() key=|v| v.clone() let:v>
+                <option value=v.clone() selected=chosen.get_untracked() == v>{v.clone()}</option>
+            </For>
+        }
+    })
 }
 
 /// `fresh` with the values also in `before` in `before`'s order, followed by

@@ -31,6 +31,9 @@ pub enum Fault {
     ProxyDrop,
     /// The proxy resets every connection, and each new one at once.
     ProxyReset,
+    /// The connections open through the proxy say nothing ever again, as
+    /// one a NAT or a load balancer forgot; new ones pass.
+    SilentWatch,
     /// The TLS-terminating proxy in front of the apiserver answers every
     /// request with 429 (and `Retry-After`), 500 or 503, by the round's pick.
     TlsStatus,
@@ -55,7 +58,7 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 16] = [
+    pub const ALL: [Fault; 17] = [
         Fault::ApiserverKill,
         Fault::ApiserverGraceful,
         Fault::EtcdCompaction,
@@ -65,6 +68,7 @@ impl Fault {
         Fault::ProxyStall,
         Fault::ProxyDrop,
         Fault::ProxyReset,
+        Fault::SilentWatch,
         Fault::TlsStatus,
         Fault::TlsTruncated,
         Fault::TokenRotated,
@@ -93,6 +97,7 @@ impl Fault {
             Fault::ProxyStall => "proxy-stall",
             Fault::ProxyDrop => "proxy-drop",
             Fault::ProxyReset => "proxy-reset",
+            Fault::SilentWatch => "silent-watch",
             Fault::TlsStatus => "tls-proxy-status",
             Fault::TlsTruncated => "tls-proxy-truncated",
             Fault::TokenRotated => "token-rotated",

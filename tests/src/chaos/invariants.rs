@@ -13,7 +13,9 @@
 //! - (e) logs: no panic, and no ERROR line, in the bridge's stderr;
 //! - (f) told: every credential failure (a 401, a 403) the bridge met is
 //!   told to the viewers in the server's words, which the page turns into
-//!   what to do ([`credential_failures_told`]).
+//!   what to do ([`credential_failures_told`]);
+//! - (g) dead watch: a watch whose connection goes silent is taken for dead
+//!   within [`DEAD_WATCH_AFTER`] and [`DEAD_WATCH_MARGIN`], and replaced.
 
 use super::faults::Fault;
 use std::fmt;
@@ -28,6 +30,7 @@ pub enum Invariant {
     Memory,
     Logs,
     Told,
+    DeadWatch,
 }
 
 impl fmt::Display for Invariant {
@@ -39,6 +42,7 @@ impl fmt::Display for Invariant {
             Invariant::Memory => "(d) memory: RSS drift within its margin",
             Invariant::Logs => "(e) logs: no panic, no unexpected ERROR",
             Invariant::Told => "(f) told: every credential failure reached the viewers",
+            Invariant::DeadWatch => "(g) dead watch: a silent watch taken for dead within its bound",
         })
     }
 }
@@ -88,6 +92,19 @@ pub fn list_bound(fault: Fault, elapsed: Duration, resources: usize) -> (u64, St
         ),
     )
 }
+
+/// How long a watch may say nothing before the bridge takes it for dead in
+/// the rounds (`--dead-watch-after`): client-go's HTTP/2 transport pings a
+/// connection idle for 30 s (`ReadIdleTimeout`) and closes it when the
+/// ping goes unanswered for 15 s (`PingTimeout`), so it notices a dead
+/// connection within 45 s. The writer keeps every watched resource busy
+/// while a round runs, so a live watch is never that quiet then.
+pub const DEAD_WATCH_AFTER: std::time::Duration = std::time::Duration::from_secs(45);
+
+/// What the bridge may take beyond [`DEAD_WATCH_AFTER`] to say so: its
+/// check runs on the watch's next tick, and the frame crosses a busy
+/// machine.
+pub const DEAD_WATCH_MARGIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whether the failures a full-speed viewer was `told` in a round of
 /// `fault` include the credential failure the round caused: a 401 for each

@@ -1,5 +1,7 @@
-//! Fault rounds: a real etcd and apiserver, a steady writer, one watchlife
-//! bridge watching the cluster through a TCP proxy, and several viewers;
+//! Fault rounds: a real etcd and apiserver, a steady writer, two watchlife
+//! bridges watching the cluster through a TCP proxy and a TLS-terminating
+//! one, and several viewers, some of them through a load balancer in front
+//! of the bridges;
 //! each round injects one fault at a moment drawn from the seed, then pauses
 //! the writes and checks the invariants ([`invariants`]).
 //!
@@ -12,6 +14,8 @@
 //! - [`writer`]: the writer, and the apiserver's list of what there is.
 //! - [`viewers`]: the viewer tasks; [`model`]: what each makes of its frames.
 //! - [`proxy`]: the TCP proxy between the bridge and the apiserver.
+//! - [`replica`]: one of the run's two bridges behind the viewers' load
+//!   balancer.
 //! - `rig`: what a run holds, its set-up, and the wait for the viewers to
 //!   agree; `round`: one round, its fault and its checks.
 //! - [`invariants`]: what is checked, and the bounds.
@@ -28,6 +32,7 @@ pub mod invariants;
 pub mod model;
 pub use crate::proxy;
 pub mod queued_deletion;
+pub mod replica;
 pub mod report;
 mod rig;
 mod round;
@@ -130,7 +135,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "chaos round {} of seed {} ({}) broke {}:\n  {}\nfault timeline (from the round's start):\n{}\nbridge log: {}\nreplay: {}",
+            "chaos round {} of seed {} ({}) broke {}:\n  {}\nfault timeline (from the round's start):\n{}\nbridge logs: {} (the second bridge's ends in -2.log)\nreplay: {}",
             self.round,
             self.seed,
             self.fault.map_or("no fault yet", Fault::name),
@@ -207,7 +212,7 @@ async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
             0,
             None,
             String::new(),
-            rig.log.clone(),
+            rig.replicas[0].log.clone(),
         ));
     }
     for (index, planned) in plan.iter().enumerate() {
@@ -223,7 +228,7 @@ async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
                     index + 1,
                     Some(planned.fault),
                     timeline,
-                    rig.log.clone(),
+                    rig.replicas[0].log.clone(),
                 ));
             }
         };
@@ -263,7 +268,7 @@ async fn rounds(config: &Config, run: &mut report::Run) -> Result<(), Failure> {
                 last.number,
                 Some(last.fault),
                 last.timeline_text(),
-                rig.log.clone(),
+                rig.replicas[0].log.clone(),
             ));
         }
     }

@@ -66,6 +66,8 @@ pub struct Model {
     pub failures_told: Vec<String>,
     /// Failures told in all, kept or not.
     pub failures_total: u64,
+    /// Watches the bridge said it took for dead (silent past its bound).
+    pub watches_taken_for_dead: u64,
     /// The next stream `seq` this viewer may be sent, once it knows one.
     expect: Option<u64>,
     /// Whether the connection asked to resume (`since`).
@@ -172,6 +174,10 @@ impl Model {
                 self.failures_told.push(format!("{resource}: {error}"));
                 self.failures_total += 1;
             }
+            FrameBody::Reflector(ReflectorUpdate {
+                state: ReflectorState::WatchEnded { reason, .. },
+                ..
+            }) if reason.contains("taken for dead") => self.watches_taken_for_dead += 1,
             FrameBody::Resync(_) => {
                 self.resyncs += 1;
                 self.after_resync = true;

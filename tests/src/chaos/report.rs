@@ -112,13 +112,16 @@ impl Run {
         );
         let _ = writeln!(
             md,
-            "One watchlife bridge run with `--kubernetes {}` against a real {}; a writer \
-             creating, changing and deleting {} in {} namespaces ({}); the bridge watching them \
+            "Two watchlife bridges run with `--kubernetes {}` against a real {}, as \
+             `deploy/replicas` runs them; a writer \
+             creating, changing and deleting {} in {} namespaces ({}); each bridge watching them \
              through a TCP proxy and then a TLS-terminating one that checks the bearer token \
              the bridge reads from a file (and, on v1.20, sends requests on as a user whose \
              read-only ClusterRole RBAC judges), the apiserver reaching etcd \
-             through a TCP proxy of its own; {} viewers (full speed, hanging up and resuming with their \
-             cursor, one told to stop reading). Each round injects one fault at a moment drawn \
+             through a TCP proxy of its own; {} viewers (one at full speed on each bridge; two \
+             hanging up and resuming with their cursor and one told to stop reading, all three \
+             through a round-robin load balancer in front of the bridges, so that each \
+             connection may land on either). Each round injects one fault at a moment drawn \
              from the seed, then the writes pause and every viewer's objects are compared with \
              the apiserver's list.\n",
             self.kubernetes,

@@ -1,15 +1,17 @@
-//! What a run holds (the cluster, the proxy, the bridge, the viewers and the
-//! writer's account), how it is set up, and how the viewers are waited for
-//! until they agree with the apiserver.
+//! What a run holds (the cluster, the proxies, the bridges and their
+//! viewers' load balancer, the viewers and the writer's account), how it is
+//! set up, and how the viewers are waited for until they agree with the
+//! apiserver.
 
 use super::cluster::{Cluster, Kind, Kubernetes};
 use super::credentials::Credentials;
+use super::replica::{REPLICAS, Replica};
 use super::proxy::{self, Mode, Proxy};
 use super::round::Timeline;
 use super::viewers::{Follower, Style};
 use super::writer::{self, Written};
 use super::{Config, NAMESPACES, invariants, model, queued_deletion};
-use crate::bridge::Bridge;
+use crate::service::Service;
 use crate::tls_proxy::{TlsFiles, TlsProxy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -46,10 +48,14 @@ pub(super) struct Rig {
     pub(super) tls_proxy: TlsProxy,
     /// The bridge's token file and what accepts it.
     pub(super) credentials: Credentials,
-    pub(super) bridge: Bridge,
+    /// The bridges, the first one's process the one whose memory is
+    /// followed.
+    pub(super) replicas: Vec<Replica>,
+    /// The viewers' load balancer in front of the bridges: each new
+    /// connection goes to the next ready one.
+    pub(super) balancer: Service,
     pub(super) bridge_args: Vec<String>,
     pub(super) bridge_env: Vec<(String, String)>,
-    pub(super) log: PathBuf,
     pub(super) followers: Vec<Follower>,
     pub(super) written: Option<Written>,
     /// How long the viewers may take to agree ([`SETTLE`] unless told).
@@ -57,46 +63,30 @@ pub(super) struct Rig {
 }
 
 impl Rig {
-    pub(super) async fn start_bridge(
-        addr: SocketAddr,
-        args: &[String],
-        env: &[(String, String)],
-        log: &std::path::Path,
-    ) -> Bridge {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        Bridge::start_logged(addr, &args, &env, log).await
-    }
-
-    pub(super) async fn bridge_metrics(&self) -> Result<String, String> {
-        let reply = crate::http::get(self.bridge.addr, "/metrics")
-            .await
-            .map_err(|e| format!("the bridge does not answer /metrics: {e}"))?;
-        if reply.status != 200 {
-            return Err(format!("the bridge answers /metrics with {}", reply.status));
+    /// LISTs each bridge's process has made.
+    pub(super) async fn lists(&self) -> Result<Vec<u64>, String> {
+        let mut lists = Vec::new();
+        for replica in &self.replicas {
+            lists.push(replica.lists().await?);
         }
-        Ok(reply.text())
+        Ok(lists)
     }
 
-    pub(super) async fn lists(&self) -> Result<u64, String> {
-        Ok(invariants::metric(&self.bridge_metrics().await?, "watchlife_lists_total") as u64)
+    /// Streaming lists each bridge started, as its pinned full-speed
+    /// viewer saw them reported: v1.36's list-watch cycles begin with one
+    /// instead of a LIST, and no metric counts them. That viewer reads
+    /// every frame (a bridge restart aside, whose own start the LIST bound
+    /// allows for).
+    pub(super) fn streaming_lists(&self) -> Vec<u64> {
+        self.pinned(|m| m.streaming_lists)
     }
 
-    /// Streaming lists the bridge started, as the first full-speed viewer
-    /// saw them reported: v1.36's list-watch cycles begin with one instead
-    /// of a LIST, and no metric counts them. That viewer reads every frame
-    /// (a bridge restart aside, whose own start the LIST bound allows for).
-    pub(super) fn streaming_lists(&self) -> u64 {
-        self.followers[0].state(|m| m.streaming_lists)
-    }
-
-    pub(super) fn log_len(&self) -> u64 {
-        std::fs::metadata(&self.log).map_or(0, |m| m.len())
-    }
-
-    pub(super) fn log_since(&self, offset: u64) -> String {
-        let text = std::fs::read(&self.log).unwrap_or_default();
-        String::from_utf8_lossy(&text[(offset as usize).min(text.len())..]).into_owned()
+    /// `read` of each bridge's pinned viewer's model.
+    pub(super) fn pinned<T>(&self, read: impl Fn(&model::Model) -> T) -> Vec<T> {
+        self.replicas
+            .iter()
+            .map(|r| self.followers[r.pinned].state(&read))
+            .collect()
     }
 
     /// Waits until every viewer holds exactly what the apiserver lists, and
@@ -197,23 +187,46 @@ impl Rig {
     ) -> Result<(), String> {
         let lists = self.lists().await?;
         tl.note(format!(
-            "proxy resets connections for {FORCE_RELIST_RESET:?}: the bridge must relist"
+            "proxy resets connections for {FORCE_RELIST_RESET:?}: the bridges must relist"
         ));
         self.proxy.misbehave(Mode::Reset, FORCE_RELIST_RESET).await;
         let settled = self.settle(false).await.map_err(|message| {
             format!("{kept:?} were kept after a deletion while only queued, and the next relist did not drop them: {message}")
         })?;
-        let relists = self.lists().await? - lists;
-        if relists == 0 {
+        let now = self.lists().await?;
+        if now.iter().zip(&lists).any(|(now, before)| now == before) {
             return Err(format!(
-                "{kept:?}, kept after a deletion while only queued, went without a relist"
+                "{kept:?}, kept after a deletion while only queued, went without a relist of every bridge (LISTs before {lists:?}, after {now:?})"
             ));
         }
+        let relists: u64 = now.iter().sum::<u64>() - lists.iter().sum::<u64>();
         tl.note(format!(
             "after {relists} LISTs every viewer holds the {} objects listed: {kept:?} dropped",
             settled.truth.len()
         ));
         Ok(())
+    }
+}
+
+impl Rig {
+    /// Waits up to `bound` until each bridge's pinned viewer has been told
+    /// of one watch taken for dead per resource since it had been told of
+    /// `before` (one count per bridge); how long that took, or `None`.
+    pub(super) async fn dead_watches_after(
+        &self,
+        before: &[u64],
+        bound: Duration,
+    ) -> Option<Duration> {
+        let started = Instant::now();
+        let per_bridge = self.kinds.len() as u64;
+        while started.elapsed() < bound {
+            let now = self.pinned(|m| m.watches_taken_for_dead);
+            if now.iter().zip(before).all(|(now, before)| *now >= before + per_bridge) {
+                return Some(started.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        None
     }
 }
 
@@ -250,13 +263,6 @@ pub(super) async fn setup(config: &Config) -> Rig {
         proxy.addr,
     );
     credentials.use_in(&kubeconfig);
-    let log = crate::artifacts().join(format!(
-        "chaos-{}-{}-{}-watchlife.log",
-        config.label,
-        config.kubernetes.flag(),
-        config.seed
-    ));
-    let _ = std::fs::remove_file(&log);
     // Each release's rules against its own release's apiserver: 1.36
     // streams its lists from the v0.36 watch cache, 1.20 lists then watches.
     let bridge_args = vec![
@@ -270,22 +276,48 @@ pub(super) async fn setup(config: &Config) -> Rig {
             .map(|k| k.resource)
             .collect::<Vec<_>>()
             .join(","),
+        "--dead-watch-after".to_string(),
+        invariants::DEAD_WATCH_AFTER.as_secs().to_string(),
     ];
-    let addr: SocketAddr = format!("127.0.0.1:{}", crate::free_port()).parse().unwrap();
-    let bridge = Rig::start_bridge(addr, &bridge_args, &config.bridge_env, &log).await;
+    let balancer = Service::start_round_robin().await;
+    let mut replicas = Vec::new();
+    for number in 1..=REPLICAS {
+        let log = crate::artifacts().join(format!(
+            "chaos-{}-{}-{}-watchlife{}.log",
+            config.label,
+            config.kubernetes.flag(),
+            config.seed,
+            if number == 1 {
+                String::new()
+            } else {
+                format!("-{number}")
+            }
+        ));
+        let _ = std::fs::remove_file(&log);
+        let addr: SocketAddr = format!("127.0.0.1:{}", crate::free_port()).parse().unwrap();
+        let bridge = Replica::start(addr, &bridge_args, &config.bridge_env, &log).await;
+        balancer.add(addr);
+        replicas.push(Replica {
+            bridge,
+            log,
+            pinned: number - 1,
+        });
+    }
+    // One full-speed viewer on each bridge; the others through the load
+    // balancer, so that each of their connections may land on either.
     let mut followers = Vec::new();
     let styles = [
-        ("full-speed-1", Style::FullSpeed),
-        ("full-speed-2", Style::FullSpeed),
-        ("resuming-1", Style::Resuming),
-        ("resuming-2", Style::Resuming),
-        ("stalling", Style::Stallable),
+        ("full-speed-1", Style::FullSpeed, replicas[0].bridge.ws_url()),
+        ("full-speed-2", Style::FullSpeed, replicas[1].bridge.ws_url()),
+        ("resuming-1", Style::Resuming, balancer.ws_url()),
+        ("resuming-2", Style::Resuming, balancer.ws_url()),
+        ("stalling", Style::Stallable, balancer.ws_url()),
     ];
-    for (i, (name, style)) in styles.into_iter().enumerate() {
+    for (i, (name, style, url)) in styles.into_iter().enumerate() {
         followers.push(Follower::start(
             name.to_string(),
             style,
-            bridge.ws_url(),
+            url,
             config.seed ^ (0x5151 * (i as u64 + 1)),
         ));
     }
@@ -305,10 +337,10 @@ pub(super) async fn setup(config: &Config) -> Rig {
         proxy,
         tls_proxy,
         credentials,
-        bridge,
+        replicas,
+        balancer,
         bridge_args,
         bridge_env: config.bridge_env.clone(),
-        log,
         followers,
         written: Some(written),
         settle: config.settle,

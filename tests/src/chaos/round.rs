@@ -4,6 +4,7 @@ use super::cluster::Kubernetes;
 use super::faults::{Fault, Planned};
 use super::invariants::{self, Invariant};
 use super::proxy::Mode;
+use super::replica::Replica;
 use super::rig::{Rig, Settled};
 use super::viewers::Style;
 use super::writer::{self, Writing};
@@ -53,19 +54,19 @@ pub(super) async fn one_round(
         t0,
         entries: Vec::new(),
     };
-    let log_offset = rig.log_len();
+    let log_offsets: Vec<u64> = rig.replicas.iter().map(Replica::log_len).collect();
     let mut lists_before = rig
         .lists()
         .await
         .map_err(|e| (Invariant::Logs, e, String::new()))?;
-    let mut lists_carried = 0;
+    let mut lists_carried = vec![0; rig.replicas.len()];
     let streaming_before = rig.streaming_lists();
     let resyncs_before: u64 = rig
         .followers
         .iter()
         .map(|f| f.state(|m| u64::from(m.resyncs)))
         .sum();
-    let told_before = rig.followers[0].state(|m| m.failures_total);
+    let told_before = rig.pinned(|m| m.failures_total);
     let refused_before = rig.credentials.refusals();
     let written = rig.written.take().expect("the writer's account");
     let (made, changed, deleted, failed) = (
@@ -184,6 +185,31 @@ pub(super) async fn one_round(
             rig.proxy.misbehave(mode, planned.length).await;
             tl.note("proxy passes again".into());
         }
+        Fault::SilentWatch => {
+            let dead_before = rig.pinned(|m| m.watches_taken_for_dead);
+            rig.proxy.silence();
+            tl.note("the connections open through the proxy go silent for good".into());
+            let bound = invariants::DEAD_WATCH_AFTER + invariants::DEAD_WATCH_MARGIN;
+            let noticed = rig.dead_watches_after(&dead_before, bound).await;
+            rig.proxy.misbehave(Mode::Pass, Duration::ZERO).await;
+            match noticed {
+                Some(after) => tl.note(format!(
+                    "every watch taken for dead {:.1} s after the silence began",
+                    after.as_secs_f64()
+                )),
+                None => {
+                    let _ = writing.stop().await;
+                    return Err((
+                        Invariant::DeadWatch,
+                        format!(
+                            "not every one of the {} watches of each bridge was taken for dead within {bound:?} of going silent",
+                            rig.kinds.len()
+                        ),
+                        tl.text(),
+                    ));
+                }
+            }
+        }
         Fault::TlsStatus | Fault::TlsTruncated => {
             let answer = match (fault, planned.pick % 3) {
                 (Fault::TlsTruncated, _) => Answer::Truncate,
@@ -225,14 +251,17 @@ pub(super) async fn one_round(
             tl.note("the binding created again".into());
         }
         Fault::BridgeTerm | Fault::BridgeKill => {
+            let which = (planned.pick >> 16) as usize % rig.replicas.len();
             let lists_now = rig
                 .lists()
                 .await
                 .map_err(|e| (Invariant::Logs, e, tl.text()))?;
-            lists_carried = lists_now - lists_before;
-            lists_before = 0;
+            lists_carried[which] = lists_now[which] - lists_before[which];
+            lists_before[which] = 0;
+            tl.note(format!("bridge {} of {}", which + 1, rig.replicas.len()));
+            let replica = &mut rig.replicas[which];
             if fault == Fault::BridgeTerm {
-                let status = rig.bridge.terminate();
+                let status = replica.bridge.terminate();
                 tl.note(format!("bridge stopped with SIGTERM: {status}"));
                 if !status.success() {
                     let _ = writing.stop().await;
@@ -243,12 +272,13 @@ pub(super) async fn one_round(
                     ));
                 }
             } else {
-                rig.bridge.kill();
+                replica.bridge.kill();
                 tl.note("bridge SIGKILLed".into());
             }
             tokio::time::sleep(planned.length).await;
-            let addr = rig.bridge.addr;
-            rig.bridge = Rig::start_bridge(addr, &rig.bridge_args, &rig.bridge_env, &rig.log).await;
+            let addr = replica.bridge.addr;
+            replica.bridge =
+                Replica::start(addr, &rig.bridge_args, &rig.bridge_env, &replica.log).await;
             tl.note(format!("bridge serving again on {addr}"));
         }
         Fault::ViewerStall => {
@@ -318,34 +348,53 @@ pub(super) async fn one_round(
             tl.text(),
         ));
     }
-    // (c) LISTs.
+    // (c) LISTs, each bridge's own.
     let elapsed = t0.elapsed();
-    let lists = rig
+    let lists_now = rig
         .lists()
         .await
-        .map_err(|e| (Invariant::Logs, e, tl.text()))?
-        - lists_before
-        + lists_carried
-        + (rig.streaming_lists() - streaming_before);
+        .map_err(|e| (Invariant::Logs, e, tl.text()))?;
+    let streaming_now = rig.streaming_lists();
     let (list_bound, list_rule) = invariants::list_bound(fault, elapsed, rig.kinds.len());
-    if lists > list_bound {
-        return Err((
-            Invariant::Lists,
-            format!("{lists} LISTs in a round of {fault}; the bound is {list_rule}"),
-            tl.text(),
-        ));
+    let mut lists = 0;
+    for i in 0..rig.replicas.len() {
+        let made = lists_now[i] - lists_before[i]
+            + lists_carried[i]
+            + (streaming_now[i] - streaming_before[i]);
+        if made > list_bound {
+            return Err((
+                Invariant::Lists,
+                format!(
+                    "bridge {}: {made} LISTs in a round of {fault}; the bound is {list_rule}",
+                    i + 1
+                ),
+                tl.text(),
+            ));
+        }
+        lists += made;
     }
     // (e) logs.
-    let bad = invariants::bad_log_lines(&rig.log_since(log_offset), fault);
-    if !bad.is_empty() {
-        return Err((
-            Invariant::Logs,
-            format!("the bridge's stderr has:\n    {}", bad.join("\n    ")),
-            tl.text(),
-        ));
+    for (i, replica) in rig.replicas.iter().enumerate() {
+        let bad = invariants::bad_log_lines(&replica.log_since(log_offsets[i]), fault);
+        if !bad.is_empty() {
+            return Err((
+                Invariant::Logs,
+                format!(
+                    "bridge {}'s stderr has:\n    {}",
+                    i + 1,
+                    bad.join("\n    ")
+                ),
+                tl.text(),
+            ));
+        }
     }
-    // (f) told.
-    let told = rig.followers[0].state(|m| m.failures_since(told_before).to_vec());
+    // (f) told, by either bridge.
+    let told: Vec<String> = rig
+        .replicas
+        .iter()
+        .zip(&told_before)
+        .flat_map(|(r, before)| rig.followers[r.pinned].state(|m| m.failures_since(*before).to_vec()))
+        .collect();
     let refused = rig.credentials.refusals() - refused_before;
     if !fault.restarts_bridge() {
         invariants::credential_failures_told(fault, refused, &told)
@@ -368,8 +417,8 @@ pub(super) async fn one_round(
         timeline: tl.entries,
         elapsed,
         lists,
-        list_bound,
-        list_rule,
+        list_bound: list_bound * rig.replicas.len() as u64,
+        list_rule: format!("{list_rule}, for each of {} bridges", rig.replicas.len()),
         objects_compared: truth.len() as u64 * rig.followers.len() as u64,
         lost: 0,
         phantom: 0,
@@ -384,8 +433,8 @@ pub(super) async fn one_round(
         resyncs,
         writes,
         failed_writes,
-        rss_kib: invariants::rss_kib(rig.bridge.pid()).unwrap_or(0),
-        bridge_pid: rig.bridge.pid(),
+        rss_kib: invariants::rss_kib(rig.replicas[0].bridge.pid()).unwrap_or(0),
+        bridge_pid: rig.replicas[0].bridge.pid(),
     })
 }
 

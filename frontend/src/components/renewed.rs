@@ -1,0 +1,24 @@
+//! Lists whose rows come and go for as long as the page is open, drawn
+//! under an owner that is renewed now and then.
+//!
+//! leptos's `<For>` gives each row a reactive owner of its own, a child of
+//! the owner the `<For>` was built under. That parent keeps a pointer to
+//! every child it ever had, and with it the child's allocation (about 85
+//! bytes of wasm memory), until the parent itself is cleaned up. A list
+//! that draws new rows for hours (the event log draws about 200 a second on
+//! a busy stream) would grow the page's memory by a megabyte a minute.
+//! Drawing the list in a closure that runs again when a generation changes
+//! cleans the old owner, and every pointer with it.
+
+use leptos::prelude::*;
+
+/// `draw`, drawn again from scratch each time `generation` changes.
+pub fn renewed<V>(generation: Memo<u64>, draw: impl Fn() -> V + 'static) -> impl IntoView
+where
+    V: IntoView + 'static,
+{
+    move || {
+        generation.track();
+        draw()
+    }
+}
