@@ -6,10 +6,10 @@
 //! control does): what the viewer just did is then the next thing the
 //! picture shows, not an event queued behind everything that had arrived.
 
+use super::renewed::renewed;
 use crate::model::Model;
 use crate::player::Player;
 use crate::throttle::throttled;
-use super::renewed::renewed;
 use leptos::prelude::*;
 use watchlife_protocol::{ClientMessage, DemoAction};
 

@@ -13,7 +13,10 @@
 use leptos::prelude::*;
 
 /// `draw`, drawn again from scratch each time `generation` changes.
-pub fn renewed<V>(generation: Memo<u64>, draw: impl Fn() -> V + 'static) -> impl IntoView
+pub fn renewed<V>(
+    generation: Memo<u64>,
+    draw: impl Fn() -> V + Send + Sync + 'static,
+) -> impl IntoView
 where
     V: IntoView + 'static,
 {

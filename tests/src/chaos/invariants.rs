@@ -42,7 +42,9 @@ impl fmt::Display for Invariant {
             Invariant::Memory => "(d) memory: RSS drift within its margin",
             Invariant::Logs => "(e) logs: no panic, no unexpected ERROR",
             Invariant::Told => "(f) told: every credential failure reached the viewers",
-            Invariant::DeadWatch => "(g) dead watch: a silent watch taken for dead within its bound",
+            Invariant::DeadWatch => {
+                "(g) dead watch: a silent watch taken for dead within its bound"
+            }
         })
     }
 }

@@ -71,6 +71,8 @@ pub struct Config {
     /// How long the viewers may take to agree with the apiserver once the
     /// writes pause.
     pub settle: Duration,
+    /// Bridges behind the viewers' load balancer (1 or 2).
+    pub replicas: usize,
 }
 
 impl Config {
@@ -85,6 +87,7 @@ impl Config {
             label: label.to_string(),
             kubernetes,
             settle: SETTLE,
+            replicas: replica::REPLICAS,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! One bridge of a run: its process, its log, and the full-speed viewer
-//! that always watches it directly. The run has [`REPLICAS`] of them behind
+//! that always watches it directly. A run has [`REPLICAS`] of them behind
 //! the viewers' load balancer, as `deploy/replicas` runs them: each holds
 //! its own watches through the same proxies, and every fault reaches both.
 
@@ -8,7 +8,7 @@ use crate::bridge::Bridge;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-/// Bridges a run starts.
+/// Bridges a run starts unless told otherwise.
 pub const REPLICAS: usize = 2;
 
 /// One bridge and what the run knows of it.

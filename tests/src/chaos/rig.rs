@@ -5,8 +5,8 @@
 
 use super::cluster::{Cluster, Kind, Kubernetes};
 use super::credentials::Credentials;
-use super::replica::{REPLICAS, Replica};
 use super::proxy::{self, Mode, Proxy};
+use super::replica::Replica;
 use super::round::Timeline;
 use super::viewers::{Follower, Style};
 use super::writer::{self, Written};
@@ -15,7 +15,6 @@ use crate::service::Service;
 use crate::tls_proxy::{TlsFiles, TlsProxy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 use tokio::time::Instant;
 use watchlife_testkit::client::Client;
@@ -52,8 +51,9 @@ pub(super) struct Rig {
     /// followed.
     pub(super) replicas: Vec<Replica>,
     /// The viewers' load balancer in front of the bridges: each new
-    /// connection goes to the next ready one.
-    pub(super) balancer: Service,
+    /// connection goes to the next ready one. Held for the run (dropping
+    /// it stops it).
+    _balancer: Service,
     pub(super) bridge_args: Vec<String>,
     pub(super) bridge_env: Vec<(String, String)>,
     pub(super) followers: Vec<Follower>,
@@ -221,7 +221,11 @@ impl Rig {
         let per_bridge = self.kinds.len() as u64;
         while started.elapsed() < bound {
             let now = self.pinned(|m| m.watches_taken_for_dead);
-            if now.iter().zip(before).all(|(now, before)| *now >= before + per_bridge) {
+            if now
+                .iter()
+                .zip(before)
+                .all(|(now, before)| *now >= before + per_bridge)
+            {
                 return Some(started.elapsed());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -281,7 +285,7 @@ pub(super) async fn setup(config: &Config) -> Rig {
     ];
     let balancer = Service::start_round_robin().await;
     let mut replicas = Vec::new();
-    for number in 1..=REPLICAS {
+    for number in 1..=config.replicas {
         let log = crate::artifacts().join(format!(
             "chaos-{}-{}-{}-watchlife{}.log",
             config.label,
@@ -302,13 +306,25 @@ pub(super) async fn setup(config: &Config) -> Rig {
             log,
             pinned: number - 1,
         });
+        assert!(
+            number <= 2,
+            "a full-speed viewer is pinned to each of two bridges at most"
+        );
     }
     // One full-speed viewer on each bridge; the others through the load
     // balancer, so that each of their connections may land on either.
     let mut followers = Vec::new();
     let styles = [
-        ("full-speed-1", Style::FullSpeed, replicas[0].bridge.ws_url()),
-        ("full-speed-2", Style::FullSpeed, replicas[1].bridge.ws_url()),
+        (
+            "full-speed-1",
+            Style::FullSpeed,
+            replicas[0].bridge.ws_url(),
+        ),
+        (
+            "full-speed-2",
+            Style::FullSpeed,
+            replicas[1 % replicas.len()].bridge.ws_url(),
+        ),
         ("resuming-1", Style::Resuming, balancer.ws_url()),
         ("resuming-2", Style::Resuming, balancer.ws_url()),
         ("stalling", Style::Stallable, balancer.ws_url()),
@@ -338,7 +354,7 @@ pub(super) async fn setup(config: &Config) -> Rig {
         tls_proxy,
         credentials,
         replicas,
-        balancer,
+        _balancer: balancer,
         bridge_args,
         bridge_env: config.bridge_env.clone(),
         followers,

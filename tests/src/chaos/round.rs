@@ -379,11 +379,7 @@ pub(super) async fn one_round(
         if !bad.is_empty() {
             return Err((
                 Invariant::Logs,
-                format!(
-                    "bridge {}'s stderr has:\n    {}",
-                    i + 1,
-                    bad.join("\n    ")
-                ),
+                format!("bridge {}'s stderr has:\n    {}", i + 1, bad.join("\n    ")),
                 tl.text(),
             ));
         }
@@ -393,7 +389,9 @@ pub(super) async fn one_round(
         .replicas
         .iter()
         .zip(&told_before)
-        .flat_map(|(r, before)| rig.followers[r.pinned].state(|m| m.failures_since(*before).to_vec()))
+        .flat_map(|(r, before)| {
+            rig.followers[r.pinned].state(|m| m.failures_since(*before).to_vec())
+        })
         .collect();
     let refused = rig.credentials.refusals() - refused_before;
     if !fault.restarts_bridge() {
