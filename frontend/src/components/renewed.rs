@@ -6,8 +6,7 @@
 //! every child it ever had, and with it the child's allocation (about 85
 //! bytes of wasm memory), until the parent itself is cleaned up. A list
 //! that draws new rows for hours (the event log draws about 200 a second on
-//! a busy stream) would grow the page's memory by a megabyte a minute.
-//! Drawing the list in a closure that runs again when a generation changes
+//! a busy stream) would hold every row it ever drew. Drawing the list in a closure that runs again when a generation changes
 //! cleans the old owner, and every pointer with it.
 
 use leptos::prelude::*;
