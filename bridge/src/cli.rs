@@ -168,6 +168,15 @@ pub struct Args {
     #[arg(global = true, long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub dead_watch_after: Option<u64>,
 
+    /// The longest base delay between failed list-watch cycles, in seconds:
+    /// client-go doubles it from 0.8 s up to 30 (waits then lie between 30
+    /// and 60 s with jitter) and starts again at 0.8 s after two quiet
+    /// minutes. A lower cap brings a dashboard back sooner from a run of
+    /// failures (a fault drill, a flaky venue network), at the cost of more
+    /// requests to a struggling apiserver.
+    #[arg(global = true, long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=30))]
+    pub backoff_cap: u64,
+
     /// client-go's `WatchListPageSize` for every Reflector: when set, each
     /// LIST is paged by it, a relist from a resourceVersion included, which
     /// the watch cache cannot serve (the store answers, or 410 once that
@@ -320,6 +329,7 @@ impl Args {
             resync_period: self.resync,
             watch_list_page_size: self.watch_list_page_size,
             silent_watch: self.silent_watch(),
+            backoff_cap: Duration::from_secs(self.backoff_cap),
             ..crate::upstream::reflector::Config::for_profile(self.profile()?)
         })
     }

@@ -10,8 +10,8 @@
 //!
 //! The short form (every fault once but the silent watch, whose round lasts
 //! 45 s and which `dead_watch.rs` covers: 16 rounds on v1.20, 15 on v1.36,
-//! whose apiserver has no RBAC to revoke) runs with the other tests in both
-//! profiles: `--kubernetes 1.36` against apiextensions-apiserver
+//! whose apiserver has no RBAC to revoke; the bridges' backoff capped at
+//! `SHORT_FORM_BACKOFF_CAP`) runs with the other tests in both profiles: `--kubernetes 1.36` against apiextensions-apiserver
 //! v0.36.4, `--kubernetes 1.20` against kube-apiserver v1.20.2.
 //! `make chaos ROUNDS=100 [SEED=…] [KUBERNETES=1.20]` runs the long form of
 //! one (`CHAOS_ROUNDS`, `CHAOS_SEED`; a 30 s viewer stall) and writes
@@ -81,6 +81,10 @@ async fn fault_rounds(kubernetes: Kubernetes) {
     if rounds >= 20 {
         config.viewer_stall = Duration::from_secs(30);
     }
+    if std::env::var("CHAOS_ROUNDS").is_ok_and(|r| !r.is_empty()) {
+        // The long form: client-go's backoff as it is.
+        config.backoff_cap = None;
+    }
     let (run, failure) = chaos::run(&config).await;
     if let Ok(path) = std::env::var("CHAOS_REPORT")
         && !path.is_empty()
@@ -99,11 +103,11 @@ async fn fault_rounds(kubernetes: Kubernetes) {
     }
 }
 
-/// How long the viewers of a bridge that keeps its first token may take to
-/// agree: a working bridge's token round settles within seconds (3.9 s
-/// here), and the broken one never does, so waiting the rounds' full 90 s
-/// would prove nothing more.
-const BROKEN_TOKEN_SETTLE: Duration = Duration::from_secs(30);
+/// How long the viewers of a broken bridge may take to agree: a working
+/// bridge's round settles within seconds (3.9 s for a token round here),
+/// and a bridge that lost an event or kept a dead token never does, so
+/// waiting the rounds' full 90 s would prove nothing more.
+const BROKEN_SETTLE: Duration = Duration::from_secs(30);
 
 /// Runs `rounds` rounds of `faults` against a bridge broken by `switch`,
 /// and returns the failure the harness must report.
@@ -139,7 +143,7 @@ async fn broken_with(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_dropped_event_frame_breaks_the_stream_invariant() {
-    let failure = broken("drop-event", &[Fault::ViewerStall], 1).await;
+    let failure = broken_with("drop-event", &[Fault::ViewerStall], 1, BROKEN_SETTLE).await;
     assert_eq!(failure.invariant, Invariant::Stream, "{failure}");
     assert!(failure.message.contains("seq gap"), "{failure}");
 }
@@ -162,15 +166,16 @@ async fn a_snapshot_without_resync_breaks_the_stream_invariant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_token_kept_for_ever_breaks_the_object_invariant_when_it_is_rotated() {
-    let failure = broken_with(
-        "token-read-once",
-        &[Fault::TokenRotated],
-        1,
-        BROKEN_TOKEN_SETTLE,
-    )
-    .await;
+    let failure = broken_with("token-read-once", &[Fault::TokenRotated], 1, BROKEN_SETTLE).await;
     assert_eq!(failure.invariant, Invariant::Objects, "{failure}");
     assert!(failure.timeline.contains("answered 401"), "{failure}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failure_told_without_its_cause_breaks_the_told_invariant() {
+    let failure = broken_with("vague-failures", &[Fault::TokenRotated], 1, BROKEN_SETTLE).await;
+    assert_eq!(failure.invariant, Invariant::Told, "{failure}");
+    assert!(failure.message.contains("no viewer was told"), "{failure}");
 }
 
 /// (a) without a cluster: a viewer missing an object, holding one that is

@@ -29,15 +29,34 @@ pub const RESET_AFTER: Duration = Duration::from_secs(120);
 /// random fraction (up to 100%) of it, so that many clients that failed
 /// together do not come back together. Delays lie in `[base, 2 × base)`:
 /// from 0.8–1.6 s up to 30–60 s.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Backoff {
     /// The base of the next delay; `None` until the first one (client-go's
     /// manager starts "reset": its last backoff began at the zero time).
     base: Option<Duration>,
     last_start: Option<Micros>,
+    /// The longest base delay: [`CAP`] unless [`Backoff::capped`].
+    cap: Duration,
+}
+
+impl Default for Backoff {
+    /// client-go's schedule.
+    fn default() -> Self {
+        Backoff::capped(CAP)
+    }
 }
 
 impl Backoff {
+    /// client-go's schedule with base delays up to `cap` (at least
+    /// [`INITIAL`]) instead of [`CAP`].
+    pub fn capped(cap: Duration) -> Self {
+        Backoff {
+            base: None,
+            last_start: None,
+            cap: cap.max(INITIAL),
+        }
+    }
+
     /// The delay of a backoff starting at `now`, with `jitter` in `[0, 1)`.
     pub fn next_delay(&mut self, now: Micros, jitter: f64) -> Duration {
         let healthy = self
@@ -48,7 +67,7 @@ impl Backoff {
         }
         self.last_start = Some(now);
         let base = self.base.unwrap_or(INITIAL);
-        self.base = Some((base * FACTOR).min(CAP));
+        self.base = Some((base * FACTOR).min(self.cap));
         base + base.mul_f64(jitter.clamp(0.0, 1.0))
     }
 }
@@ -66,6 +85,15 @@ mod tests {
             .map(|i| b.next_delay(i * SECOND, 0.0).as_millis())
             .collect();
         assert_eq!(ms, vec![800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
+    }
+
+    #[test]
+    fn a_lower_cap_stops_the_doubling_sooner() {
+        let mut b = Backoff::capped(Duration::from_secs(2));
+        let ms: Vec<_> = (0..4)
+            .map(|i| b.next_delay(i * SECOND, 0.0).as_millis())
+            .collect();
+        assert_eq!(ms, vec![800, 1600, 2000, 2000]);
     }
 
     #[test]

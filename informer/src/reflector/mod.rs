@@ -131,6 +131,10 @@ pub struct Config {
     /// never by default, for in-process streams; a client over a network
     /// takes [`SilentWatch::ByRelease`].
     pub silent_watch: SilentWatch,
+    /// The longest base delay of the backoff ([`backoff::CAP`], client-go's
+    /// 30 s). Lower only for drills and tests that fail the source again
+    /// and again within two minutes; the first delay stays 0.8 s.
+    pub backoff_cap: Duration,
 }
 
 impl Default for Config {
@@ -154,6 +158,7 @@ impl Config {
             profile,
             wait_until_period: None,
             silent_watch: SilentWatch::Trusted,
+            backoff_cap: backoff::CAP,
         }
     }
 }
@@ -332,13 +337,13 @@ impl Reflector {
     /// gives a random one, a test a fixed one).
     pub fn new(config: Config, seed: u64) -> Self {
         Reflector {
+            backoff: Backoff::capped(config.backoff_cap),
+            conn_backoff: Backoff::capped(config.backoff_cap),
             config,
             phase: Phase::Idle,
             last_sync: String::new(),
             last_sync_unavailable: false,
             paginated_result: false,
-            backoff: Backoff::default(),
-            conn_backoff: Backoff::default(),
             ended_because: None,
             resync_at: None,
             random: SplitMix64(seed),

@@ -269,7 +269,7 @@ pub(super) async fn setup(config: &Config) -> Rig {
     credentials.use_in(&kubeconfig);
     // Each release's rules against its own release's apiserver: 1.36
     // streams its lists from the v0.36 watch cache, 1.20 lists then watches.
-    let bridge_args = vec![
+    let mut bridge_args = vec![
         "--kubernetes".to_string(),
         config.kubernetes.flag().to_string(),
         "--kubeconfig".to_string(),
@@ -283,6 +283,13 @@ pub(super) async fn setup(config: &Config) -> Rig {
         "--dead-watch-after".to_string(),
         invariants::DEAD_WATCH_AFTER.as_secs().to_string(),
     ];
+    if let Some(cap) = config.backoff_cap {
+        bridge_args.extend(["--backoff-cap".to_string(), cap.as_secs().to_string()]);
+    }
+    assert!(
+        (1..=2).contains(&config.replicas),
+        "a full-speed viewer is pinned to each of one or two bridges"
+    );
     let balancer = Service::start_round_robin().await;
     let mut replicas = Vec::new();
     for number in 1..=config.replicas {
@@ -306,10 +313,6 @@ pub(super) async fn setup(config: &Config) -> Rig {
             log,
             pinned: number - 1,
         });
-        assert!(
-            number <= 2,
-            "a full-speed viewer is pinned to each of two bridges at most"
-        );
     }
     // One full-speed viewer on each bridge; the others through the load
     // balancer, so that each of their connections may land on either.
