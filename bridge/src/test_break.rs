@@ -13,6 +13,8 @@
 //!   dead (a connection a load balancer forgot is read forever).
 //! - `token-read-once`: a token file is read once, at start, and its token
 //!   sent for ever, however often the apiserver answers 401.
+//! - `vague-failures`: a failed list-watch is told to viewers without its
+//!   cause ("list-watch failed"), so the page cannot say what to do.
 //!
 //! Never set it outside tests: the bridge then loses events or hammers the
 //! apiserver by design. It is logged at WARN when set.
@@ -31,6 +33,7 @@ pub enum Break {
     SkipResync,
     TrustSilentWatch,
     TokenReadOnce,
+    VagueFailures,
 }
 
 /// The event frame (counting from 1) that `drop-event` drops.
@@ -49,6 +52,7 @@ pub fn active() -> Option<Break> {
             "skip-resync" => Some(Break::SkipResync),
             "trust-silent-watch" => Some(Break::TrustSilentWatch),
             "token-read-once" => Some(Break::TokenReadOnce),
+            "vague-failures" => Some(Break::VagueFailures),
             "" => None,
             other => {
                 tracing::warn!("WATCHLIFE_TEST_BREAK={other} is not a known test fault; ignored");

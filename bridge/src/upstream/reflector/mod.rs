@@ -192,7 +192,12 @@ impl Reflector {
         }
     }
 
-    fn report(&self, state: ReflectorState) {
+    fn report(&self, mut state: ReflectorState) {
+        if let ReflectorState::Backoff { error, .. } = &mut state
+            && crate::test_break::is(crate::test_break::Break::VagueFailures)
+        {
+            *error = "list-watch failed".into();
+        }
         match &state {
             ReflectorState::Relist { .. } => self.hub.metrics().relisted(),
             ReflectorState::ListStarted { .. } => self.hub.metrics().listed(),
