@@ -31,8 +31,6 @@ pub struct Credentials {
     gate: Arc<Gate>,
     token: String,
     issued: u32,
-    /// Whether RBAC judges the bridge (v1.20).
-    pub rbac: bool,
 }
 
 impl Credentials {
@@ -51,7 +49,6 @@ impl Credentials {
             gate: Arc::new(gate),
             token,
             issued: 1,
-            rbac,
         };
         credentials.write();
         if rbac {

@@ -123,7 +123,9 @@ impl Run {
              through a round-robin load balancer in front of the bridges, so that each \
              connection may land on either). Each round injects one fault at a moment drawn \
              from the seed, then the writes pause and every viewer's objects are compared with \
-             the apiserver's list.\n",
+             the apiserver's list. The rounds that restart a bridge restart the second, so that \
+             the first is one process from start to end and its memory is compared across \
+             the run.\n",
             self.kubernetes,
             self.cluster,
             self.resources.join(" and "),
