@@ -29,7 +29,7 @@ pub struct Counted {
 }
 
 impl Counted {
-    fn per_frame(self) -> f64 {
+    pub fn per_frame(self) -> f64 {
         self.bytes as f64 / self.frames.max(1) as f64
     }
 }
@@ -137,36 +137,67 @@ impl Config {
 /// Frames and bytes a viewer of `url` receives in `window` after its
 /// snapshot.
 async fn count_frames(url: &str, window: Duration) -> Result<Counted, String> {
-    let mut ws = connect_whole(url)
-        .await
-        .map_err(|e| format!("connect to {url}: {e}"))?;
-    let mut reader = Reader::default();
-    let mut greeted = false;
-    let mut counted = Counted::default();
-    let deadline = tokio::time::sleep(window);
-    tokio::pin!(deadline);
-    loop {
-        let message = tokio::select! {
-            _ = &mut deadline, if greeted => return Ok(counted),
-            m = ws.next() => m.ok_or("the bridge closed the stream")?.map_err(|e| e.to_string())?,
+    WireViewer::join(url).await?.count(window).await
+}
+
+/// A viewer that counts the bytes it is sent: plain text messages, or
+/// compressed binary ones (decompressed as a page does, to count frames).
+pub struct WireViewer {
+    ws: crate::process::Socket,
+    reader: Reader,
+}
+
+impl WireViewer {
+    /// Connects to `url` and reads until its snapshot: the snapshot is each
+    /// viewer's own, so counting starts after it.
+    pub async fn join(url: &str) -> Result<WireViewer, String> {
+        let ws = connect_whole(url)
+            .await
+            .map_err(|e| format!("connect to {url}: {e}"))?;
+        let mut viewer = WireViewer {
+            ws,
+            reader: Reader::default(),
         };
-        let (text, size) = match message {
-            Message::Text(t) => (t.to_string(), t.len()),
-            Message::Binary(b) => (reader.read(&b)?, b.len()),
-            _ => continue,
-        };
-        if !greeted {
-            // The snapshot is each viewer's own; the window starts after it.
-            greeted = text.contains("\"type\":\"snapshot\"");
-            if greeted {
-                deadline
-                    .as_mut()
-                    .reset(tokio::time::Instant::now() + window);
+        loop {
+            if let Some((text, _)) = viewer.next().await?
+                && text.contains("\"type\":\"snapshot\"")
+            {
+                return Ok(viewer);
             }
-            continue;
         }
-        counted.frames += split_batch(&text).count();
-        counted.bytes += size;
+    }
+
+    /// The frames and bytes received during `window`.
+    pub async fn count(mut self, window: Duration) -> Result<Counted, String> {
+        let mut counted = Counted::default();
+        let deadline = tokio::time::sleep(window);
+        tokio::pin!(deadline);
+        loop {
+            let next = tokio::select! {
+                _ = &mut deadline => return Ok(counted),
+                next = self.next() => next?,
+            };
+            if let Some((text, size)) = next {
+                counted.frames += split_batch(&text).count();
+                counted.bytes += size;
+            }
+        }
+    }
+
+    /// The next message's text and its size on the wire (`None` for a
+    /// ping or another message without frames).
+    async fn next(&mut self) -> Result<Option<(String, usize)>, String> {
+        let message = self
+            .ws
+            .next()
+            .await
+            .ok_or("the bridge closed the stream")?
+            .map_err(|e| e.to_string())?;
+        Ok(match message {
+            Message::Text(t) => Some((t.to_string(), t.len())),
+            Message::Binary(b) => Some((self.reader.read(&b)?, b.len())),
+            _ => None,
+        })
     }
 }
 

@@ -9,6 +9,7 @@ use super::{Config, Empty, Figures, NAMESPACES, TIMEOUT, WRITE_FOR, WRITE_RATE};
 use crate::apiserver::Api;
 use crate::process::{Watchlife, get, metric};
 use crate::stats::{bytes, count, micros};
+use crate::wire::WireViewer;
 use std::time::{Duration, Instant};
 
 /// The whole section on one cluster: the bridge over the empty cluster and
@@ -172,17 +173,24 @@ async fn measure_size(
     );
     let mut ws = connect(&bridge.ws_url()).await?;
     read_opening(&mut ws).await?;
+    let plain = format!("{}?batch=true", bridge.ws_url());
+    let plain = WireViewer::join(&plain).await?;
+    let compressed = format!("{}?batch=true&compress=deflate", bridge.ws_url());
+    let compressed = WireViewer::join(&compressed).await?;
     let counting = async {
         match &page {
             Some(page) => page.fps(WRITE_FOR).await.ok(),
             None => None,
         }
     };
-    let ((written, seconds), received, page_fps) = tokio::join!(
+    let ((written, seconds), received, page_fps, plain, compressed) = tokio::join!(
         write(api, f.objects),
         count_frames(&mut ws, WRITE_FOR),
-        counting
+        counting,
+        plain.count(WRITE_FOR),
+        compressed.count(WRITE_FOR)
     );
+    f.wire = Some((plain?.per_frame(), compressed?.per_frame()));
     f.writes_per_second = Some(written as f64 / seconds);
     f.frames_per_second = Some(received.frames as f64 / WRITE_FOR.as_secs_f64());
     f.events_per_second = Some(received.events as f64 / WRITE_FOR.as_secs_f64());

@@ -63,7 +63,7 @@ use crate::machine::Renderers;
 use crate::report::{Report, Section};
 use crate::scenario::Scenario;
 use measure::measure_all;
-use report::{fill_table, idle_table, sizes_table, summary};
+use report::{fill_table, idle_table, sizes_table, summary, wire_table};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -113,6 +113,9 @@ pub struct Figures {
     events_seen: Option<f64>,
     resyncs: usize,
     page_fps: Option<f64>,
+    /// Bytes per frame under writes: an uncompressed viewer's and a
+    /// compressed one's (the page's), side by side.
+    wire: Option<(f64, f64)>,
     failure: Option<String>,
 }
 
@@ -165,6 +168,17 @@ impl Scenario for Config {
     }
 
     fn report(&self, gathered: Gathered, report: &mut Report, seconds: f64) {
+        if let Some(f) = gathered.figures.iter().rev().find(|f| f.wire.is_some())
+            && let Some((plain, compressed)) = f.wire
+        {
+            report.headline(
+                format!(
+                    "wire: bytes per frame at {} objects under writes, compressed ÷ uncompressed",
+                    crate::stats::count(f.objects)
+                ),
+                format!("{:.1}%", compressed / plain * 100.0),
+            );
+        }
         report.sections.push(Section {
             title: "A big cluster: 10k to 150k objects on a real kube-apiserver".into(),
             method: self.method(&gathered),
@@ -172,6 +186,7 @@ impl Scenario for Config {
                 sizes_table(&gathered),
                 idle_table(&gathered.empty),
                 fill_table(&gathered.figures),
+                wire_table(&gathered.figures),
             ],
             notes: self.notes(&gathered),
             summary: summary(&gathered),

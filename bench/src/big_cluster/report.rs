@@ -153,6 +153,34 @@ pub fn fill_table(figures: &[Figures]) -> Table {
     fill
 }
 
+/// Bytes per frame under writes, an uncompressed viewer beside the page's
+/// compressed stream.
+pub fn wire_table(figures: &[Figures]) -> Table {
+    let mut wire = Table::new(
+        "Bytes on the wire under writes, two more viewers of the same frames side by side \
+         (goal: compressed ≤ 10 % of uncompressed):",
+        &[
+            "objects",
+            "`/ws?batch=true`: bytes per frame",
+            "`&compress=deflate` (the page's): bytes per frame",
+            "compressed ÷ uncompressed",
+        ],
+    );
+    for f in figures {
+        let Some((plain, compressed)) = f.wire else {
+            continue;
+        };
+        let ratio = compressed / plain;
+        wire.row(vec![
+            count(f.objects),
+            bytes(plain),
+            bytes(compressed),
+            against_goal(format!("{:.1}%", ratio * 100.0), Some(ratio <= 0.10)),
+        ]);
+    }
+    wire
+}
+
 pub fn summary(gathered: &Gathered) -> Vec<String> {
     let mut summary: Vec<String> = gathered
         .figures
@@ -169,7 +197,16 @@ pub fn summary(gathered: &Gathered) -> Vec<String> {
                 or_dash(f.renderer.as_ref().map(|r| r.tab_rss), megabytes),
                 or_dash(f.frames_per_second, num),
                 or_dash(f.writes_per_second, num),
-            )
+            ) + &f
+                .wire
+                .map(|(plain, compressed)| {
+                    format!(
+                        ", {} per frame uncompressed and {} compressed",
+                        bytes(plain),
+                        bytes(compressed)
+                    )
+                })
+                .unwrap_or_default()
         })
         .collect();
     summary.extend(
@@ -252,7 +289,9 @@ impl Config {
              connected and counting every object; renderer `VmRSS`), then {WRITE_RATE} \
              writes/s through the API (merge patches of random configmaps) for {} s, the \
              frames a WebSocket viewer receives and the page's frame rate meanwhile (and the \
-             events that viewer saw by {} s after the last write, against the writes). Idle \
+             events that viewer saw by {} s after the last write, against the writes), and \
+             the bytes per frame of two more viewers meanwhile, one uncompressed and one \
+             compressed as the page asks (`compress=deflate`, read and inflated). Idle \
              viewers ({}) on a bridge over the empty cluster. One run.",
             bytes(DATA_BYTES as f64),
             counts(&gathered.sizes, ", "),
