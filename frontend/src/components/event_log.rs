@@ -109,6 +109,26 @@ fn row_of(ev: &web_sys::Event, shown: Memo<Window>) -> Option<EventRow> {
     shown.with_untracked(|w| w.rows.iter().find(|r| r.seq == seq).cloned())
 }
 
+/// The click handler of the log: the event clicked is followed (its token)
+/// and its detail shown. One listener for all the rows, which are redrawn
+/// many times a second: listeners of their own would be taken off and put
+/// back on each redraw.
+fn follower(
+    shown: Memo<Window>,
+    notifies: Memo<bool>,
+    detail: RwSignal<Chosen>,
+) -> impl Fn(&web_sys::Event) + Copy + 'static {
+    let view = expect_context::<ViewState>();
+    let player = expect_context::<Player>();
+    move |ev: &web_sys::Event| {
+        if let Some(row) = row_of(ev, shown) {
+            let text = detail::text(row.seq, &row.event, notifies.get_untracked());
+            detail.set(Some((row.event.clone(), text)));
+            player.follow(row, view.paused.get_untracked());
+        }
+    }
+}
+
 /// The log's title: how many events the filters show, how many older ones
 /// were dropped (read at each `redraw`), what a click does, and the
 /// BOOKMARKs' interval with the box that hides them.
@@ -167,16 +187,7 @@ pub fn EventLog() -> impl IntoView {
     });
     // The detail of the event clicked, shown under the log.
     let detail: RwSignal<Chosen> = RwSignal::new(None);
-    // One listener for all the rows, which are redrawn many times a second:
-    // listeners of their own would be taken off and put back on each redraw.
-    let player = expect_context::<Player>();
-    let follow = move |ev: &web_sys::Event| {
-        if let Some(row) = row_of(ev, shown) {
-            let text = detail::text(row.seq, &row.event, notifies.get_untracked());
-            detail.set(Some((row.event.clone(), text)));
-            player.follow(row, view.paused.get_untracked());
-        }
-    };
+    let follow = follower(shown, notifies, detail);
     view! {
         <section
             class="event-log panel"
