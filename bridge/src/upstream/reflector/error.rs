@@ -27,6 +27,11 @@ pub enum ReflectorError {
         after.as_secs()
     )]
     Unanswered { after: std::time::Duration },
+    #[error(
+        "LIST: nothing arrived for {} s: the connection is taken for dead",
+        after.as_secs()
+    )]
+    ListUnanswered { after: std::time::Duration },
 }
 
 impl ReflectorError {

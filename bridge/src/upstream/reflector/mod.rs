@@ -102,19 +102,27 @@ impl Reflector {
     async fn read_list(&self, request: http::Request<Vec<u8>>) -> Result<Vec<u8>, ReflectorError> {
         use futures_util::AsyncReadExt;
         let every = Duration::from_millis(watchlife_protocol::LIST_PROGRESS_EVERY_MS);
-        let reader = self
-            .client
-            .request_stream(request)
+        // A LIST sent on a pooled connection that a load balancer forgot
+        // is never answered, nor is one whose connection is forgotten half
+        // way: neither the answer nor any read of its body waits longer
+        // than a silent watch would.
+        let bound = self.config.silent_watch.bound(
+            self.config.profile.release(),
+            self.config.min_watch_timeout.as_secs(),
+        );
+        let unanswered = |after| ReflectorError::ListUnanswered { after };
+        let reader = within(bound, self.client.request_stream(request))
             .await
+            .map_err(unanswered)?
             .map_err(|source| ReflectorError::List { source })?;
         let mut reader = std::pin::pin!(reader);
         let mut body = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
         let mut next_report = tokio::time::Instant::now() + every;
         loop {
-            let n = reader
-                .read(&mut chunk)
+            let n = within(bound, reader.read(&mut chunk))
                 .await
+                .map_err(unanswered)?
                 .map_err(|source| ReflectorError::ReadList { source })?;
             if n == 0 {
                 return Ok(body);
@@ -402,5 +410,16 @@ impl<'a> OpenWatch<'a> {
 impl Drop for OpenWatch<'_> {
     fn drop(&mut self) {
         self.0.metrics().upstream_watch_closed();
+    }
+}
+
+/// `future`'s output, or after `bound` (when there is one) the bound.
+async fn within<T>(
+    bound: Option<Duration>,
+    future: impl Future<Output = T>,
+) -> Result<T, Duration> {
+    match bound {
+        Some(after) => tokio::time::timeout(after, future).await.map_err(|_| after),
+        None => Ok(future.await),
     }
 }
