@@ -154,6 +154,14 @@ async fn relisting_without_backoff_breaks_the_list_bound() {
     assert_eq!(failure.invariant, Invariant::Lists, "{failure}");
 }
 
+/// The same fault through the TLS-terminating proxy: a bridge that answers
+/// 429s and 503s by listing again at once breaks the bound too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn relisting_without_backoff_after_http_errors_breaks_the_list_bound() {
+    let failure = broken("skip-backoff", &[Fault::TlsStatus], 1).await;
+    assert_eq!(failure.invariant, Invariant::Lists, "{failure}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_snapshot_without_resync_breaks_the_stream_invariant() {
     let failure = broken("skip-resync", &[Fault::BridgeKill], 1).await;
