@@ -11,8 +11,9 @@
 //! The short form (every fault once but the silent watch, whose round lasts
 //! 45 s and which `dead_watch.rs` covers: 16 rounds on v1.20, 15 on v1.36,
 //! whose apiserver has no RBAC to revoke; the bridges' backoff capped at
-//! `SHORT_FORM_BACKOFF_CAP`) runs with the other tests in both profiles: `--kubernetes 1.36` against apiextensions-apiserver
-//! v0.36.4, `--kubernetes 1.20` against kube-apiserver v1.20.2.
+//! `SHORT_FORM_BACKOFF_CAP`) runs with the other tests in both profiles:
+//! `--kubernetes 1.36` against apiextensions-apiserver v0.36.4,
+//! `--kubernetes 1.20` against kube-apiserver v1.20.2.
 //! `make chaos ROUNDS=100 [SEED=…] [KUBERNETES=1.20]` runs the long form of
 //! one (`CHAOS_ROUNDS`, `CHAOS_SEED`; a 30 s viewer stall) and writes
 //! RELIABILITY.md (`CHAOS_REPORT`); `CHAOS_FAULTS=token-rotated,…` keeps
