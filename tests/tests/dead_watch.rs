@@ -3,13 +3,15 @@
 //! bound (`--dead-watch-after`, here 10 s against the demo's bookmarks every
 //! 5 s), says so, lists again on a new connection, and the viewers get what
 //! was written meanwhile; a bridge that trusts a silent watch
-//! (`WATCHLIFE_TEST_BREAK=trust-silent-watch`) never does.
+//! (`WATCHLIFE_TEST_BREAK=trust-silent-watch`) never does. A LIST is held to
+//! the same bound: one whose connection goes silent is given up, so the
+//! bridge never waits for ever on a plain LIST (Kubernetes 1.20's relist).
 
 use std::path::PathBuf;
 use std::time::Duration;
 use watchlife_protocol::{EventType, FrameBody, ReflectorState};
 use watchlife_tests::bridge::Bridge;
-use watchlife_tests::chaos::proxy::Proxy;
+use watchlife_tests::chaos::proxy::{Mode, Proxy};
 use watchlife_tests::ws::Viewer;
 use watchlife_tests::{kubectl, plain_kubeconfig};
 
@@ -33,6 +35,11 @@ struct Rig {
 }
 
 async fn rig(env: &[(&str, &str)]) -> Rig {
+    rig_with(env, &[]).await
+}
+
+/// [`rig`], the bridge given `more` arguments.
+async fn rig_with(env: &[(&str, &str)], more: &[&str]) -> Rig {
     let demo = Bridge::start(&["--demo", "--demo-idle"]).await;
     let api = demo.demo_api().await;
     let upstream = api.trim_start_matches("http://").parse().unwrap();
@@ -43,7 +50,7 @@ async fn rig(env: &[(&str, &str)]) -> Rig {
         &format!("http://{}", proxy.addr),
     );
     let direct = plain_kubeconfig(&dir.path().join("direct"), &api);
-    let args = [
+    let mut args = vec![
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
         "--resources",
@@ -51,11 +58,16 @@ async fn rig(env: &[(&str, &str)]) -> Rig {
         "--dead-watch-after",
         DEAD_AFTER,
     ];
+    args.extend_from_slice(more);
     let bridge = Bridge::start_with_env(&args, env).await;
     let mut viewer = Viewer::connect(&bridge.ws_url()).await;
     viewer
         .reflector(Duration::from_secs(60), "configmaps", |s| {
-            matches!(s, ReflectorState::InitialEventsEnd { .. }).then_some(())
+            matches!(
+                s,
+                ReflectorState::InitialEventsEnd { .. } | ReflectorState::WatchStarted { .. }
+            )
+            .then_some(())
         })
         .await;
     Rig {
@@ -124,5 +136,42 @@ async fn a_bridge_that_trusts_a_silent_watch_never_sees_what_was_written() {
     assert!(
         !got,
         "a trusted silent watch stays silent; watches ended: {ended:?}"
+    );
+}
+
+/// How long the proxy stalls every connection, old and new, in the LIST
+/// test: past the bound twice over (the watch's 10 s, then the LIST's), and
+/// short of nothing a bridge that waited for ever would live through.
+const STALL: Duration = Duration::from_secs(45);
+
+#[tokio::test]
+async fn a_list_on_a_stalled_connection_is_given_up_within_the_bound() {
+    // 1.20 relists with a plain LIST; a LIST sent while every connection is
+    // stalled gets no answer until the stall ends.
+    let mut rig = rig_with(&[], &["--kubernetes", "1.20"]).await;
+    let stall = rig.proxy.misbehave(Mode::Stall, STALL);
+    let told = async {
+        let deadline = tokio::time::Instant::now() + STALL;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let Ok(frame) = tokio::time::timeout(left, rig.viewer.next_frame_or_end()).await else {
+                return (false, seen);
+            };
+            let body = frame.expect("the bridge keeps the viewer").body;
+            if let FrameBody::Reflector(u) = body
+                && let ReflectorState::Backoff { error, .. } = u.state
+            {
+                if error.contains("LIST: nothing arrived") {
+                    return (true, seen);
+                }
+                seen.push(error);
+            }
+        }
+    };
+    let ((given_up, seen), ()) = tokio::join!(told, stall);
+    assert!(
+        given_up,
+        "within the stall, the LIST was given up and the page told why; failures told: {seen:?}"
     );
 }

@@ -22,16 +22,17 @@ pub enum ReflectorError {
     Watch { source: kube::Error },
     #[error("reading the watch stream: {source}")]
     WatchStream { source: kube::Error },
+    /// `request` ("LIST" or "WATCH") went unanswered, or its body stopped,
+    /// for as long as a silent watch may last: its connection is taken for
+    /// dead (a load balancer or NAT forgot it).
     #[error(
-        "WATCH: no answer within {} s: the connection is taken for dead",
+        "{request}: nothing arrived for {} s: the connection is taken for dead",
         after.as_secs()
     )]
-    Unanswered { after: std::time::Duration },
-    #[error(
-        "LIST: nothing arrived for {} s: the connection is taken for dead",
-        after.as_secs()
-    )]
-    ListUnanswered { after: std::time::Duration },
+    Unanswered {
+        request: &'static str,
+        after: std::time::Duration,
+    },
 }
 
 impl ReflectorError {

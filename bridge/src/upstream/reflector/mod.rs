@@ -106,11 +106,11 @@ impl Reflector {
         // is never answered, nor is one whose connection is forgotten half
         // way: neither the answer nor any read of its body waits longer
         // than a silent watch would.
-        let bound = self.config.silent_watch.bound(
-            self.config.profile.release(),
-            self.config.min_watch_timeout.as_secs(),
-        );
-        let unanswered = |after| ReflectorError::ListUnanswered { after };
+        let bound = self.answer_bound(self.config.min_watch_timeout.as_secs());
+        let unanswered = |after| ReflectorError::Unanswered {
+            request: "LIST",
+            after,
+        };
         let reader = within(bound, self.client.request_stream(request))
             .await
             .map_err(unanswered)?
@@ -150,22 +150,27 @@ impl Reflector {
         let answer = self.client.request_events::<Box<RawValue>>(http);
         // A request sent on a pooled connection that a load balancer forgot
         // is never answered: it waits no longer than a silent watch would.
-        let bound = self
-            .config
-            .silent_watch
-            .bound(self.config.profile.release(), request.timeout_seconds);
-        let answered = match bound {
-            Some(after) => tokio::time::timeout(after, answer)
-                .await
-                .map_err(|_| ReflectorError::Unanswered { after })?,
-            None => answer.await,
-        };
+        let answered = within(self.answer_bound(request.timeout_seconds), answer)
+            .await
+            .map_err(|after| ReflectorError::Unanswered {
+                request: "WATCH",
+                after,
+            })?;
         let stream = answered.map_err(|source| ReflectorError::Watch { source })?;
         Ok(KubeWatch {
             reflector: self,
             stream: Box::pin(stream),
             _open: OpenWatch::new(&self.hub),
         })
+    }
+
+    /// How long a request, or a read of its body, may wait for a byte
+    /// before its connection is taken for dead: as long as a silent watch
+    /// that asked for `timeout_seconds`; `None` when silence is trusted.
+    fn answer_bound(&self, timeout_seconds: u64) -> Option<Duration> {
+        self.config
+            .silent_watch
+            .bound(self.config.profile.release(), timeout_seconds)
     }
 
     /// Sends a request with `send`, again while each try meets a pooled
