@@ -21,7 +21,18 @@
 //!
 //! The last tests prove that each invariant can fail: the bridge is started
 //! with a test-only fault (`WATCHLIFE_TEST_BREAK`) and the harness must
-//! name the invariant it breaks.
+//! name the invariant it breaks. The faults the rounds inject, and the
+//! broken bridge each is shown to catch:
+//!
+//! | round | broken bridge | invariant |
+//! | --- | --- | --- |
+//! | etcd-sigkill (etcd-unreachable reaches the bridge no more) | `drop-event` | (b) stream |
+//! | proxy-reset | `skip-backoff` | (c) LISTs |
+//! | tls-proxy-status, tls-proxy-truncated | `skip-backoff` | (c) LISTs |
+//! | bridge-sigkill, two bridges, viewers moving | `skip-resync` | (b) stream |
+//! | token-rotated | `token-read-once`; `vague-failures` | (a) objects; (f) told |
+//! | rbac-revoked (v1.20) | `vague-failures` | (f) told |
+//! | silent-watch | `trust-silent-watch` (`dead_watch.rs`) | the write never arrives |
 
 use std::time::Duration;
 use watchlife_tests::chaos::cluster::Kubernetes;
@@ -61,9 +72,13 @@ async fn fault_rounds_keep_every_viewer_exact_1_20() {
 /// default); with `CHAOS_REPORT`, RELIABILITY.md written from the run.
 async fn fault_rounds(kubernetes: Kubernetes) {
     let _one = ONE_AT_A_TIME.lock().await;
-    let (rounds, only) = match std::env::var("CHAOS_ROUNDS") {
-        Ok(r) if !r.is_empty() => (r.parse().expect("CHAOS_ROUNDS is a number"), Vec::new()),
-        _ => {
+    let long_form: Option<usize> = std::env::var("CHAOS_ROUNDS")
+        .ok()
+        .filter(|r| !r.is_empty())
+        .map(|r| r.parse().expect("CHAOS_ROUNDS is a number"));
+    let (rounds, only) = match long_form {
+        Some(rounds) => (rounds, Vec::new()),
+        None => {
             let short = Fault::short_form(kubernetes);
             (short.len(), short)
         }
@@ -82,7 +97,7 @@ async fn fault_rounds(kubernetes: Kubernetes) {
     if rounds >= 20 {
         config.viewer_stall = Duration::from_secs(30);
     }
-    if std::env::var("CHAOS_ROUNDS").is_ok_and(|r| !r.is_empty()) {
+    if long_form.is_some() {
         // The long form: client-go's backoff as it is.
         config.backoff_cap = None;
     }
@@ -110,10 +125,21 @@ async fn fault_rounds(kubernetes: Kubernetes) {
 /// waiting the rounds' full 90 s would prove nothing more.
 const BROKEN_SETTLE: Duration = Duration::from_secs(30);
 
+/// A run of `rounds` rounds of `faults` against one bridge broken by
+/// `switch`, on v1.36: one bridge is enough to show a broken one, and
+/// costs half the CPU.
+fn broken_run(switch: &str, faults: &[Fault], rounds: usize) -> Config {
+    let mut config = Config::new(switch, seed(), rounds, Kubernetes::V1_36);
+    config.only = faults.to_vec();
+    config.replicas = 1;
+    config.bridge_env = vec![("WATCHLIFE_TEST_BREAK".into(), switch.into())];
+    config
+}
+
 /// Runs `rounds` rounds of `faults` against a bridge broken by `switch`,
 /// and returns the failure the harness must report.
 async fn broken(switch: &str, faults: &[Fault], rounds: usize) -> chaos::Failure {
-    broken_with(switch, faults, rounds, chaos::SETTLE).await
+    fails(broken_run(switch, faults, rounds)).await
 }
 
 /// [`broken`], the viewers given `settle` to agree.
@@ -123,13 +149,17 @@ async fn broken_with(
     rounds: usize,
     settle: Duration,
 ) -> chaos::Failure {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let mut config = Config::new(switch, seed(), rounds, Kubernetes::V1_36);
-    config.only = faults.to_vec();
+    let mut config = broken_run(switch, faults, rounds);
     config.settle = settle;
-    // One bridge is enough to show a broken one, and costs half the CPU.
-    config.replicas = 1;
-    config.bridge_env = vec![("WATCHLIFE_TEST_BREAK".into(), switch.into())];
+    fails(config).await
+}
+
+/// Runs `config`, a broken bridge's run, and returns the failure the
+/// harness must report.
+async fn fails(config: Config) -> chaos::Failure {
+    let _one = ONE_AT_A_TIME.lock().await;
+    // A broken run is labelled with its switch (see `broken_run`).
+    let switch = config.label.clone();
     match chaos::run(&config).await {
         (run, None) => panic!(
             "the harness passed a bridge broken by WATCHLIFE_TEST_BREAK={switch}: {}",
@@ -142,9 +172,13 @@ async fn broken_with(
     }
 }
 
+/// In an etcd round: etcd's loss and return reach the bridge only as a
+/// pause in the apiserver's events (no watch of it ends, no LIST is made),
+/// so what such a round can show is that its checks still hold a broken
+/// bridge to account: here one that lost an event frame.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_dropped_event_frame_breaks_the_stream_invariant() {
-    let failure = broken_with("drop-event", &[Fault::ViewerStall], 1, BROKEN_SETTLE).await;
+    let failure = broken_with("drop-event", &[Fault::EtcdKill], 1, BROKEN_SETTLE).await;
     assert_eq!(failure.invariant, Invariant::Stream, "{failure}");
     assert!(failure.message.contains("seq gap"), "{failure}");
 }
@@ -163,9 +197,25 @@ async fn relisting_without_backoff_after_http_errors_breaks_the_list_bound() {
     assert_eq!(failure.invariant, Invariant::Lists, "{failure}");
 }
 
+/// And so does one that lists again at once after a body cut short: a LIST
+/// or WATCH whose answer stops a few bytes in is a failed request, which
+/// client-go meets with its backoff like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn relisting_without_backoff_after_cut_bodies_breaks_the_list_bound() {
+    let failure = broken("skip-backoff", &[Fault::TlsTruncated], 1).await;
+    assert_eq!(failure.invariant, Invariant::Lists, "{failure}");
+}
+
+/// Two bridges behind the viewers' load balancer, one of them killed and
+/// restarted: a viewer of the killed one that resumes on the other, or on
+/// the new process, with its cursor of the old stream must be told that its
+/// stream changed (so must the viewers that hang up and resume through the
+/// balancer meanwhile, landing on either bridge).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_snapshot_without_resync_breaks_the_stream_invariant() {
-    let failure = broken("skip-resync", &[Fault::BridgeKill], 1).await;
+    let mut config = broken_run("skip-resync", &[Fault::BridgeKill], 1);
+    config.replicas = 2;
+    let failure = fails(config).await;
     assert_eq!(failure.invariant, Invariant::Stream, "{failure}");
     assert!(
         failure.message.contains("not announced by a resync"),
@@ -185,6 +235,22 @@ async fn a_failure_told_without_its_cause_breaks_the_told_invariant() {
     let failure = broken_with("vague-failures", &[Fault::TokenRotated], 1, BROKEN_SETTLE).await;
     assert_eq!(failure.invariant, Invariant::Told, "{failure}");
     assert!(failure.message.contains("no viewer was told"), "{failure}");
+}
+
+/// The RBAC round, on kube-apiserver v1.20 (the v0.36 apiserver has no
+/// authorizer): a bridge that tells its viewers a LIST failed, but not that
+/// it was forbidden, leaves the page unable to say which grant is missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_revoked_grant_told_without_its_cause_breaks_the_told_invariant() {
+    let mut config = broken_run("vague-failures", &[Fault::RbacRevoked], 1);
+    config.kubernetes = Kubernetes::V1_20;
+    config.settle = BROKEN_SETTLE;
+    let failure = fails(config).await;
+    assert_eq!(failure.invariant, Invariant::Told, "{failure}");
+    assert!(
+        failure.message.contains("no viewer was told of a 403"),
+        "{failure}"
+    );
 }
 
 /// (a) without a cluster: a viewer missing an object, holding one that is

@@ -243,6 +243,8 @@ fn the_shipped_binary_holds_no_test_fault() {
         "skip-backoff",
         "skip-resync",
         "trust-silent-watch",
+        "token-read-once",
+        "vague-failures",
     ] {
         let found = bytes
             .windows(name.len())
