@@ -66,8 +66,12 @@ pub struct Model {
     pub failures_told: Vec<String>,
     /// Failures told in all, kept or not.
     pub failures_total: u64,
-    /// Watches the bridge said it took for dead (silent past its bound).
+    /// Watches the bridge said it took for dead (silent past its bound),
+    /// and requests it gave up on for the same silence before their answer.
     pub watches_taken_for_dead: u64,
+    /// Resource → whether its Reflector has a WATCH out, as its last state
+    /// told (a LIST, a backoff or an ended watch: not).
+    pub watching: BTreeMap<String, bool>,
     /// The next stream `seq` this viewer may be sent, once it knows one.
     expect: Option<u64>,
     /// Whether the connection asked to resume (`since`).
@@ -113,6 +117,29 @@ impl Model {
         self.events_before_snapshot = 0;
     }
 
+    /// Resources whose Reflector has a WATCH out: those a silence can catch.
+    pub fn watches_out(&self) -> u64 {
+        self.watching.values().filter(|w| **w).count() as u64
+    }
+
+    /// Follows one Reflector's state: whether it has a WATCH out, and each
+    /// request it took for dead.
+    fn follow_reflector(&mut self, update: &ReflectorUpdate) {
+        let dead = match &update.state {
+            ReflectorState::WatchEnded { reason, .. } => reason,
+            // A WATCH (or LIST) sent on a connection that was already
+            // silent is given up on before any answer.
+            ReflectorState::Backoff { error, .. } => error,
+            _ => "",
+        };
+        if dead.contains("taken for dead") {
+            self.watches_taken_for_dead += 1;
+        }
+        if let Some(out) = watch_out(&update.state) {
+            self.watching.insert(update.resource.clone(), out);
+        }
+    }
+
     fn violation(&mut self, what: String) {
         if self.violations.len() < 20 {
             self.violations.push(what);
@@ -151,6 +178,9 @@ impl Model {
             self.placed = true;
             self.last_seq = frame.seq;
         }
+        if let FrameBody::Reflector(update) = &frame.body {
+            self.follow_reflector(update);
+        }
         match frame.body {
             FrameBody::Hello(hello) => {
                 if self.stream.as_deref() != Some(hello.stream.as_str()) {
@@ -174,10 +204,6 @@ impl Model {
                 self.failures_told.push(format!("{resource}: {error}"));
                 self.failures_total += 1;
             }
-            FrameBody::Reflector(ReflectorUpdate {
-                state: ReflectorState::WatchEnded { reason, .. },
-                ..
-            }) if reason.contains("taken for dead") => self.watches_taken_for_dead += 1,
             FrameBody::Resync(_) => {
                 self.resyncs += 1;
                 self.after_resync = true;
@@ -198,6 +224,11 @@ impl Model {
                     ));
                 }
                 self.snapshots += 1;
+                self.watching = snapshot
+                    .reflectors
+                    .iter()
+                    .filter_map(|u| Some((u.resource.clone(), watch_out(&u.state)?)))
+                    .collect();
                 self.placed = true;
                 self.expect = Some(frame.seq + 1);
                 self.last_seq = frame.seq;
@@ -317,4 +348,17 @@ pub fn counts(
         })
         .collect();
     (lost, phantom, stale)
+}
+
+/// Whether a Reflector in `state` has a WATCH out; `None` for the states
+/// that do not tell (who answered, a long LIST's progress).
+fn watch_out(state: &ReflectorState) -> Option<bool> {
+    match state {
+        ReflectorState::WatchStarted { .. }
+        | ReflectorState::StreamingListStarted { .. }
+        | ReflectorState::InitialEventsEnd { .. }
+        | ReflectorState::Bookmark { .. } => Some(true),
+        ReflectorState::Answered { .. } | ReflectorState::ListProgress { .. } => None,
+        _ => Some(false),
+    }
 }

@@ -210,21 +210,23 @@ impl Rig {
 
 impl Rig {
     /// Waits up to `bound` until each bridge's pinned viewer has been told
-    /// of one watch taken for dead per resource since it had been told of
-    /// `before` (one count per bridge); how long that took, or `None`.
+    /// of as many watches taken for dead since it had been told of `before`
+    /// as that bridge had `out` (one count per bridge: its WATCHes out when
+    /// the silence began; a Reflector between a failure and its next try
+    /// had none to lose); how long that took, or `None`.
     pub(super) async fn dead_watches_after(
         &self,
         before: &[u64],
+        out: &[u64],
         bound: Duration,
     ) -> Option<Duration> {
         let started = Instant::now();
-        let per_bridge = self.kinds.len() as u64;
         while started.elapsed() < bound {
             let now = self.pinned(|m| m.watches_taken_for_dead);
             if now
                 .iter()
-                .zip(before)
-                .all(|(now, before)| *now >= before + per_bridge)
+                .zip(before.iter().zip(out))
+                .all(|(now, (before, out))| *now >= before + out)
             {
                 return Some(started.elapsed());
             }

@@ -187,10 +187,13 @@ pub(super) async fn one_round(
         }
         Fault::SilentWatch => {
             let dead_before = rig.pinned(|m| m.watches_taken_for_dead);
+            let out = rig.pinned(|m| m.watches_out());
             rig.proxy.silence();
-            tl.note("the connections open through the proxy go silent for good".into());
+            tl.note(format!(
+                "the connections open through the proxy go silent for good; WATCHes out, bridge by bridge: {out:?}"
+            ));
             let bound = invariants::DEAD_WATCH_AFTER + invariants::DEAD_WATCH_MARGIN;
-            let noticed = rig.dead_watches_after(&dead_before, bound).await;
+            let noticed = rig.dead_watches_after(&dead_before, &out, bound).await;
             rig.proxy.misbehave(Mode::Pass, Duration::ZERO).await;
             match noticed {
                 Some(after) => tl.note(format!(
@@ -202,7 +205,7 @@ pub(super) async fn one_round(
                     return Err((
                         Invariant::DeadWatch,
                         format!(
-                            "not every one of the {} watches of each bridge was taken for dead within {bound:?} of going silent",
+                            "not every WATCH out when the silence began ({out:?}, bridge by bridge, of {} resources each) was taken for dead within {bound:?}",
                             rig.kinds.len()
                         ),
                         tl.text(),
