@@ -2,7 +2,7 @@
 //! change (its token, or the line under the lanes that counts the events shown
 //! without one) is drawn in the first animation frame after its message
 //! arrives, bursts included, whatever the event log's redraw rate; and the
-//! log draws a row once while it stays in view.
+//! log draws its rows in place, not anew at each redraw.
 //!
 //! A script that runs before the page's own counts animation frames (its
 //! `requestAnimationFrame` callback is the first of every frame), notes the
@@ -146,18 +146,23 @@ async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
     let line = browser.text("#pipeline .untokened").await;
     assert!(line.contains("shown without a token"), "{line}");
 
-    // The log draws a row once while it stays in view: the newest row now is
-    // the same element after the next events pushed it down.
+    // The log draws its rows in place: the element that shows the newest
+    // event now shows a newer one after the next events, rather than being
+    // thrown away for a new one (rows drawn anew on every redraw cost a
+    // busy page its frames, and a keyed list kept memory for every row it
+    // ever drew).
     let newest = rv - 1;
-    let row = format!("tr.event-row[data-rv=\"{newest}\"]");
+    let first = "tr.event-row";
     browser
         .wait_until(
             "the newest row is in the log",
-            &format!("document.querySelector('{row}')"),
+            &format!("document.querySelector('{first}').dataset.rv === '{newest}'"),
         )
         .await;
     browser
-        .eval(&format!("(document.querySelector('{row}').__kept = true)"))
+        .eval(&format!(
+            "(document.querySelector('{first}').__kept = true)"
+        ))
         .await;
     for _ in 0..3 {
         bridge.send(&modified(rv - FIRST_RV + 1, rv));
@@ -167,14 +172,16 @@ async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
         .wait_until(
             "the next events are in the log",
             &format!(
-                "document.querySelector('tr.event-row[data-rv=\"{}\"]')",
+                "document.querySelector('{first}').dataset.rv === '{}'",
                 rv - 1
             ),
         )
         .await;
     let kept = browser
-        .eval(&format!("document.querySelector('{row}').__kept === true"))
+        .eval(&format!(
+            "document.querySelector('{first}').__kept === true"
+        ))
         .await;
-    assert_eq!(kept, json!(true), "the row was drawn again");
+    assert_eq!(kept, json!(true), "the row was drawn anew, not in place");
     browser.close().await;
 }
