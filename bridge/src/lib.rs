@@ -113,7 +113,7 @@ async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunEr
         &args.resources
     };
     let resources = Watches {
-        client: upstream.client.clone(),
+        connections: upstream.connections.clone(),
         names: names.clone(),
         namespace: args.namespace.clone(),
         selector: args.selector.clone(),
@@ -132,7 +132,7 @@ async fn start_upstream(args: Args, hub: Hub, clock: Clock) -> Result<App, RunEr
     // kubectl it is tested with, not a Kubernetes it runs.
     let cluster_version = match upstream.demo {
         Some(_) => None,
-        None => cluster_version(&upstream.client).await,
+        None => cluster_version(&upstream.connections.client()).await,
     };
     Ok(App {
         hub,

@@ -114,6 +114,11 @@ pub trait WatchStream<O> {
     /// The next event; `None` when the stream ended without an error, an
     /// error when it broke or could not be read.
     fn next(&mut self) -> impl Future<Output = Option<Result<WatchItem<O>, Failure>>>;
+
+    /// Told, just before the stream is dropped, that it said nothing for
+    /// the silence bound: its connection is dead, and so may be the others
+    /// opened the same way. Nothing by default.
+    fn taken_for_dead(&mut self) {}
 }
 
 /// Where the driver delivers, in stream order: the informer's FIFO.
@@ -274,6 +279,7 @@ impl<O: Stored> Watching<'_, O> {
                     continue;
                 }
                 Woken::Silent(bound) => {
+                    stream.taken_for_dead();
                     let failure = Failure::Other(silence::silent_for(bound));
                     return machine.watch_ended(WatchEnd::Failed(failure), timer.now());
                 }

@@ -3,6 +3,8 @@
 //! - [`source`]: a real cluster (kube config) or the embedded demo control
 //!   plane, and what it can tell of the server-side stages
 //!   ([`source::stages`]).
+//! - [`connections`]: the kube client they share, renewed with new
+//!   connections once one is taken for dead.
 //! - [`target`]: the resources to watch, resolved through discovery.
 //! - [`watches`]: starts a Reflector and an informer pipeline per resource.
 //! - [`reflector`]: the bridge's adapter of the informer crate's one
@@ -16,6 +18,7 @@
 //! - [`fanout`]: the demo watch cache's own fan-out, reported to viewers.
 //! - [`runtime`]: the threads all of this runs on, apart from the viewers'.
 
+pub mod connections;
 pub mod error_chain;
 pub mod etcd;
 pub mod fanout;

@@ -7,6 +7,7 @@
 //! on client-go's schedule until the cluster answers.
 
 use crate::downstream::hub::Hub;
+use crate::upstream::connections::Connections;
 use crate::upstream::pipeline::Pipeline;
 use crate::upstream::reflector::{Config, Reflector};
 use crate::upstream::source::stages::ServerStages;
@@ -21,7 +22,7 @@ use watchlife_protocol::{FrameBody, ReflectorState, ReflectorUpdate};
 /// What to watch, where, and who to tell.
 #[derive(Clone)]
 pub struct Watches {
-    pub client: kube::Client,
+    pub connections: Connections,
     /// Resource names as given (`pods`, `deployments.apps`).
     pub names: Vec<String>,
     pub namespace: Option<String>,
@@ -60,7 +61,7 @@ impl Watches {
 
     async fn resolve(&self) -> Result<Vec<Target>, ResolveError> {
         target::resolve(
-            &self.client,
+            &self.connections.client(),
             &self.names,
             self.namespace.as_deref(),
             self.selector.as_deref(),
@@ -108,7 +109,7 @@ impl Watches {
                 queue: QueueModel::of(&self.reflector.profile),
             };
             let reflector = Reflector {
-                client: self.client.clone(),
+                connections: self.connections.clone(),
                 hub: self.hub.clone(),
                 pipeline: Pipeline::start(
                     self.hub.clone(),

@@ -28,6 +28,8 @@ struct Scripted {
     /// The requests made, as `LIST rv=0 limit=500` or `WATCH rv= stream`.
     asked: RefCell<Vec<String>>,
     clock: Cell<Micros>,
+    /// Streams told they were taken for dead.
+    dead: Cell<u32>,
 }
 
 /// Time between two events of a scripted stream.
@@ -39,6 +41,8 @@ struct Items<'a> {
     items: VecDeque<Item>,
     hang: bool,
     clock: &'a Cell<Micros>,
+    /// How many of the server's streams were told they were taken for dead.
+    dead: &'a Cell<u32>,
 }
 
 impl WatchStream<Obj> for Items<'_> {
@@ -51,6 +55,10 @@ impl WatchStream<Obj> for Items<'_> {
             None if self.hang => future::pending().await,
             None => None,
         }
+    }
+
+    fn taken_for_dead(&mut self) {
+        self.dead.set(self.dead.get() + 1);
     }
 }
 
@@ -84,6 +92,7 @@ impl ListerWatcher for Scripted {
                     items: items.into(),
                     hang,
                     clock: &self.clock,
+                    dead: &self.dead,
                 })
             }
             Some(Err(failure)) => Err(failure),
@@ -295,15 +304,21 @@ fn a_watch_silent_past_its_bound_fails_and_the_reflector_lists_again() {
         };
         let (got, _) = drive_with(&server, config);
         let asked = server.asked.borrow().clone();
-        (asked, got)
+        (asked, got, server.dead.get())
     };
     // Trusted: the first watch, silent after its list, is read forever.
-    let (asked, _) = silent(SilentWatch::Trusted);
+    let (asked, _, dead) = silent(SilentWatch::Trusted);
     assert_eq!(asked, ["WATCH rv= stream"]);
-    // With a bound: it fails, says why, and the Reflector streams again.
-    let (asked, got) = silent(SilentWatch::After(Duration::from_secs(10)));
+    assert_eq!(dead, 0);
+    // With a bound: it fails, says why, tells the stream (whose connection
+    // the lister-watcher forgets), and the Reflector streams again.
+    let (asked, got, dead) = silent(SilentWatch::After(Duration::from_secs(10)));
     assert_eq!(asked, ["WATCH rv= stream", "WATCH rv=10 stream"], "{got:?}");
     assert!(got.contains(&"report WatchEnded".to_string()), "{got:?}");
+    assert_eq!(
+        dead, 1,
+        "the silent stream was not told it was taken for dead"
+    );
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod error;
 pub mod requests;
 
 use crate::downstream::hub::Hub;
+use crate::upstream::connections::{Connections, Pool};
 use crate::upstream::error_chain::with_causes;
 use crate::upstream::pipeline::Pipeline;
 use crate::upstream::redact::{Received, redact_text};
@@ -47,7 +48,8 @@ const REPLAYS: usize = 4;
 
 /// The Reflector of one [`Target`].
 pub struct Reflector {
-    pub client: kube::Client,
+    /// Forgotten whenever a request or watch is taken for dead.
+    pub connections: Connections,
     pub target: Target,
     pub hub: Hub,
     pub pipeline: Pipeline,
@@ -107,11 +109,9 @@ impl Reflector {
         // way: neither the answer nor any read of its body waits longer
         // than a silent watch would.
         let bound = self.answer_bound(self.config.min_watch_timeout.as_secs());
-        let unanswered = |after| ReflectorError::Unanswered {
-            request: "LIST",
-            after,
-        };
-        let reader = within(bound, self.client.request_stream(request))
+        let pool = self.connections.pool();
+        let unanswered = |after| self.given_up(&pool, "LIST", after);
+        let reader = within(bound, pool.client.request_stream(request))
             .await
             .map_err(unanswered)?
             .map_err(|source| ReflectorError::List { source })?;
@@ -147,21 +147,27 @@ impl Reflector {
             request.send_initial_events,
         )
         .map_err(|source| ReflectorError::Build { source })?;
-        let answer = self.client.request_events::<Box<RawValue>>(http);
+        let pool = self.connections.pool();
+        let answer = pool.client.request_events::<Box<RawValue>>(http);
         // A request sent on a pooled connection that a load balancer forgot
         // is never answered: it waits no longer than a silent watch would.
         let answered = within(self.answer_bound(request.timeout_seconds), answer)
             .await
-            .map_err(|after| ReflectorError::Unanswered {
-                request: "WATCH",
-                after,
-            })?;
+            .map_err(|after| self.given_up(&pool, "WATCH", after))?;
         let stream = answered.map_err(|source| ReflectorError::Watch { source })?;
         Ok(KubeWatch {
             reflector: self,
             stream: Box::pin(stream),
+            pool,
             _open: OpenWatch::new(&self.hub),
         })
+    }
+
+    /// The error of a `request` sent with `pool` and given up `after` a
+    /// silence, its connection, and with it the pool, taken for dead.
+    fn given_up(&self, pool: &Pool, request: &'static str, after: Duration) -> ReflectorError {
+        self.connections.forget(pool);
+        ReflectorError::Unanswered { request, after }
     }
 
     /// How long a request, or a read of its body, may wait for a byte
@@ -271,6 +277,8 @@ impl ListerWatcher for Reflector {
 pub struct KubeWatch<'a> {
     reflector: &'a Reflector,
     stream: BoxStream<'static, Result<kube::core::WatchEvent<Box<RawValue>>, kube::Error>>,
+    /// The client the WATCH was sent with.
+    pool: Pool,
     _open: OpenWatch<'a>,
 }
 
@@ -307,6 +315,10 @@ impl WatchStream<Object> for KubeWatch<'_> {
                 WatchItem::Error(error::status_failure(&status))
             }
         }))
+    }
+
+    fn taken_for_dead(&mut self) {
+        self.reflector.connections.forget(&self.pool);
     }
 }
 

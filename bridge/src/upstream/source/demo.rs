@@ -4,6 +4,7 @@
 
 use super::{SourceError, Upstream};
 use crate::cli::Args;
+use crate::upstream::connections::Connections;
 use crate::upstream::source::stages::ServerStages;
 use futures_util::future::BoxFuture;
 use std::path::PathBuf;
@@ -77,9 +78,11 @@ pub async fn start(args: &Args) -> Result<Upstream, SourceError> {
         url.parse()
             .map_err(|e| SourceError::Config(format!("{e}")))?,
     );
-    let client = kube::Client::try_from(config).map_err(|e| SourceError::Config(e.to_string()))?;
+    let connections =
+        Connections::new(move || kube::Client::try_from(config.clone()).map_err(|e| e.to_string()))
+            .map_err(SourceError::Config)?;
     Ok(Upstream {
-        client,
+        connections,
         source: Source::Demo { api: base },
         default_resources: DEFAULT_RESOURCES.iter().map(|s| s.to_string()).collect(),
         server_stages: Some(Arc::new(LedgerStages(cp.clone()))),

@@ -12,6 +12,7 @@ pub mod stages;
 pub mod token_file;
 
 use crate::cli::Args;
+use crate::upstream::connections::Connections;
 use stages::ServerStages;
 use std::sync::Arc;
 use watchlife_controlplane::ControlPlane;
@@ -19,8 +20,8 @@ use watchlife_protocol::{Source, Stage};
 
 /// A source, connected and ready to list-watch.
 pub struct Upstream {
-    /// A client that can only read (see [`read_only_client`]).
-    pub client: kube::Client,
+    /// Clients that can only read (see [`read_only_client`]).
+    pub connections: Connections,
     /// What viewers are told about it.
     pub source: Source,
     /// What to watch when `--resources` is not given.
@@ -66,9 +67,9 @@ pub async fn choose(args: &Args) -> Result<Upstream, SourceError> {
     demo::start(args).await
 }
 
-/// A kube client for `config` that refuses, before it leaves the bridge, any
+/// Kube clients for `config` that refuse, before it leaves the bridge, any
 /// request but GET: watchlife lists, watches and discovers, and never writes.
-pub fn read_only_client(config: kube::Config) -> Result<kube::Client, SourceError> {
+pub fn read_only_client(config: kube::Config) -> Result<Connections, SourceError> {
     // kube writes a kubeconfig's token into the Authorization header with
     // tower-http's `bearer`, which panics on a token that is no header
     // value (a control character, a line break pasted with it): such a
@@ -82,15 +83,18 @@ pub fn read_only_client(config: kube::Config) -> Result<kube::Client, SourceErro
         }
     }
     let (config, token_file) = take_token_file(config)?;
-    let builder = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| SourceError::Config(format!("cannot build a client: {e}")))?;
-    let builder = builder.with_layer(&tower::filter::FilterLayer::new(only_reads));
-    Ok(match token_file {
-        Some(file) => builder
-            .with_layer(&token_file::TokenFileLayer(file))
-            .build(),
-        None => builder.build(),
+    Connections::new(move || {
+        let builder = kube::client::ClientBuilder::try_from(config.clone())
+            .map_err(|e| format!("cannot build a client: {e}"))?;
+        let builder = builder.with_layer(&tower::filter::FilterLayer::new(only_reads));
+        Ok(match &token_file {
+            Some(file) => builder
+                .with_layer(&token_file::TokenFileLayer(file.clone()))
+                .build(),
+            None => builder.build(),
+        })
     })
+    .map_err(SourceError::Config)
 }
 
 /// Takes the token file out of `config` when it is the credential kube
@@ -136,7 +140,7 @@ mod tests {
         // Nothing listens on this port: a request that got through would
         // fail with a connection error instead.
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let client = read_only_client(config).unwrap();
+        let client = read_only_client(config).unwrap().client();
         for method in ["POST", "PUT", "PATCH", "DELETE"] {
             let request = http::Request::builder()
                 .method(method)
