@@ -2,7 +2,8 @@
 //! change (its token, or the line under the lanes that counts the events shown
 //! without one) is drawn in the first animation frame after its message
 //! arrives, bursts included, whatever the event log's redraw rate; and the
-//! log draws its rows in place, not anew at each redraw.
+//! log draws its rows in place, not anew at each redraw, and holds them
+//! still under a row the keyboard reached.
 //!
 //! A script that runs before the page's own counts animation frames (its
 //! `requestAnimationFrame` callback is the first of every frame), notes the
@@ -86,8 +87,9 @@ fn modified(seq: u64, rv: u64) -> ServerFrame {
     }
 }
 
-#[tokio::test]
-async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
+/// A scripted bridge with no objects yet, and a page connected to it at
+/// live speed, its clocks installed.
+async fn connected() -> (ScriptedBridge, Browser) {
     let snapshot = ServerFrame {
         seq: 0,
         body: FrameBody::Snapshot(Snapshot {
@@ -104,6 +106,12 @@ async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
     browser.before_every_page(CLOCKS).await;
     browser.goto(&format!("{}/?speed=4", bridge.url())).await;
     browser.wait_connected().await;
+    (bridge, browser)
+}
+
+#[tokio::test]
+async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
+    let (bridge, browser) = connected().await;
 
     // Singles a little apart, then bursts that arrive together: more
     // events at once than the lanes have room for.
@@ -183,5 +191,106 @@ async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
         ))
         .await;
     assert_eq!(kept, json!(true), "the row was drawn anew, not in place");
+    browser.close().await;
+}
+
+/// Presses `key` as a person does: a trusted key event through DevTools,
+/// which moves the focus on Tab.
+async fn press(browser: &Browser, key: &str, code: u32) {
+    for kind in ["keyDown", "keyUp"] {
+        browser
+            .cdp(
+                "Input.dispatchKeyEvent",
+                json!({ "type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code }),
+            )
+            .await;
+    }
+}
+
+/// The `data-seq` of the element with the focus, if it is an event row.
+async fn focused_seq(browser: &Browser) -> serde_json::Value {
+    browser
+        .eval(
+            "(document.activeElement.closest('tr.event-row') || {dataset: {}}).dataset.seq || null",
+        )
+        .await
+}
+
+/// A row the keyboard reached holds the log still, so the row under the
+/// focus, and the one Enter follows, stays the event the reader chose; the
+/// heading counts what arrived meanwhile; the log moves on when the focus
+/// leaves. A click's focus does not hold it.
+#[tokio::test]
+async fn a_row_the_keyboard_reached_holds_the_log_still() {
+    let (bridge, browser) = connected().await;
+    let mut rv = FIRST_RV;
+    let mut send = |n: u64| {
+        for _ in 0..n {
+            bridge.send(&modified(rv - FIRST_RV + 1, rv));
+            rv += 1;
+        }
+        rv - 1
+    };
+    let newest = send(5);
+    let first_is =
+        |rv: u64| format!("document.querySelector('tr.event-row').dataset.rv === '{rv}'");
+    browser.wait_until("five rows", &first_is(newest)).await;
+
+    // Tab from the second row to the third.
+    browser
+        .eval("document.querySelectorAll('tr.event-row')[1].focus(), true")
+        .await;
+    press(&browser, "Tab", 9).await;
+    let chosen = focused_seq(&browser).await;
+    assert_eq!(chosen, json!("3"), "Tab did not reach the third row");
+
+    let newer = send(3);
+    browser
+        .wait_until(
+            "the heading counts the events that arrived",
+            "(document.querySelector('.event-log .held-note') || {textContent: ''}).textContent.includes('3 newer')",
+        )
+        .await;
+    assert_eq!(
+        browser.eval(&first_is(newest)).await,
+        json!(true),
+        "the held log moved"
+    );
+    assert_eq!(
+        focused_seq(&browser).await,
+        chosen,
+        "the focus moved to another event"
+    );
+
+    // Enter follows the event under the focus.
+    press(&browser, "Enter", 13).await;
+    browser
+        .wait_until(
+            "the detail of the chosen event",
+            &format!(
+                "(document.querySelector('.event-detail') || {{textContent: ''}}).textContent.includes('{}')",
+                FIRST_RV + 2
+            ),
+        )
+        .await;
+
+    // The focus leaves: the log shows the newest again.
+    browser.eval("document.activeElement.blur(), true").await;
+    browser
+        .wait_until("the log moves on", &first_is(newer))
+        .await;
+    assert_eq!(
+        browser
+            .eval("!document.querySelector('.event-log .held-note')")
+            .await,
+        json!(true)
+    );
+
+    // A click's focus does not hold it.
+    browser.click("tr.event-row:nth-child(3)").await;
+    let latest = send(2);
+    browser
+        .wait_until("the clicked log moves on", &first_is(latest))
+        .await;
     browser.close().await;
 }

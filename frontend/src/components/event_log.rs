@@ -1,7 +1,10 @@
 //! The recent events as a virtualised list (only the rows in view exist in
 //! the page, redrawn in place at most [`REDRAW_MS`] apart), each with a
 //! waterfall of its stage times; click one to follow its token and read
-//! its detail.
+//! its detail. While a row has the keyboard's focus the list holds still
+//! (the events that arrive meanwhile are counted above it), so that the
+//! row under the focus, and the one Enter follows, stays the event the
+//! reader chose.
 
 use super::event_detail::{Chosen, EventDetail};
 use super::scroll_table::ScrollTable;
@@ -39,6 +42,9 @@ struct Window {
     /// Events that pass the filters.
     total: usize,
     rows: Vec<EventRow>,
+    /// Events that pass the filters but arrived after the list was held,
+    /// and are not in it.
+    newer: usize,
 }
 
 impl PartialEq for Window {
@@ -46,6 +52,7 @@ impl PartialEq for Window {
     fn eq(&self, other: &Self) -> bool {
         self.first == other.first
             && self.total == other.total
+            && self.newer == other.newer
             && self.rows.len() == other.rows.len()
             && self
                 .rows
@@ -56,37 +63,44 @@ impl PartialEq for Window {
 }
 
 /// The window of `count` rows from `first` of the events `filters` show,
-/// newest first, cloning only the rows in it.
+/// newest first, none newer than `held` when the list is held, cloning
+/// only the rows in it.
 fn window(
     events: &VecDeque<EventRow>,
     filters: &crate::filters::Filters,
     first: usize,
     count: usize,
+    held: Option<u64>,
 ) -> Window {
-    let (total, rows) = if filters.is_empty() {
-        let rows = events
+    let held = held.unwrap_or(u64::MAX);
+    // Events are in the order of their seq: the newer ones are at the end.
+    let newer_all = events.iter().rev().take_while(|r| r.seq > held).count();
+    let kept = events.iter().rev().skip(newer_all);
+    let (total, rows, newer) = if filters.is_empty() {
+        let rows = kept.skip(first).take(count).cloned().collect();
+        (events.len() - newer_all, rows, newer_all)
+    } else {
+        let newer = events
             .iter()
             .rev()
-            .skip(first)
-            .take(count)
-            .cloned()
-            .collect();
-        (events.len(), rows)
-    } else {
+            .take(newer_all)
+            .filter(|r| filters.shows(&r.event))
+            .count();
         let mut total = 0;
         let mut rows = Vec::new();
-        for row in events.iter().rev().filter(|r| filters.shows(&r.event)) {
+        for row in kept.filter(|r| filters.shows(&r.event)) {
             if total >= first && rows.len() < count {
                 rows.push(row.clone());
             }
             total += 1;
         }
-        (total, rows)
+        (total, rows, newer)
     };
     Window {
         first: first.min(total),
         total,
         rows,
+        newer,
     }
 }
 
@@ -144,6 +158,19 @@ fn LogHeading(
                     0 => String::new(),
                     n => format!(" · {n} older events dropped"),
                 }}
+                {move || {
+                    shown
+                        .with(|w| w.newer)
+                        .ne(&0)
+                        .then(|| view! {
+                            <span class="held-note">
+                                {move || format!(
+                                    " · held while a row has the focus: {} newer above",
+                                    shown.with(|w| w.newer),
+                                )}
+                            </span>
+                        })
+                }}
                 " · click one to follow its token and read its detail"
             </small>
             <super::bookmark_filter::BookmarkFilter/>
@@ -158,14 +185,26 @@ pub fn EventLog() -> impl IntoView {
     let view = expect_context::<ViewState>();
     let scroll_top = RwSignal::new(0.0_f64);
     let redraw = throttled(REDRAW_MS, move || model.events.track());
+    // While a row has the keyboard's focus: the newest seq when it came.
+    let keyboard = RwSignal::new(false);
+    let held = Memo::new(move |before: Option<&Option<u64>>| {
+        keyboard.get().then(|| {
+            before.copied().flatten().unwrap_or_else(|| {
+                model
+                    .events
+                    .with_untracked(|e| e.back().map_or(0, |r| r.seq))
+            })
+        })
+    });
     let shown = Memo::new(move |_| {
         redraw.track();
         let filters = view.filters();
         let first = ((scroll_top.get() / ROW_H) as usize).saturating_sub(OVERSCAN);
         let count = (VIEWPORT_H / ROW_H) as usize + 2 * OVERSCAN;
+        let held = held.get();
         model
             .events
-            .with_untracked(|e| window(e, &filters, first, count))
+            .with_untracked(|e| window(e, &filters, first, count, held))
     });
     let received = move || {
         redraw.track();
@@ -194,6 +233,7 @@ pub fn EventLog() -> impl IntoView {
                 columns=&["seq", "event", "kind", "namespace/name", "RV", "stages"]
                 body_id="events"
                 choose=follow
+                keyboard
             >
                 <tr
                     class="spacer"
@@ -332,5 +372,55 @@ fn Waterfall(row: EventRow, notifies: bool) -> impl IntoView {
                 })
                 .collect_view()}
         </svg>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filters::Filters;
+    use crate::test_events::pod_event;
+    use std::sync::Arc;
+    use watchlife_protocol::EventType;
+
+    /// Events 1..=n, pods `p{seq % 2}`.
+    fn events(n: u64) -> VecDeque<EventRow> {
+        (1..=n)
+            .map(|seq| EventRow {
+                seq,
+                event: Arc::new(pod_event(
+                    EventType::Modified,
+                    &format!("p{}", seq % 2),
+                    &seq.to_string(),
+                    &[],
+                )),
+            })
+            .collect()
+    }
+
+    fn seqs(w: &Window) -> Vec<u64> {
+        w.rows.iter().map(|r| r.seq).collect()
+    }
+
+    #[test]
+    fn a_held_list_keeps_its_rows_and_counts_the_newer_events() {
+        let all = events(10);
+        let live = window(&all, &Filters::default(), 0, 3, None);
+        assert_eq!(
+            (seqs(&live), live.total, live.newer),
+            (vec![10, 9, 8], 10, 0)
+        );
+
+        let held = window(&all, &Filters::default(), 0, 3, Some(7));
+        assert_eq!((seqs(&held), held.total, held.newer), (vec![7, 6, 5], 7, 3));
+        let scrolled = window(&all, &Filters::default(), 2, 3, Some(7));
+        assert_eq!(seqs(&scrolled), [5, 4, 3]);
+
+        let odd = Filters {
+            search: "p1".into(),
+            ..Filters::default()
+        };
+        let held = window(&all, &odd, 0, 2, Some(7));
+        assert_eq!((seqs(&held), held.total, held.newer), (vec![7, 5], 4, 1));
     }
 }

@@ -9,6 +9,9 @@ use leptos::prelude::*;
 /// The scrolling area (`class`, `style`) with its table: `columns` as the
 /// head, `children` as the body `body_id`. Every scroll sets `scroll_top`
 /// (px); `choose` gets every click, and every Enter, in the body.
+/// `keyboard`, if given, is true while a row has the focus a keyboard gave
+/// it (`:focus-visible`; a click's focus does not count), so that the
+/// panel can hold its rows still under it.
 #[component]
 pub fn ScrollTable<F>(
     class: &'static str,
@@ -17,6 +20,7 @@ pub fn ScrollTable<F>(
     columns: &'static [&'static str],
     body_id: &'static str,
     choose: F,
+    #[prop(optional)] keyboard: Option<RwSignal<bool>>,
     children: Children,
 ) -> impl IntoView
 where
@@ -43,10 +47,41 @@ where
                             choose(&ev);
                         }
                     }
+                    on:focusin=move |ev| {
+                        if let Some(keyboard) = keyboard {
+                            let target = event_target::<web_sys::Element>(&ev);
+                            keyboard.set(target.matches(":focus-visible").unwrap_or(false));
+                        }
+                    }
+                    on:focusout=move |ev| {
+                        // Moving from row to row keeps it: the focus only
+                        // leaves when it goes outside the body.
+                        if let Some(keyboard) = keyboard
+                            && !focus_stays_in(&ev)
+                        {
+                            keyboard.set(false);
+                        }
+                    }
                 >
                     {children()}
                 </tbody>
             </table>
         </div>
+    }
+}
+
+/// Whether the focus a `focusout` takes away goes to another element of the
+/// same body.
+fn focus_stays_in(ev: &web_sys::FocusEvent) -> bool {
+    use wasm_bindgen::JsCast;
+    let body = ev
+        .current_target()
+        .and_then(|t| t.dyn_into::<web_sys::Node>().ok());
+    let next = ev
+        .related_target()
+        .and_then(|t| t.dyn_into::<web_sys::Node>().ok());
+    match (body, next) {
+        (Some(body), Some(next)) => body.contains(Some(&next)),
+        _ => false,
     }
 }
