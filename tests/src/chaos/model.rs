@@ -71,7 +71,7 @@ pub struct Model {
     pub watches_taken_for_dead: u64,
     /// Resource → whether its Reflector has a WATCH out, as its last state
     /// told (a LIST, a backoff or an ended watch: not).
-    pub watching: BTreeMap<String, bool>,
+    watching: BTreeMap<String, bool>,
     /// The next stream `seq` this viewer may be sent, once it knows one.
     expect: Option<u64>,
     /// Whether the connection asked to resume (`since`).
