@@ -349,6 +349,36 @@ async fn hundreds_of_objects_draw_only_the_rows_in_view_and_offer_a_few_to_act_o
             "document.querySelector('#history .name')?.textContent === 'default/pod-299'",
         )
         .await;
+    // The pod the viewer chose stays chosen as the list around it moves:
+    // five pods offered before it are deleted.
+    browser
+        .eval(
+            "((s) => { s.value = 'default/pod-010'; s.dispatchEvent(new Event('change')); return s.value; })(document.querySelector('#action-pod'))",
+        )
+        .await;
+    for (i, name) in names.iter().take(5).enumerate() {
+        let i = i as u64;
+        bridge.send(&event(
+            i + 1,
+            EventType::Deleted,
+            scripted_pod(name),
+            20 + i,
+            stages(T0 + i * 10, &[10, 10, 10]),
+        ));
+    }
+    browser
+        .wait_until(
+            "the deleted pods are no longer offered",
+            "document.querySelector('#action-pod option').value === 'default/pod-005'",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.querySelector('#action-pod').value")
+            .await,
+        json!("default/pod-010"),
+        "the choice moved with the options"
+    );
     browser.close().await;
 }
 

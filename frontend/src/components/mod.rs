@@ -21,7 +21,6 @@ pub mod objects;
 pub mod pipeline;
 pub mod plots;
 pub mod record_bar;
-pub mod renewed;
 #[cfg(feature = "replay")]
 pub mod replay_bar;
 pub mod scroll_table;
