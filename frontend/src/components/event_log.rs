@@ -45,6 +45,9 @@ struct Window {
     /// Events that pass the filters but arrived after the list was held,
     /// and are not in it.
     newer: usize,
+    /// The newest event this window was drawn from (held or not): where a
+    /// hold begins, so that the rows on screen are the rows held.
+    newest: u64,
 }
 
 impl PartialEq for Window {
@@ -101,6 +104,7 @@ fn window(
         total,
         rows,
         newer,
+        newest: events.iter().rev().nth(newer_all).map_or(0, |r| r.seq),
     }
 }
 
@@ -185,15 +189,16 @@ pub fn EventLog() -> impl IntoView {
     let view = expect_context::<ViewState>();
     let scroll_top = RwSignal::new(0.0_f64);
     let redraw = throttled(REDRAW_MS, move || model.events.track());
-    // While a row has the keyboard's focus: the newest seq when it came.
+    // While a row has the keyboard's focus: the newest seq of the rows on
+    // screen when it came (the model may hold newer ones not drawn yet).
     let keyboard = RwSignal::new(false);
+    let drawn_newest = StoredValue::new(0_u64);
     let held = Memo::new(move |before: Option<&Option<u64>>| {
         keyboard.get().then(|| {
-            before.copied().flatten().unwrap_or_else(|| {
-                model
-                    .events
-                    .with_untracked(|e| e.back().map_or(0, |r| r.seq))
-            })
+            before
+                .copied()
+                .flatten()
+                .unwrap_or_else(|| drawn_newest.get_value())
         })
     });
     let shown = Memo::new(move |_| {
@@ -202,9 +207,11 @@ pub fn EventLog() -> impl IntoView {
         let first = ((scroll_top.get() / ROW_H) as usize).saturating_sub(OVERSCAN);
         let count = (VIEWPORT_H / ROW_H) as usize + 2 * OVERSCAN;
         let held = held.get();
-        model
+        let w = model
             .events
-            .with_untracked(|e| window(e, &filters, first, count, held))
+            .with_untracked(|e| window(e, &filters, first, count, held));
+        drawn_newest.set_value(w.newest);
+        w
     });
     let received = move || {
         redraw.track();
@@ -411,8 +418,10 @@ mod tests {
             (vec![10, 9, 8], 10, 0)
         );
 
+        assert_eq!(live.newest, 10);
         let held = window(&all, &Filters::default(), 0, 3, Some(7));
         assert_eq!((seqs(&held), held.total, held.newer), (vec![7, 6, 5], 7, 3));
+        assert_eq!(held.newest, 7);
         let scrolled = window(&all, &Filters::default(), 2, 3, Some(7));
         assert_eq!(seqs(&scrolled), [5, 4, 3]);
 
