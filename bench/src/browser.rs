@@ -58,12 +58,66 @@ pub struct Config {
 #[derive(Default)]
 pub struct Figures {
     /// The demo rate chosen for the target.
-    rate: u32,
-    first_paint: Spread,
-    fps: Spread,
-    worst_frame: Spread,
-    received: Spread,
-    resyncs: Spread,
+    pub rate: u32,
+    pub first_paint: Spread,
+    pub fps: Spread,
+    pub worst_frame: Spread,
+    pub received: Spread,
+    pub resyncs: Spread,
+}
+
+impl Figures {
+    /// Adds one run's measurement.
+    pub fn add(&mut self, m: &Measured) {
+        self.first_paint.push(m.first_paint_ms * 1000.0);
+        self.fps.push(m.fps);
+        self.worst_frame.push(m.worst_frame_ms * 1000.0);
+        self.received.push(m.received_per_second);
+        self.resyncs.push(m.resyncs_per_minute);
+    }
+}
+
+/// The headers of a [`frames_table`] that differ between the sections
+/// that draw one.
+pub struct FramesHeaders {
+    /// What a row's target counts ("frames per second wanted").
+    pub wanted: &'static str,
+    /// Whether the page's resyncs have a column (where it can fall behind).
+    pub resyncs: bool,
+    pub fps: &'static str,
+    pub first_paint: &'static str,
+}
+
+/// A row per target: the demo rate chosen, what the page received, its
+/// frames per second, its longest frame and its first paint.
+pub fn frames_table(headers: &FramesHeaders, targets: &[u32], figures: &[Figures]) -> Table {
+    let mut columns = vec![
+        headers.wanted,
+        "demo changes/s chosen",
+        "frames the page received per second",
+    ];
+    if headers.resyncs {
+        columns.push("resyncs per minute (the page fell behind)");
+    }
+    columns.extend([headers.fps, "longest frame", headers.first_paint]);
+    let mut table = Table::new("", &columns);
+    for (f, target) in figures.iter().zip(targets) {
+        let mut cells = vec![
+            count(*target as usize),
+            count(f.rate as usize),
+            f.received.show(num),
+        ];
+        if headers.resyncs {
+            cells.push(f.resyncs.show(num));
+        }
+        cells.extend([
+            f.fps.show(num),
+            f.worst_frame.show(micros),
+            f.first_paint.show(micros),
+        ]);
+        table.row(cells);
+    }
+    table
 }
 
 /// What the runs found, or the programs missing to measure anything.
@@ -163,41 +217,20 @@ impl Config {
                 let m = runtime
                     .block_on(measure_at(self, &mut f.rate, *target))
                     .inspect_err(|e| progress!("browser failed: {e}"))?;
-                f.first_paint.push(m.first_paint_ms * 1000.0);
-                f.fps.push(m.fps);
-                f.worst_frame.push(m.worst_frame_ms * 1000.0);
-                f.received.push(m.received_per_second);
-                f.resyncs.push(m.resyncs_per_minute);
+                f.add(&m);
             }
         }
         Ok(())
     }
 
     fn table(&self, figures: &[Figures]) -> Table {
-        let mut table = Table::new(
-            "",
-            &[
-                "frames per second wanted",
-                "demo changes/s chosen",
-                "frames the page received per second",
-                "resyncs per minute (the page fell behind)",
-                "page frames per second",
-                "longest frame",
-                "first paint",
-            ],
-        );
-        for (f, target) in figures.iter().zip(&self.targets) {
-            table.row(vec![
-                count(*target as usize),
-                count(f.rate as usize),
-                f.received.show(num),
-                f.resyncs.show(num),
-                f.fps.show(num),
-                f.worst_frame.show(micros),
-                f.first_paint.show(micros),
-            ]);
-        }
-        table
+        let headers = FramesHeaders {
+            wanted: "frames per second wanted",
+            resyncs: true,
+            fps: "page frames per second",
+            first_paint: "first paint",
+        };
+        frames_table(&headers, &self.targets, figures)
     }
 
     fn method(&self) -> String {

@@ -9,12 +9,15 @@
 //! a fresh headless Chromium each time; the device and the throttling are set
 //! before it loads, so first paint is the throttled one.
 
-use crate::browser::{Driver, Measured, calibrate, cdp, measure_page, wait_connected};
+use crate::browser::{
+    Driver, Figures, FramesHeaders, Measured, calibrate, cdp, frames_table, measure_page,
+    wait_connected,
+};
 use crate::machine::renderers;
 use crate::process::Watchlife;
 use crate::report::{Report, Section, Table};
 use crate::scenario::{Scenario, stopped_early};
-use crate::stats::{Spread, bytes, count, micros, num};
+use crate::stats::{bytes, micros, num};
 use fantoccini::Client;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -47,16 +50,6 @@ pub struct Config {
     /// How long the page stays open at the last target while its memory is
     /// read every [`SAMPLE_EVERY`].
     pub soak: Duration,
-}
-
-#[derive(Default)]
-pub struct Figures {
-    /// The demo rate chosen for the target.
-    rate: u32,
-    first_paint: Spread,
-    fps: Spread,
-    worst_frame: Spread,
-    received: Spread,
 }
 
 /// The tab's memory at one moment of the soak.
@@ -176,11 +169,7 @@ impl Config {
                 let phone = Phone::open(&self.watchlife, f.rate).await?;
                 let m = phone.measure().await;
                 phone.close().await;
-                let m = m?;
-                f.first_paint.push(m.first_paint_ms * 1000.0);
-                f.fps.push(m.fps);
-                f.worst_frame.push(m.worst_frame_ms * 1000.0);
-                f.received.push(m.received_per_second);
+                f.add(&m?);
             }
         }
         let Some(last) = gathered.figures.last() else {
@@ -198,28 +187,13 @@ impl Config {
     }
 
     fn table(&self, figures: &[Figures]) -> Table {
-        let mut table = Table::new(
-            "",
-            &[
-                "events per second wanted",
-                "demo changes/s chosen",
-                "frames the page received per second",
-                "page frames per second (goal 60)",
-                "longest frame",
-                "first paint (goal < 1.5 s)",
-            ],
-        );
-        for (f, target) in figures.iter().zip(&self.targets) {
-            table.row(vec![
-                count(*target as usize),
-                count(f.rate as usize),
-                f.received.show(num),
-                f.fps.show(num),
-                f.worst_frame.show(micros),
-                f.first_paint.show(micros),
-            ]);
-        }
-        table
+        let headers = FramesHeaders {
+            wanted: "events per second wanted",
+            resyncs: false,
+            fps: "page frames per second (goal 60)",
+            first_paint: "first paint (goal < 1.5 s)",
+        };
+        frames_table(&headers, &self.targets, figures)
     }
 
     fn method(&self) -> String {

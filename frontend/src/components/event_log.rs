@@ -182,16 +182,17 @@ fn LogHeading(
     }
 }
 
-/// Recent events, newest first.
-#[component]
-pub fn EventLog() -> impl IntoView {
-    let model = expect_context::<Model>();
-    let view = expect_context::<ViewState>();
-    let scroll_top = RwSignal::new(0.0_f64);
-    let redraw = throttled(REDRAW_MS, move || model.events.track());
-    // While a row has the keyboard's focus: the newest seq of the rows on
-    // screen when it came (the model may hold newer ones not drawn yet).
-    let keyboard = RwSignal::new(false);
+/// The rows to draw: the window at `scroll_top` of the events that pass
+/// the filters, taken again at each `redraw`. While `keyboard` is true (a
+/// row has the keyboard's focus) the window is held at the newest row on
+/// screen when it came: the model may hold newer events not drawn yet.
+fn shown_window(
+    model: Model,
+    view: ViewState,
+    scroll_top: RwSignal<f64>,
+    redraw: ReadSignal<u64>,
+    keyboard: RwSignal<bool>,
+) -> Memo<Window> {
     let drawn_newest = StoredValue::new(0_u64);
     let held = Memo::new(move |before: Option<&Option<u64>>| {
         keyboard.get().then(|| {
@@ -201,7 +202,7 @@ pub fn EventLog() -> impl IntoView {
                 .unwrap_or_else(|| drawn_newest.get_value())
         })
     });
-    let shown = Memo::new(move |_| {
+    Memo::new(move |_| {
         redraw.track();
         let filters = view.filters();
         let first = ((scroll_top.get() / ROW_H) as usize).saturating_sub(OVERSCAN);
@@ -212,7 +213,18 @@ pub fn EventLog() -> impl IntoView {
             .with_untracked(|e| window(e, &filters, first, count, held));
         drawn_newest.set_value(w.newest);
         w
-    });
+    })
+}
+
+/// Recent events, newest first.
+#[component]
+pub fn EventLog() -> impl IntoView {
+    let model = expect_context::<Model>();
+    let view = expect_context::<ViewState>();
+    let scroll_top = RwSignal::new(0.0_f64);
+    let redraw = throttled(REDRAW_MS, move || model.events.track());
+    let keyboard = RwSignal::new(false);
+    let shown = shown_window(model, view, scroll_top, redraw, keyboard);
     let received = move || {
         redraw.track();
         model.events.with_untracked(|e| e.len() as u64) + model.dropped.get_untracked()
