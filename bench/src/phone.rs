@@ -40,6 +40,10 @@ const KEEP_WASM_MEMORY: &str = "addEventListener('TrunkApplicationStarted', \
     e => { window.__wasmMemory = e.detail.wasm.memory; });";
 /// How often memory is read during the soak.
 const SAMPLE_EVERY: Duration = Duration::from_secs(60);
+/// How long after a forced garbage collection memory is read: the
+/// collector's sweeping and the pages it gives back finish in the
+/// background.
+const AFTER_GC: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -57,7 +61,8 @@ struct Sample {
     minute: f64,
     /// The tab's renderer: resident anonymous memory (wasm, JS heap, DOM).
     anon: f64,
-    /// The JS heap in use, as the page reads it.
+    /// The JS heap in use right after a full garbage collection, as the
+    /// page reads it.
     heap: f64,
     /// The app's wasm linear memory (it grows, never shrinks).
     wasm: f64,
@@ -206,15 +211,18 @@ impl Config {
              (`Emulation.setCPUThrottlingRate`), then opens the page at its default speed, as \
              a shared link does. First paint, frames per second and frames received are \
              measured as in the browser section. Then the page stays \
-             open at the last rate for {} minutes, its memory read every minute: the tab \
-             renderer's `RssAnon` (where wasm memory, the JS heap and the DOM live), the app's \
-             wasm memory, the JS heap in use (`performance.memory`), and the rows of its event \
-             log. {} runs.",
+             open at the last rate for {} minutes, its memory read every minute, each time \
+             {} s after a full garbage collection forced through DevTools \
+             (`HeapProfiler.collectGarbage`), so that what is read is what the page holds: \
+             the tab renderer's `RssAnon` (where wasm memory, the JS heap and the DOM live), \
+             the app's wasm memory, the JS heap in use (`performance.memory`), and the rows \
+             of its event log. {} runs.",
             WINDOW.0,
             WINDOW.1,
             SCREEN.0,
             SCREEN.1,
             self.soak.as_secs() / 60,
+            AFTER_GC.as_secs(),
             self.runs
         )
     }
@@ -228,7 +236,7 @@ fn soak_table(samples: &[Sample]) -> Table {
             "minute",
             "renderer RssAnon",
             "wasm memory",
-            "JS heap in use",
+            "JS heap live (after a full GC)",
             "event log rows",
         ],
     );
@@ -249,17 +257,26 @@ fn soak_table(samples: &[Sample]) -> Table {
 fn soak_note(samples: &[Sample]) -> Option<String> {
     let (first, last) = (samples.first()?, samples.last()?);
     let middle = samples.get(samples.len() / 2)?;
+    let halves = |read: fn(&Sample) -> f64| {
+        format!(
+            "{} then {}",
+            signed_bytes(read(middle) - read(first)),
+            signed_bytes(read(last) - read(middle))
+        )
+    };
     Some(format!(
         "Over the soak the tab's anonymous memory went from {} (minute {}) to {} (minute {}) \
-         through {} (minute {}): {} in the first half, {} in the second.",
+         through {} (minute {}). Growth in the first half, then in the second: the tab's \
+         anonymous memory {}; the wasm memory {}; the live JS heap {}.",
         bytes(first.anon),
         num(first.minute),
         bytes(last.anon),
         num(last.minute),
         bytes(middle.anon),
         num(middle.minute),
-        signed_bytes(middle.anon - first.anon),
-        signed_bytes(last.anon - middle.anon)
+        halves(|s| s.anon),
+        halves(|s| s.wasm),
+        halves(|s| s.heap),
     ))
 }
 
@@ -323,6 +340,12 @@ impl Phone {
         for reading in 1..=readings {
             let due = SAMPLE_EVERY * reading as u32;
             tokio::time::sleep(due.saturating_sub(t0.elapsed())).await;
+            // What the page holds, not what its garbage collector has yet
+            // to reclaim: V8 lets garbage pile up to a heap size of its
+            // choosing before it collects, so a reading between two
+            // collections says more about the collector than the page.
+            cdp(&self.client, "HeapProfiler.collectGarbage", serde_json::json!({})).await?;
+            tokio::time::sleep(AFTER_GC).await;
             let page = self
                 .eval(
                     "return [performance.memory ? performance.memory.usedJSHeapSize : null, \
