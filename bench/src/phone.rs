@@ -344,7 +344,12 @@ impl Phone {
             // to reclaim: V8 lets garbage pile up to a heap size of its
             // choosing before it collects, so a reading between two
             // collections says more about the collector than the page.
-            cdp(&self.client, "HeapProfiler.collectGarbage", serde_json::json!({})).await?;
+            cdp(
+                &self.client,
+                "HeapProfiler.collectGarbage",
+                serde_json::json!({}),
+            )
+            .await?;
             tokio::time::sleep(AFTER_GC).await;
             let page = self
                 .eval(

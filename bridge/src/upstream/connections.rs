@@ -14,6 +14,7 @@
 //! connections are closed as the last request using it ends.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 /// Builds a client with a new, empty connection pool; why not, if it cannot.
 type Build = dyn Fn() -> Result<kube::Client, String> + Send + Sync;
@@ -97,6 +98,17 @@ impl Connections {
             .current
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `future`'s output, or after `bound` (when there is one) the bound.
+pub async fn within<T>(
+    bound: Option<Duration>,
+    future: impl Future<Output = T>,
+) -> Result<T, Duration> {
+    match bound {
+        Some(after) => tokio::time::timeout(after, future).await.map_err(|_| after),
+        None => Ok(future.await),
     }
 }
 

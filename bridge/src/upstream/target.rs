@@ -22,6 +22,13 @@ pub struct Target {
 pub enum ResolveError {
     #[error("discovery failed: {0}")]
     Discovery(#[source] kube::Error),
+    /// Discovery went unanswered for as long as a silent watch may last:
+    /// its connection is taken for dead (a load balancer or NAT forgot it).
+    #[error(
+        "discovery: nothing arrived for {} s: the connection is taken for dead",
+        after.as_secs()
+    )]
+    Unanswered { after: std::time::Duration },
     #[error("the server has no resource {name:?}{hint}")]
     Unknown { name: String, hint: String },
 }

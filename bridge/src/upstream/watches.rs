@@ -7,7 +7,7 @@
 //! on client-go's schedule until the cluster answers.
 
 use crate::downstream::hub::Hub;
-use crate::upstream::connections::Connections;
+use crate::upstream::connections::{Connections, within};
 use crate::upstream::pipeline::Pipeline;
 use crate::upstream::reflector::{Config, Reflector};
 use crate::upstream::source::stages::ServerStages;
@@ -47,7 +47,7 @@ impl Watches {
                 self.spawn_reflectors(targets);
                 Ok(names)
             }
-            Err(ResolveError::Discovery(e)) => {
+            Err(e @ (ResolveError::Discovery(_) | ResolveError::Unanswered { .. })) => {
                 println!(
                     "cannot reach the cluster yet ({e}); watchlife keeps trying and serves the app meanwhile"
                 );
@@ -59,14 +59,26 @@ impl Watches {
         }
     }
 
+    /// Discovery, bounded as a LIST is: sent on a pooled connection that a
+    /// load balancer forgot, it would wait for the kernel's TCP timeout.
+    /// Past the bound the pool is forgotten, and the next try goes out on
+    /// new connections.
     async fn resolve(&self) -> Result<Vec<Target>, ResolveError> {
-        target::resolve(
-            &self.connections.client(),
+        let config = &self.reflector;
+        let bound = config
+            .silent_watch
+            .bound(config.profile.release(), config.min_watch_timeout.as_secs());
+        let pool = self.connections.pool();
+        let discovery = target::resolve(
+            &pool.client,
             &self.names,
             self.namespace.as_deref(),
             self.selector.as_deref(),
-        )
-        .await
+        );
+        within(bound, discovery).await.unwrap_or_else(|after| {
+            self.connections.forget(&pool);
+            Err(ResolveError::Unanswered { after })
+        })
     }
 
     /// Tries discovery again after each backoff delay, shown on every
@@ -124,5 +136,59 @@ impl Watches {
             };
             tokio::spawn(reflector.run());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use watchlife_informer::reflector::SilentWatch;
+
+    /// A server that takes connections and never answers on them: a load
+    /// balancer that forgot them.
+    async fn mute_server() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn discovery_unanswered_past_the_bound_renews_the_pool() {
+        let url = mute_server().await;
+        let connections = Connections::new(move || {
+            kube::Client::try_from(kube::Config::new(url.parse().unwrap()))
+                .map_err(|e| e.to_string())
+        })
+        .unwrap();
+        let bound = Duration::from_millis(300);
+        let watches = Watches {
+            connections: connections.clone(),
+            names: vec!["pods".into()],
+            namespace: None,
+            selector: None,
+            hub: Hub::new("test"),
+            clock: Clock::system(),
+            server: None,
+            reflector: Config {
+                silent_watch: SilentWatch::After(bound),
+                ..Config::default()
+            },
+            workers: 1,
+        };
+        let answer = tokio::time::timeout(Duration::from_secs(30), watches.resolve())
+            .await
+            .expect("discovery waited past its bound");
+        assert!(
+            matches!(answer, Err(ResolveError::Unanswered { after }) if after == bound),
+            "{answer:?}"
+        );
+        assert_eq!(connections.renewals(), 1, "the pool is forgotten");
     }
 }

@@ -14,7 +14,7 @@ mod error;
 pub mod requests;
 
 use crate::downstream::hub::Hub;
-use crate::upstream::connections::{Connections, Pool};
+use crate::upstream::connections::{Connections, Pool, within};
 use crate::upstream::error_chain::with_causes;
 use crate::upstream::pipeline::Pipeline;
 use crate::upstream::redact::{Received, redact_text};
@@ -427,16 +427,5 @@ impl<'a> OpenWatch<'a> {
 impl Drop for OpenWatch<'_> {
     fn drop(&mut self) {
         self.0.metrics().upstream_watch_closed();
-    }
-}
-
-/// `future`'s output, or after `bound` (when there is one) the bound.
-async fn within<T>(
-    bound: Option<Duration>,
-    future: impl Future<Output = T>,
-) -> Result<T, Duration> {
-    match bound {
-        Some(after) => tokio::time::timeout(after, future).await.map_err(|_| after),
-        None => Ok(future.await),
     }
 }

@@ -115,7 +115,7 @@ fn in_cluster(args: &Args) -> Result<Upstream, SourceError> {
 
 fn upstream(config: kube::Config, context: String, args: &Args) -> Result<Upstream, SourceError> {
     let server = config.cluster_url.to_string();
-    let connections = super::read_only_client(config)?;
+    let connections = super::read_only_connections(config)?;
     let mut observed = observed();
     let server_stages: Option<Arc<dyn ServerStages>> = if args.etcd_endpoints.is_empty() {
         None

@@ -20,7 +20,7 @@ use watchlife_protocol::{Source, Stage};
 
 /// A source, connected and ready to list-watch.
 pub struct Upstream {
-    /// Clients that can only read (see [`read_only_client`]).
+    /// Clients that can only read (see [`read_only_connections`]).
     pub connections: Connections,
     /// What viewers are told about it.
     pub source: Source,
@@ -69,7 +69,7 @@ pub async fn choose(args: &Args) -> Result<Upstream, SourceError> {
 
 /// Kube clients for `config` that refuse, before it leaves the bridge, any
 /// request but GET: watchlife lists, watches and discovers, and never writes.
-pub fn read_only_client(config: kube::Config) -> Result<Connections, SourceError> {
+pub fn read_only_connections(config: kube::Config) -> Result<Connections, SourceError> {
     // kube writes a kubeconfig's token into the Authorization header with
     // tower-http's `bearer`, which panics on a token that is no header
     // value (a control character, a line break pasted with it): such a
@@ -140,7 +140,7 @@ mod tests {
         // Nothing listens on this port: a request that got through would
         // fail with a connection error instead.
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let client = read_only_client(config).unwrap().client();
+        let client = read_only_connections(config).unwrap().client();
         for method in ["POST", "PUT", "PATCH", "DELETE"] {
             let request = http::Request::builder()
                 .method(method)
@@ -160,7 +160,7 @@ mod tests {
         for token in ["abc\n", "\0\0\0", "tok\u{7f}"] {
             let mut config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
             config.auth_info.token = Some(token.to_string().into());
-            let Err(error) = read_only_client(config) else {
+            let Err(error) = read_only_connections(config) else {
                 panic!("{token:?} was taken");
             };
             let error = error.to_string();
@@ -168,6 +168,6 @@ mod tests {
         }
         let mut config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         config.auth_info.token = Some("a-good-token".to_string().into());
-        read_only_client(config).unwrap();
+        read_only_connections(config).unwrap();
     }
 }
