@@ -38,7 +38,8 @@
 //! - [`taps`]: the user's kube-rs controllers, a lane per tap connection,
 //!   matched with the bridge's events by resourceVersion; [`tap_words`]:
 //!   their reconciles in words.
-//! - [`throttle`]: costly panels redrawn a few times a second, not per frame.
+//! - [`throttle`]: costly panels redrawn a few times a second, not per frame,
+//!   and once a second while [`on_screen`] says nobody can see them.
 //! - [`media`]: signals that follow a media query (a phone's width, less motion).
 //! - [`components`]: what is drawn.
 
@@ -68,6 +69,7 @@ pub mod micros;
 pub mod model;
 pub mod narration;
 pub mod notice;
+pub mod on_screen;
 pub mod plain_words;
 pub mod player;
 #[cfg(any(feature = "replay", feature = "in-page"))]

@@ -15,9 +15,45 @@ use crate::model::{Model, now_ms};
 use leptos::prelude::*;
 use std::time::Duration;
 
+/// How often a panel off screen is redrawn: what one scrolls to is at most
+/// this old for the frame it takes the browser to say it came on screen.
+pub const OFF_SCREEN_MS: f64 = 1_000.0;
+
 /// A counter bumped after `source` (a closure that tracks signals) changes,
 /// at most once per `period_ms` of page time.
 pub fn throttled(period_ms: f64, source: impl Fn() + 'static) -> ReadSignal<u64> {
+    paced(move || period_ms, source).0
+}
+
+/// As [`throttled`], for a panel that can be off screen: at most once per
+/// `period_ms` while `on_screen`, once per [`OFF_SCREEN_MS`] while not,
+/// and at once when it comes on screen.
+pub fn throttled_on_screen(
+    period_ms: f64,
+    on_screen: ReadSignal<bool>,
+    source: impl Fn() + 'static,
+) -> ReadSignal<u64> {
+    let period = move || match on_screen.get_untracked() {
+        true => period_ms,
+        false => OFF_SCREEN_MS,
+    };
+    let (bumps, bump) = paced(period, source);
+    Effect::new(move |was: Option<bool>| {
+        let now = on_screen.get();
+        if now && was == Some(false) {
+            bump();
+        }
+        now
+    });
+    bumps
+}
+
+/// The counter of [`throttled`] with the period `period` gives at each
+/// change, and the bump that moves it at once.
+fn paced(
+    period: impl Fn() -> f64 + 'static,
+    source: impl Fn() + 'static,
+) -> (ReadSignal<u64>, impl Fn() + Copy + 'static) {
     let (bumps, set_bumps) = signal(0_u64);
     let last = StoredValue::new(f64::NEG_INFINITY);
     let pending = StoredValue::new(false);
@@ -30,7 +66,7 @@ pub fn throttled(period_ms: f64, source: impl Fn() + 'static) -> ReadSignal<u64>
         if pending.get_value() {
             return;
         }
-        let wait = last.get_value() + period_ms - now_ms();
+        let wait = last.get_value() + period() - now_ms();
         if wait <= 0.0 {
             bump();
             return;
@@ -50,7 +86,7 @@ pub fn throttled(period_ms: f64, source: impl Fn() + 'static) -> ReadSignal<u64>
             bump();
         });
     }
-    bumps
+    (bumps, bump)
 }
 
 /// The model's clock ([`Model::now`]), read again every `period_ms` for as

@@ -84,3 +84,48 @@ async fn a_phone_shows_the_pipeline_two_stages_to_a_row_at_their_own_size() {
     presenting.screenshot_for_docs("projector-phone.png").await;
     presenting.close().await;
 }
+
+/// A script for `eval_async`: how many times the event log's rows changed
+/// within `ms` milliseconds (a redraw changes them in one task, which one
+/// MutationObserver call reports).
+fn count_log_redraws(ms: u32) -> String {
+    format!(
+        "const done = arguments[arguments.length - 1]; \
+         const rows = document.getElementById('events'); let redraws = 0; \
+         const seen = new MutationObserver(() => {{ redraws++; }}); \
+         seen.observe(rows, {{ subtree: true, childList: true, attributes: true, characterData: true }}); \
+         setTimeout(() => {{ seen.disconnect(); done(redraws); }}, {ms});"
+    )
+}
+
+/// How long redraws are counted, on screen and off.
+const COUNT_MS: u32 = 4_000;
+
+#[tokio::test]
+async fn a_phone_redraws_the_event_log_below_the_screen_once_a_second_and_at_once_in_view() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "200"]).await;
+    let phone = Browser::start_phone(PHONE.0, PHONE.1).await;
+    phone.goto(&format!("{}/", bridge.url())).await;
+    phone.wait_for("#events tr.event-row").await;
+    let below = phone
+        .eval("document.querySelector('.event-log').getBoundingClientRect().top > innerHeight")
+        .await;
+    assert_eq!(below, json!(true), "the event log starts below a phone's screen");
+
+    let off = phone.eval_async(&count_log_redraws(COUNT_MS)).await;
+    let off = off.as_u64().unwrap_or(u64::MAX);
+    // Once a second, and one more where a count starts or ends mid-period.
+    let most = u64::from(COUNT_MS / 1_000) + 2;
+    assert!(off <= most, "off screen the log was redrawn {off} times in {COUNT_MS} ms");
+
+    phone
+        .eval("document.querySelector('.event-log').scrollIntoView()")
+        .await;
+    let on = phone.eval_async(&count_log_redraws(COUNT_MS)).await;
+    let on = on.as_u64().unwrap_or(0);
+    assert!(
+        on > 2 * most,
+        "in view the log was redrawn {on} times in {COUNT_MS} ms (off screen {off})"
+    );
+    phone.close().await;
+}

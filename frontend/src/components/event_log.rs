@@ -13,8 +13,9 @@ use crate::event_row::EventRow;
 use crate::interval::interval;
 use crate::model::Model;
 use crate::narration::etcd_notifies;
+use crate::on_screen::on_screen;
 use crate::player::Player;
-use crate::throttle::throttled;
+use crate::throttle::throttled_on_screen;
 use crate::view_state::ViewState;
 use leptos::prelude::*;
 use std::collections::VecDeque;
@@ -222,7 +223,8 @@ pub fn EventLog() -> impl IntoView {
     let model = expect_context::<Model>();
     let view = expect_context::<ViewState>();
     let scroll_top = RwSignal::new(0.0_f64);
-    let redraw = throttled(REDRAW_MS, move || model.events.track());
+    let section = NodeRef::<leptos::html::Section>::new();
+    let redraw = throttled_on_screen(REDRAW_MS, on_screen(section), move || model.events.track());
     let keyboard = RwSignal::new(false);
     let shown = shown_window(model, view, scroll_top, redraw, keyboard);
     let received = move || {
@@ -240,6 +242,7 @@ pub fn EventLog() -> impl IntoView {
     let follow = follower(shown, notifies, detail);
     view! {
         <section
+            node_ref=section
             class="event-log panel"
             aria-label="Live events"
             data-received=received

@@ -12,7 +12,8 @@ use super::scroll_table::ScrollTable;
 use super::slot::part;
 use crate::history::ObjectKey;
 use crate::model::Model;
-use crate::throttle::throttled;
+use crate::on_screen::on_screen;
+use crate::throttle::throttled_on_screen;
 use crate::view_state::ViewState;
 use history::History;
 use leptos::prelude::*;
@@ -79,7 +80,8 @@ pub fn Objects() -> impl IntoView {
     let model = expect_context::<Model>();
     let view = expect_context::<ViewState>();
     let chosen: RwSignal<Option<ObjectKey>> = RwSignal::new(None);
-    let redraw = throttled(REDRAW_MS, move || model.objects.track());
+    let section = NodeRef::<leptos::html::Section>::new();
+    let redraw = throttled_on_screen(REDRAW_MS, on_screen(section), move || model.objects.track());
     let rows = Memo::new(move |_| {
         redraw.track();
         shown_rows(model, view)
@@ -106,7 +108,7 @@ pub fn Objects() -> impl IntoView {
         }
     };
     view! {
-        <section class="objects panel" aria-label="Current objects" data-objects=move || total.get()>
+        <section node_ref=section class="objects panel" aria-label="Current objects" data-objects=move || total.get()>
             <h2>"Objects " <small>"the informer's cache: click one for its history"</small></h2>
             <ListingNote/>
             <ScrollTable

@@ -1,0 +1,45 @@
+//! Whether a panel is on screen. A phone shows the pipeline and little
+//! else: the event log and the object table below it are off screen, and
+//! redrawing them at full pace costs its frames for nothing (see
+//! [`crate::throttle::throttled_on_screen`]).
+
+use leptos::html::Section;
+use leptos::prelude::*;
+use wasm_bindgen::prelude::*;
+use web_sys::{IntersectionObserver, IntersectionObserverEntry};
+
+/// The observer and the callback it calls, kept for as long as the panel.
+type Watching = (IntersectionObserver, Closure<dyn FnMut(js_sys::Array)>);
+
+/// True while some of the section `node` holds is in the viewport, as the
+/// browser's `IntersectionObserver` reports it; true until its first
+/// report, so that a panel draws at once.
+pub fn on_screen(node: NodeRef<Section>) -> ReadSignal<bool> {
+    let (visible, set_visible) = signal(true);
+    let watching = StoredValue::new_local(None::<Watching>);
+    Effect::new(move |_| {
+        let Some(element) = node.get() else {
+            return;
+        };
+        let callback = Closure::<dyn FnMut(js_sys::Array)>::new(move |entries: js_sys::Array| {
+            // Several reports in one call: the last is the newest.
+            let last = entries.iter().last();
+            if let Some(entry) = last.and_then(|e| e.dyn_into::<IntersectionObserverEntry>().ok()) {
+                set_visible.set(entry.is_intersecting());
+            }
+        });
+        let Ok(observer) = IntersectionObserver::new(callback.as_ref().unchecked_ref()) else {
+            return;
+        };
+        observer.observe(&element);
+        watching.set_value(Some((observer, callback)));
+    });
+    on_cleanup(move || {
+        watching.with_value(|w| {
+            if let Some((observer, _)) = w {
+                observer.disconnect();
+            }
+        });
+    });
+    visible
+}
