@@ -110,13 +110,20 @@ async fn a_phone_redraws_the_event_log_below_the_screen_once_a_second_and_at_onc
     let below = phone
         .eval("document.querySelector('.event-log').getBoundingClientRect().top > innerHeight")
         .await;
-    assert_eq!(below, json!(true), "the event log starts below a phone's screen");
+    assert_eq!(
+        below,
+        json!(true),
+        "the event log starts below a phone's screen"
+    );
 
     let off = phone.eval_async(&count_log_redraws(COUNT_MS)).await;
     let off = off.as_u64().unwrap_or(u64::MAX);
     // Once a second, and one more where a count starts or ends mid-period.
     let most = u64::from(COUNT_MS / 1_000) + 2;
-    assert!(off <= most, "off screen the log was redrawn {off} times in {COUNT_MS} ms");
+    assert!(
+        off <= most,
+        "off screen the log was redrawn {off} times in {COUNT_MS} ms"
+    );
 
     phone
         .eval("document.querySelector('.event-log').scrollIntoView()")
