@@ -96,7 +96,8 @@ pub struct Model {
     /// forgotten, or a snapshot), not when one is modified: what lists of
     /// names follow, so that a busy object does not rebuild them.
     pub roster: Trigger,
-    /// Notified when the stream stands still (a replay jumped or ended):
+    /// Notified when the stream stands still (a replay jumped, ended or
+    /// paused at a marker):
     /// views that redraw a few times a second redraw at once, so that the
     /// page shows the state it stopped at without waiting out a period.
     pub settled: Trigger,

@@ -244,6 +244,9 @@ impl Replay {
             self.reached.set(Some((index, count)));
             if self.options.with_value(|o| o.pause_at_markers) {
                 self.view.paused.set(true);
+                // The page stands still at the chapter: panels off screen
+                // show it too (a script may read them), not a second later.
+                self.model.settle();
             }
         }
     }
