@@ -65,9 +65,7 @@ impl Watches {
     /// new connections.
     async fn resolve(&self) -> Result<Vec<Target>, ResolveError> {
         let config = &self.reflector;
-        let bound = config
-            .silent_watch
-            .bound(config.profile.release(), config.min_watch_timeout.as_secs());
+        let bound = config.silence_bound(config.min_watch_timeout.as_secs());
         let pool = self.connections.pool();
         let discovery = target::resolve(
             &pool.client,

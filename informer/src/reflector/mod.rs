@@ -161,6 +161,14 @@ impl Config {
             backoff_cap: backoff::CAP,
         }
     }
+
+    /// How long a watch that asked for `timeout_seconds` may say nothing
+    /// before it is taken for dead; `None` when silence is trusted. A
+    /// request, or a read of its body, is held to the same bound.
+    pub fn silence_bound(&self, timeout_seconds: u64) -> Option<Duration> {
+        self.silent_watch
+            .bound(self.profile.release(), timeout_seconds)
+    }
 }
 
 /// What the driver must do next.
@@ -666,9 +674,7 @@ impl Reflector {
     /// How long the watch just asked for (with `timeout_seconds`) may say
     /// nothing before it is taken for dead; `None` for never.
     pub fn silence_bound(&self, timeout_seconds: u64) -> Option<Duration> {
-        self.config
-            .silent_watch
-            .bound(self.release(), timeout_seconds)
+        self.config.silence_bound(timeout_seconds)
     }
 
     /// client-go's `relistResourceVersion`.

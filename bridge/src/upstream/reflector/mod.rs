@@ -174,9 +174,7 @@ impl Reflector {
     /// before its connection is taken for dead: as long as a silent watch
     /// that asked for `timeout_seconds`; `None` when silence is trusted.
     fn answer_bound(&self, timeout_seconds: u64) -> Option<Duration> {
-        self.config
-            .silent_watch
-            .bound(self.config.profile.release(), timeout_seconds)
+        self.config.silence_bound(timeout_seconds)
     }
 
     /// Sends a request with `send`, again while each try meets a pooled
