@@ -128,6 +128,7 @@ pub fn pod_event(
         initial,
         coalesced: false,
         handled: Default::default(),
+        patch: None,
         server: None,
     };
     (event, object)

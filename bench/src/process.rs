@@ -30,6 +30,9 @@ pub struct Watchlife {
     cache: PathBuf,
 }
 
+/// The query of the page's stream (`frontend/src/connection.rs`).
+pub const PAGE_QUERY: &str = "?batch=true&compress=deflate&bodies=patch";
+
 impl Watchlife {
     /// Starts `binary --listen 127.0.0.1:0 args...` and waits for the line
     /// `watchlife is serving http://ADDR/`.
@@ -119,6 +122,12 @@ impl Watchlife {
 
     pub fn ws_url(&self) -> String {
         format!("ws://{}/ws", self.addr)
+    }
+
+    /// The stream as the page asks for it: batches, compressed, updates'
+    /// bodies as merge patches.
+    pub fn page_ws_url(&self) -> String {
+        format!("{}{PAGE_QUERY}", self.ws_url())
     }
 
     /// Connects a viewer that hears only the Reflector (a filter on a

@@ -1,5 +1,6 @@
 //! Bytes on the wire per frame: the demo's story as a page receives it
-//! uncompressed (`/ws?batch=true`) and compressed (`&compress=deflate`),
+//! uncompressed (`/ws?batch=true`) and as the page takes it, compressed
+//! with updates as merge patches (`&compress=deflate&bodies=patch`),
 //! the two viewers side by side on one bridge, over the same seconds.
 
 use crate::process::{Watchlife, connect_whole};
@@ -84,7 +85,7 @@ impl Scenario for Config {
             tenths(1.0),
         ]);
         table.row(vec![
-            "`/ws?batch=true&compress=deflate` (the page's)".into(),
+            "`/ws?batch=true&compress=deflate&bodies=patch` (the page's)".into(),
             g.compressed_per_frame.show(bytes),
             g.compressed_share.show(tenths),
         ]);
@@ -102,8 +103,10 @@ impl Scenario for Config {
                 "The embedded demo's story (`--demo --demo-rate 1`), with two viewers \
                  connected at once, each counting the bytes of the messages it receives \
                  for {} s after its snapshot: one as the page was before compression, one \
-                 as the page is. Every frame of both is read (the compressed one \
-                 decompressed as a page does), and both receive the same frames. {} runs.",
+                 as the page is (compressed, and updates' bodies as merge patches against \
+                 the version before). Every frame of both is read (the compressed one \
+                 decompressed as a page does); both receive the same events, the page's with \
+                 patches where they are shorter. {} runs.",
                 self.seconds, self.runs
             ),
             tables: vec![table],
@@ -124,7 +127,7 @@ impl Config {
     async fn count(&self) -> Result<(Counted, Counted), String> {
         let bridge = Watchlife::start_demo(&self.watchlife, "1", &[])?;
         let plain = format!("{}?batch=true", bridge.ws_url());
-        let compressed = format!("{plain}&compress=deflate");
+        let compressed = bridge.page_ws_url();
         let window = Duration::from_secs(self.seconds);
         let (plain, compressed) = tokio::join!(
             count_frames(&plain, window),

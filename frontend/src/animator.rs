@@ -447,6 +447,7 @@ impl AnimState {
 mod tests {
     use super::*;
     use crate::backlog::{Backlog, Held};
+    use crate::carried::Carried;
     use crate::test_events::pod_event;
     use std::sync::Arc;
     use watchlife_protocol::{EventType, WatchEvent};
@@ -481,7 +482,7 @@ mod tests {
 
     impl Rig {
         fn push(&mut self, row: EventRow) {
-            self.backlog.push_event(row, None, 0.0);
+            self.backlog.push_event(row, Carried::Nothing, 0.0);
         }
 
         fn frame(&mut self, dt: f64, paused: bool, journey_ms: Option<f64>) {

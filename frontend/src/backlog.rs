@@ -13,9 +13,10 @@
 //! no token, and its numbers still count. ERROR events and listed objects
 //! are never skipped (see [`protected`]).
 
+use crate::carried::Carried;
 use crate::event_row::{EventRow, protected};
 use std::collections::VecDeque;
-use watchlife_protocol::{ObjectJson, ServerFrame, WatchEvent};
+use watchlife_protocol::{ServerFrame, WatchEvent};
 
 /// Events waiting for a token; beyond this the oldest ordinary one is
 /// marked to leave without one (about two journeys' worth at normal speed).
@@ -35,8 +36,8 @@ pub enum Fate {
 pub enum Held {
     Event {
         row: EventRow,
-        /// The object's JSON, kept apart from the row (see [`EventRow`]).
-        object: Option<ObjectJson>,
+        /// The object's body, kept apart from the row (see [`EventRow`]).
+        object: Carried,
         fate: Fate,
     },
     /// A Reflector's change, a watch cache's report or a tap's frame (boxed: a frame is
@@ -79,7 +80,7 @@ pub struct Backlog {
 impl Backlog {
     /// Holds an event; when [`MAX_WAITING`] already wait for a token, the
     /// oldest ordinary one is first marked to leave without one.
-    pub fn push_event(&mut self, row: EventRow, object: Option<ObjectJson>, at: f64) {
+    pub fn push_event(&mut self, row: EventRow, object: Carried, at: f64) {
         if self.animated >= MAX_WAITING && self.skip_oldest() {
             self.animated -= 1;
         }
@@ -281,9 +282,9 @@ mod tests {
     #[test]
     fn a_frame_leaves_with_the_token_before_it_and_not_earlier() {
         let mut b = Backlog::default();
-        b.push_event(row(1, EventType::Error), None, 0.0);
+        b.push_event(row(1, EventType::Error), Carried::Nothing, 0.0);
         b.push_frame(gone(2), 0.0);
-        b.push_event(row(3, EventType::Added), None, 1.0);
+        b.push_event(row(3, EventType::Added), Carried::Nothing, 1.0);
         let mut out = Vec::new();
         b.release_ready(&all, &never, &mut out);
         assert!(out.is_empty(), "nothing leaves before its token");
@@ -300,9 +301,9 @@ mod tests {
     #[test]
     fn a_flood_skips_the_oldest_ordinary_events_in_their_turn() {
         let mut b = Backlog::default();
-        b.push_event(row(0, EventType::Error), None, 0.0);
+        b.push_event(row(0, EventType::Error), Carried::Nothing, 0.0);
         for seq in 1..100 {
-            b.push_event(row(seq, EventType::Modified), None, seq as f64);
+            b.push_event(row(seq, EventType::Modified), Carried::Nothing, seq as f64);
         }
         assert_eq!(b.events(), 100, "nothing is lost");
         assert_eq!(b.animated(), MAX_WAITING);
@@ -317,8 +318,8 @@ mod tests {
     #[test]
     fn a_hidden_event_leaves_without_a_token_and_all_can_leave_at_once() {
         let mut b = Backlog::default();
-        b.push_event(row(1, EventType::Bookmark), None, 0.0);
-        b.push_event(row(2, EventType::Added), None, 0.0);
+        b.push_event(row(1, EventType::Bookmark), Carried::Nothing, 0.0);
+        b.push_event(row(2, EventType::Added), Carried::Nothing, 0.0);
         let no_bookmarks = |e: &WatchEvent| e.event_type != EventType::Bookmark;
         let mut out = Vec::new();
         assert_eq!(
@@ -327,7 +328,7 @@ mod tests {
         );
         assert_eq!(seqs(&out), vec![1, 2]);
         b.push_frame(gone(3), 5.0);
-        b.push_event(row(4, EventType::Added), None, 6.0);
+        b.push_event(row(4, EventType::Added), Carried::Nothing, 6.0);
         assert_eq!(b.oldest_at(), Some(5.0));
         let mut out = Vec::new();
         b.release_all(&mut out);

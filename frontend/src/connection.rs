@@ -25,7 +25,7 @@ use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use watchlife_protocol::StreamQuery;
-use watchlife_protocol::connection::Compress;
+use watchlife_protocol::connection::{BodiesAsked, Compress};
 use watchlife_protocol::{FrameBody, ServerFrame};
 use web_sys::{BinaryType, MessageEvent, WebSocket};
 
@@ -326,6 +326,9 @@ fn ws_url(
         // message event instead of dozens.
         batch: true,
         compress: compress.then_some(Compress::Deflate),
+        // Updates as merge patches: the page rebuilds each body from the
+        // one before (see `bodies::Carried`).
+        bodies: Some(BodiesAsked::Patch),
     };
     format!("{scheme}://{host}/ws?{}", query.to_query())
 }
@@ -338,15 +341,15 @@ mod tests {
     fn the_token_and_the_cursor_go_on_the_stream_url() {
         assert_eq!(
             ws_url("ws", "h:1", None, "", false),
-            "ws://h:1/ws?batch=true"
+            "ws://h:1/ws?batch=true&bodies=patch"
         );
         assert_eq!(
             ws_url("wss", "h:1", Some(("18a6", 41)), "a b+/=", true),
-            "wss://h:1/ws?batch=true&compress=deflate&stream=18a6&since=41&token=a%20b%2B/%3D"
+            "wss://h:1/ws?batch=true&compress=deflate&bodies=patch&stream=18a6&since=41&token=a%20b%2B/%3D"
         );
         assert_eq!(
             ws_url("ws", "h", None, "t", false),
-            "ws://h/ws?batch=true&token=t"
+            "ws://h/ws?batch=true&bodies=patch&token=t"
         );
     }
 }

@@ -34,8 +34,12 @@ pub struct Version {
     /// is the Indexer's last copy, its final state unknown.
     pub final_state_unknown: bool,
     /// The object's JSON text; `None` when it came in a light snapshot and
-    /// has not been fetched (see [`crate::bodies`]).
+    /// has not been fetched (see [`crate::bodies`]), or when it came as a
+    /// patch whose base the page did not hold.
     pub object: Option<ObjectJson>,
+    /// The change as a merge patch, kept when it came so and the body could
+    /// not be rebuilt (see [`crate::carried`]): the history tells it.
+    pub patch: Option<ObjectJson>,
 }
 
 /// An object's recent history, oldest first.
@@ -97,6 +101,15 @@ pub enum Change {
         from: String,
         to: String,
     },
+    /// Set by a merge patch, what it was before not known.
+    Set {
+        path: String,
+        value: String,
+    },
+    /// Removed by a merge patch, what it was not known.
+    Unset {
+        path: String,
+    },
 }
 
 impl Change {
@@ -112,6 +125,14 @@ impl Change {
                 None => format!("{} removed (was {value})", friendly(path)),
             },
             Change::Changed { path, from, to } => format!("{} {from} → {to}", friendly(path)),
+            Change::Set { path, value } => match path.strip_prefix("metadata.labels.") {
+                Some(key) => format!("label {key}={value} set"),
+                None => format!("{} → {value}", friendly(path)),
+            },
+            Change::Unset { path } => match path.strip_prefix("metadata.labels.") {
+                Some(key) => format!("label {key} removed"),
+                None => format!("{} removed", friendly(path)),
+            },
         }
     }
 }
@@ -167,11 +188,56 @@ pub fn diff(old: &Value, new: &Value) -> Vec<Change> {
     changes
 }
 
+/// What a merge patch changes, in path order, without [`NOISE`]: the
+/// history's words for a version whose earlier body the page never had.
+pub fn patch_changes(patch: &Value) -> Vec<Change> {
+    let mut changes = Vec::new();
+    patch_leaves("", patch, &mut changes);
+    changes.retain(|c| !NOISE.iter().any(|n| path_of(c).starts_with(n)));
+    changes.sort_by(|x, y| path_of(x).cmp(path_of(y)));
+    changes
+}
+
+/// A merge patch's leaves: objects are merged key by key, `null` removes,
+/// anything else (arrays among them) is set whole.
+fn patch_leaves(prefix: &str, patch: &Value, out: &mut Vec<Change>) {
+    match patch {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                patch_leaves(&child(prefix, k), v, out);
+            }
+        }
+        Value::Null => out.push(Change::Unset {
+            path: prefix.to_string(),
+        }),
+        value => {
+            let mut leaves = Vec::new();
+            flatten(prefix, value, &mut leaves);
+            out.extend(
+                leaves
+                    .into_iter()
+                    .map(|(path, value)| Change::Set { path, value }),
+            );
+        }
+    }
+}
+
 fn path_of(c: &Change) -> &str {
     match c {
         Change::Added { path, .. }
         | Change::Removed { path, .. }
-        | Change::Changed { path, .. } => path,
+        | Change::Changed { path, .. }
+        | Change::Set { path, .. }
+        | Change::Unset { path } => path,
+    }
+}
+
+/// The path of field `key` under `prefix`.
+fn child(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
     }
 }
 
@@ -180,12 +246,7 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
     match value {
         Value::Object(map) if !map.is_empty() => {
             for (k, v) in map {
-                let p = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&p, v, out);
+                flatten(&child(prefix, k), v, out);
             }
         }
         Value::Array(items) if !items.is_empty() => {
@@ -220,6 +281,23 @@ mod tests {
     }
 
     #[test]
+    fn a_patch_reads_as_what_it_sets_and_removes() {
+        let patch = json!({"metadata": {"resourceVersion": "9", "labels": {"tier": "web", "old": null}},
+                           "data": {"mode": "fast"}, "spec": {"ports": [80, 443]}});
+        let words: Vec<String> = patch_changes(&patch).iter().map(Change::describe).collect();
+        assert_eq!(
+            words,
+            vec![
+                "data.mode → fast",
+                "label old removed",
+                "label tier=web set",
+                "spec.ports[0] → 80",
+                "spec.ports[1] → 443",
+            ]
+        );
+    }
+
+    #[test]
     fn history_is_bounded() {
         let target = ObjectRef {
             resource: "pods".into(),
@@ -236,6 +314,7 @@ mod tests {
                 resync: false,
                 final_state_unknown: false,
                 object: None,
+                patch: None,
             });
         }
         assert_eq!(h.versions.len(), VERSIONS_KEPT);

@@ -46,6 +46,7 @@
 pub mod animator;
 pub mod backlog;
 pub mod bodies;
+pub mod carried;
 #[cfg(any(feature = "replay", test))]
 pub mod chapters;
 pub mod cluster_status;

@@ -9,6 +9,7 @@
 //! errors, demo actions' outcomes) are applied at once.
 
 use crate::backlog::{Backlog, Held, Pending};
+use crate::carried::Carried;
 use crate::deletions::Deletions;
 use crate::event_row::EventRow;
 use crate::history::{ObjectHistory, ObjectKey, Version};
@@ -494,7 +495,7 @@ impl Model {
 
     /// Records one event that arrived at page time `now`, and notifies the
     /// signals it writes unless a batch is under way.
-    fn apply_row(&self, row: EventRow, object: Option<ObjectJson>, now: f64) {
+    fn apply_row(&self, row: EventRow, object: Carried, now: f64) {
         let seq = row.seq;
         self.stats.try_update_untracked(|s| {
             s.record(&row.event.stages, now);
@@ -524,25 +525,27 @@ impl Model {
         self.notify_events();
     }
 
-    fn track_object(&self, row: &EventRow, object: Option<ObjectJson>, now: f64) {
+    fn track_object(&self, row: &EventRow, carried: Carried, now: f64) {
         let e = &row.event;
         if matches!(e.event_type, EventType::Bookmark | EventType::Error) {
             return;
         }
         let key = (e.target.resource.clone(), e.target.key());
-        let version = Version {
-            event_type: e.event_type,
-            resource_version: e.resource_version.clone(),
-            initial: e.initial,
-            resync: e.handled.resync,
-            final_state_unknown: e.handled.final_state_unknown,
-            object,
-        };
         let roster_changed = self.objects.try_update_untracked(|objects| {
             let mut changed = !objects.contains_key(&key);
             let history = objects
                 .entry(key.clone())
                 .or_insert_with(|| ObjectHistory::new(e.target.clone()));
+            let (object, patch) = carried.resolve(history.versions.back());
+            let version = Version {
+                event_type: e.event_type,
+                resource_version: e.resource_version.clone(),
+                initial: e.initial,
+                resync: e.handled.resync,
+                final_state_unknown: e.handled.final_state_unknown,
+                object,
+                patch,
+            };
             let was_deleted = history.deleted;
             let deleted_before = history.deleted_at;
             if history.deleted && e.event_type != EventType::Deleted {
@@ -631,6 +634,7 @@ impl Model {
                         resync: false,
                         final_state_unknown: false,
                         object: o.object,
+                        patch: None,
                     });
                 }
                 next.insert(key, history);
@@ -651,8 +655,8 @@ impl Model {
 }
 
 /// An event as the page keeps it, and its object apart (see [`EventRow`]).
-fn split_event(seq: u64, mut event: WatchEvent) -> (EventRow, Option<ObjectJson>) {
-    let object = Some(std::mem::take(&mut event.object));
+fn split_event(seq: u64, mut event: WatchEvent) -> (EventRow, Carried) {
+    let object = Carried::take(&mut event);
     let row = EventRow {
         seq,
         event: Arc::new(event),

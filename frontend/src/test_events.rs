@@ -29,6 +29,7 @@ pub fn pod_event(
         initial: false,
         coalesced: false,
         handled: Default::default(),
+        patch: None,
         server: None,
     }
 }

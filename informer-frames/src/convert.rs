@@ -162,6 +162,7 @@ pub fn object_event(
         initial,
         coalesced: false,
         handled: Handled::default(),
+        patch: None,
         server: None,
     }
 }

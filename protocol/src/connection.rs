@@ -27,6 +27,18 @@ pub struct StreamQuery {
     /// messages framed as [`crate::deflated`] says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compress: Option<Compress>,
+    /// `patch`: a MODIFIED event's body may come as a merge patch against
+    /// the object's previous version (see [`crate::patch`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bodies: Option<BodiesAsked>,
+}
+
+/// How a viewer asks for the bodies of updates (`/ws?bodies=…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BodiesAsked {
+    /// As a merge patch against the previous version, when smaller.
+    Patch,
 }
 
 /// How a viewer asks its frames compressed (`/ws?compress=…`).
@@ -39,7 +51,7 @@ pub enum Compress {
 
 impl StreamQuery {
     /// The query string, without its `?`:
-    /// `batch=true&compress=deflate&stream=…&since=…&token=…`.
+    /// `batch=true&compress=deflate&bodies=patch&stream=…&since=…&token=…`.
     pub fn to_query(&self) -> String {
         let mut parts = Vec::new();
         if self.batch {
@@ -47,6 +59,9 @@ impl StreamQuery {
         }
         if let Some(Compress::Deflate) = self.compress {
             parts.push("compress=deflate".to_string());
+        }
+        if let Some(BodiesAsked::Patch) = self.bodies {
+            parts.push("bodies=patch".to_string());
         }
         if let Some(stream) = &self.stream {
             parts.push(format!("stream={}", encode(stream)));
@@ -115,10 +130,11 @@ mod tests {
             token: Some("a b+/=".into()),
             batch: true,
             compress: Some(Compress::Deflate),
+            bodies: Some(BodiesAsked::Patch),
         };
         assert_eq!(
             q.to_query(),
-            "batch=true&compress=deflate&stream=18a6&since=41&token=a%20b%2B/%3D"
+            "batch=true&compress=deflate&bodies=patch&stream=18a6&since=41&token=a%20b%2B/%3D"
         );
         assert_eq!(StreamQuery::default().to_query(), "");
     }

@@ -67,7 +67,13 @@ pub struct WatchEvent {
     /// The object as relayed: Secret values redacted, `managedFields` dropped,
     /// oversized objects cut with a marker. `null` for BOOKMARK. Its JSON
     /// text as the bridge keeps it, spliced into the frame unchanged.
+    /// `null` too when the body comes as [`WatchEvent::patch`].
     pub object: crate::ObjectJson,
+    /// For a viewer that asked for patches (`/ws?bodies=patch`): a MODIFIED
+    /// event's body as a merge patch against the object's previous version
+    /// in the stream, when that is smaller; `object` is then `null`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<Box<crate::patch::BodyPatch>>,
     /// When the event reached each observed stage (lean on the wire, see
     /// [`crate::lean_stages`]).
     #[serde(with = "crate::lean_stages")]

@@ -254,6 +254,7 @@ mod tests {
                 initial: false,
                 coalesced: false,
                 handled: Default::default(),
+                patch: None,
                 server: None,
             }),
         };

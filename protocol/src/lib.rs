@@ -28,6 +28,7 @@ pub mod event;
 pub mod frame;
 pub mod lean_stages;
 pub mod object;
+pub mod patch;
 pub mod recording;
 pub mod reflector;
 pub mod server_path;

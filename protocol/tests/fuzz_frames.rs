@@ -43,6 +43,7 @@ fn event() -> impl Strategy<Value = ServerFrame> {
                 initial: false,
                 coalesced: false,
                 handled: Default::default(),
+                patch: None,
                 server: None,
             }),
         })

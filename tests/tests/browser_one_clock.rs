@@ -52,6 +52,7 @@ fn added(seq: u64) -> ServerFrame {
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            patch: None,
             server: None,
         }),
     }

@@ -82,6 +82,7 @@ fn modified(seq: u64, rv: u64) -> ServerFrame {
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            patch: None,
             server: None,
         }),
     }

@@ -67,6 +67,7 @@ fn event(
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            patch: None,
             server: None,
         }),
     }
@@ -793,7 +794,7 @@ async fn the_token_in_the_address_is_passed_on_to_the_stream() {
     // (this scripted bridge answers in text, which the page reads as well).
     assert_eq!(
         requests,
-        vec!["/ws?batch=true&compress=deflate&token=s3cr%2Bt".to_string()]
+        vec!["/ws?batch=true&compress=deflate&bodies=patch&token=s3cr%2Bt".to_string()]
     );
     // The address keeps it, so a reload still gets in.
     let query = browser.eval("location.search").await;

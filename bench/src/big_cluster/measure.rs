@@ -175,7 +175,7 @@ async fn measure_size(
     read_opening(&mut ws).await?;
     let plain = format!("{}?batch=true", bridge.ws_url());
     let plain = WireViewer::join(&plain).await?;
-    let compressed = format!("{}?batch=true&compress=deflate", bridge.ws_url());
+    let compressed = bridge.page_ws_url();
     let compressed = WireViewer::join(&compressed).await?;
     let counting = async {
         match &page {

@@ -157,12 +157,12 @@ pub fn fill_table(figures: &[Figures]) -> Table {
 /// compressed stream.
 pub fn wire_table(figures: &[Figures]) -> Table {
     let mut wire = Table::new(
-        "Bytes on the wire under writes, two more viewers of the same frames side by side \
+        "Bytes on the wire under writes, two more viewers of the same events side by side \
          (goal: compressed ≤ 10 % of uncompressed):",
         &[
             "objects",
             "`/ws?batch=true`: bytes per frame",
-            "`&compress=deflate` (the page's): bytes per frame",
+            "`&compress=deflate&bodies=patch` (the page's): bytes per frame",
             "compressed ÷ uncompressed",
         ],
     );
@@ -291,7 +291,8 @@ impl Config {
              frames a WebSocket viewer receives and the page's frame rate meanwhile (and the \
              events that viewer saw by {} s after the last write, against the writes), and \
              the bytes per frame of two more viewers meanwhile, one uncompressed and one \
-             compressed as the page asks (`compress=deflate`, read and inflated). Idle \
+             as the page asks (`compress=deflate&bodies=patch`: compressed, updates as \
+             merge patches; read and inflated). Idle \
              viewers ({}) on a bridge over the empty cluster. One run.",
             bytes(DATA_BYTES as f64),
             counts(&gathered.sizes, ", "),

@@ -54,7 +54,8 @@ pub struct Config {
     pub watchlife: PathBuf,
     pub viewers: usize,
     pub quick: bool,
-    /// The viewers take their frames compressed (`compress=deflate`), as the page does.
+    /// The viewers take their frames as the page does: compressed, updates
+    /// as merge patches (`compress=deflate&bodies=patch`).
     pub compress: bool,
 }
 
@@ -219,7 +220,7 @@ impl Scenario for Config {
         headlines(&gathered, self.name(), report);
         let title = match self.compress {
             false => "Fan-out: WebSocket viewers of one watchlife",
-            true => "Fan-out, compressed: the same viewers taking `compress=deflate`",
+            true => "Fan-out, compressed: the same viewers taking `compress=deflate&bodies=patch`",
         };
         report.sections.push(Section {
             title: title.into(),
@@ -286,7 +287,8 @@ impl Config {
             self.runs,
             if self.compress {
                 format!(
-                    " Every viewer asks for its frames compressed (`&compress=deflate`) and \
+                    " Every viewer asks for its frames as the page does, compressed and \
+                     updates as merge patches (`&compress=deflate&bodies=patch`), and \
                      takes every byte of every message; one in {DECODE_EVERY}, by order of \
                      joining, decompresses them as a page does and reads its frames, and the \
                      counts and delivery times are theirs (inflating every viewer's stream, \

@@ -130,7 +130,7 @@ async fn connect(
 ) {
     // As the page asks: several frames to a message when they come fast.
     let url = match compress {
-        true => format!("{}?batch=true&compress=deflate", bridge.ws_url()),
+        true => bridge.page_ws_url(),
         false => format!("{}?batch=true", bridge.ws_url()),
     };
     crowd

@@ -159,6 +159,7 @@ fn event(i: usize, stamp: u64) -> (WatchEvent, watchlife_informer::Object) {
         initial: false,
         coalesced: false,
         handled: Default::default(),
+        patch: None,
         server: None,
     };
     let object = watchlife_informer::Object::from_json(event.object.clone());

@@ -49,11 +49,23 @@ impl From<Utf8Bytes> for Out {
     }
 }
 
-impl From<Published> for Out {
-    fn from(p: Published) -> Self {
+impl Out {
+    /// A stream frame for a viewer; `patched`: one that takes updates'
+    /// bodies as merge patches. The hub's compressed stream is of the
+    /// patched frames, so a frame whose lean form differs has no shared
+    /// bytes for a viewer that takes it whole: that viewer takes it, and
+    /// the rest of the segment, uncompressed (the hub makes lean frames
+    /// only while a viewer takes them, so this is a page of another
+    /// version beside this one's).
+    pub fn published(p: Published, patched: bool) -> Self {
+        let (text, shared) = match p.lean {
+            Some(lean) if patched => (lean, p.deflated),
+            Some(_) => (p.text, None),
+            None => (p.text, p.deflated),
+        };
         Out {
-            text: p.text,
-            shared: p.deflated,
+            text,
+            shared,
             stream: true,
         }
     }

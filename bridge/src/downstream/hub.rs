@@ -21,6 +21,7 @@
 
 use crate::downstream::deflate::{Deflated, SharedDeflate};
 use crate::downstream::metrics::Metrics;
+use crate::downstream::patched::lean_frame;
 use crate::downstream::tap_history::TapHistory;
 use axum::extract::ws::Utf8Bytes;
 use std::borrow::Borrow;
@@ -64,9 +65,26 @@ pub struct Published {
     pub resource: Option<Arc<str>>,
     /// Namespace of the event's object, if any.
     pub namespace: Option<Arc<str>>,
-    /// Its bytes in the hub's compressed stream, while any viewer takes it
-    /// compressed (see [`crate::downstream::deflate`]).
+    /// The frame with its update's body as a merge patch, when that is
+    /// shorter, while any viewer takes bodies so (see
+    /// [`crate::downstream::patched`]).
+    pub lean: Option<Utf8Bytes>,
+    /// Its bytes in the hub's compressed stream (of the lean frames, where
+    /// there is one), while any viewer takes it compressed (see
+    /// [`crate::downstream::deflate`]).
     pub deflated: Option<Deflated>,
+}
+
+impl Published {
+    /// The frame as a viewer that asked for patches takes it.
+    pub fn patched_text(&self) -> &Utf8Bytes {
+        self.lean.as_ref().unwrap_or(&self.text)
+    }
+
+    /// Bytes it holds in the window.
+    fn bytes(&self) -> usize {
+        self.text.len() + self.lean.as_ref().map_or(0, |l| l.len())
+    }
 }
 
 /// Bodies a live viewer's snapshot carries at most, in bytes of JSON. Below
@@ -249,8 +267,10 @@ impl Hub {
             resource: resource.map(Into::into),
             namespace: namespace.map(Into::into),
             text: encode(&frame),
+            lean: None,
             deflated: None,
         };
+        let patching = self.metrics.patched_viewers() > 0;
         let is_event = matches!(frame.body, FrameBody::Event(_));
         match frame.body {
             FrameBody::Reflector(update) => {
@@ -270,8 +290,9 @@ impl Hub {
             FrameBody::Event(event) => {
                 self.metrics.observe_stages(&event.stages);
                 self.metrics.observe_handled(&event.handled);
-                if let Some(object) = object {
-                    state.apply(&event, object);
+                let previous = object.and_then(|object| state.apply(&event, object));
+                if let Some(previous) = previous.filter(|_| patching) {
+                    published.lean = lean_frame(seq, event, &previous, &published.text);
                 }
             }
             _ => {}
@@ -286,17 +307,19 @@ impl Hub {
         }
         // Compressed while any viewer takes it so (see `Metrics::viewer_compressed`).
         if self.metrics.compressed_viewers() > 0 {
-            published.deflated = state.deflate.push(seq, &published.text, Instant::now());
+            published.deflated = state
+                .deflate
+                .push(seq, published.patched_text(), Instant::now());
         } else {
             state.deflate.stop();
         }
-        state.window_bytes += published.text.len();
+        state.window_bytes += published.bytes();
         state.window.push_back(published.clone());
         while state.window.len() > WINDOW
             || (state.window_bytes > WINDOW_BYTES && state.window.len() > 1)
         {
             if let Some(oldest) = state.window.pop_front() {
-                state.window_bytes -= oldest.text.len();
+                state.window_bytes -= oldest.bytes();
             }
         }
         // Never waits: a receiver that is full lags instead (see the module
@@ -460,8 +483,9 @@ impl Ord for ByKey {
 }
 
 impl State {
-    /// Files, replaces or forgets the object of `event`.
-    fn apply(&mut self, event: &WatchEvent, object: Object) {
+    /// Files, replaces or forgets the object of `event`; returns the one
+    /// the hub held for its key before, if any.
+    fn apply(&mut self, event: &WatchEvent, object: Object) -> Option<Object> {
         let resource = &event.target.resource;
         match event.event_type {
             EventType::Added | EventType::Modified => {
@@ -478,16 +502,16 @@ impl State {
                 let added = object.json().len();
                 let old = filed.objects.replace(ByKey(object));
                 self.body_bytes += added;
-                self.body_bytes -= old.map_or(0, |o| o.0.json().len());
+                self.body_bytes -= old.as_ref().map_or(0, |o| o.0.json().len());
+                old.map(|o| o.0)
             }
             EventType::Deleted => {
-                let Some(filed) = self.resources.get_mut(resource) else {
-                    return;
-                };
+                let filed = self.resources.get_mut(resource)?;
                 let old = filed.objects.take(object.key());
-                self.body_bytes -= old.map_or(0, |o| o.0.json().len());
+                self.body_bytes -= old.as_ref().map_or(0, |o| o.0.json().len());
+                old.map(|o| o.0)
             }
-            EventType::Bookmark | EventType::Error => {}
+            EventType::Bookmark | EventType::Error => None,
         }
     }
 }
@@ -611,6 +635,7 @@ mod tests {
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            patch: None,
             server: None,
         })
     }

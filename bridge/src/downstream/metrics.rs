@@ -267,6 +267,7 @@ impl Taps {
 struct Downstream {
     viewers: Gauge,
     compressed: Gauge,
+    patched: Gauge,
     viewers_connected: Counter,
     refused: [Counter; Refusal::ALL.len()],
     closed: [Counter; Closed::ALL.len()],
@@ -348,6 +349,11 @@ impl Downstream {
             "watchlife_viewers_compressed",
             "Viewers connected to /ws now that take their frames compressed",
         );
+        let patched = gauge(
+            r,
+            "watchlife_viewers_patched",
+            "Viewers connected to /ws now that take updates' bodies as merge patches",
+        );
         let viewers_connected = counter(
             r,
             "watchlife_viewers_connected",
@@ -402,6 +408,7 @@ impl Downstream {
         Downstream {
             viewers,
             compressed,
+            patched,
             viewers_connected,
             refused,
             closed,
@@ -502,14 +509,14 @@ impl Drop for ViewerGauge {
     }
 }
 
-/// A viewer that takes its frames compressed, counted in
-/// `watchlife_viewers_compressed` while it lives.
+/// A viewer that takes its frames a certain way (compressed, patched),
+/// counted in that way's gauge while it lives.
 #[must_use = "the viewer is counted until this is dropped"]
-pub struct CompressedGauge(Metrics);
+pub struct CountedWhileHeld(Gauge);
 
-impl Drop for CompressedGauge {
+impl Drop for CountedWhileHeld {
     fn drop(&mut self) {
-        self.0.0.down.compressed.dec();
+        self.0.dec();
     }
 }
 
@@ -580,14 +587,26 @@ impl Metrics {
 
     /// A viewer that takes its frames compressed connected; it is counted
     /// until the returned gauge is dropped.
-    pub fn viewer_compressed(&self) -> CompressedGauge {
+    pub fn viewer_compressed(&self) -> CountedWhileHeld {
         self.0.down.compressed.inc();
-        CompressedGauge(self.clone())
+        CountedWhileHeld(self.0.down.compressed.clone())
     }
 
     /// How many connected viewers take their frames compressed.
     pub fn compressed_viewers(&self) -> i64 {
         self.0.down.compressed.get()
+    }
+
+    /// A viewer that takes updates' bodies as merge patches connected; it
+    /// is counted until the returned gauge is dropped.
+    pub fn viewer_patched(&self) -> CountedWhileHeld {
+        self.0.down.patched.inc();
+        CountedWhileHeld(self.0.down.patched.clone())
+    }
+
+    /// How many connected viewers take updates' bodies as merge patches.
+    pub fn patched_viewers(&self) -> i64 {
+        self.0.down.patched.get()
     }
 
     /// A tap connected; it is counted until the returned gauge is dropped.

@@ -2,7 +2,8 @@
 //!
 //! - [`hub`]: one ordered stream, encoded once, a window for resuming
 //!   viewers, and the current objects for a snapshot; [`deflate`], the
-//!   stream compressed once for the viewers who take it so.
+//!   stream compressed once for the viewers who take it so; [`patched`],
+//!   updates' frames with their bodies as merge patches.
 //! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/readyz`,
 //!   `/version`, the app), the connection cap and graceful shutdown;
 //!   [`assets`], the embedded app, and [`csp`], its security policy;
@@ -29,6 +30,7 @@ pub mod hub;
 pub mod liveness;
 pub mod metrics;
 pub mod outbox;
+pub mod patched;
 pub mod rate_limit;
 pub mod readiness;
 pub mod server;

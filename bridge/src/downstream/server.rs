@@ -274,6 +274,7 @@ async fn websocket(
         foreign_cursor,
         batch: query.batch,
         compress: query.compress.is_some(),
+        patched: query.bodies.is_some(),
         shutdown: shared.shutdown.clone(),
         permit,
     };

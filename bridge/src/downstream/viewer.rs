@@ -28,7 +28,7 @@
 use crate::app::App;
 use crate::downstream::compressed::Out;
 use crate::downstream::hub::{Bodies, Join, Published, encode};
-use crate::downstream::metrics::{Closed, CompressedGauge, Metrics, ResyncCause, ViewerGauge};
+use crate::downstream::metrics::{Closed, CountedWhileHeld, Metrics, ResyncCause, ViewerGauge};
 use crate::downstream::outbox::{MAX_BATCH, Outbox, PACED_BATCH};
 use crate::downstream::rate_limit::{Admit, MESSAGE_BURST, MESSAGES_PER_SECOND, RateLimiter};
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, close_code};
@@ -87,6 +87,8 @@ pub struct Viewer {
     pub batch: bool,
     /// The viewer takes its frames compressed (`/ws?compress=deflate`).
     pub compress: bool,
+    /// The viewer takes updates' bodies as merge patches (`/ws?bodies=patch`).
+    pub patched: bool,
     /// Becomes `true` (or closes) when the bridge shuts down.
     pub shutdown: watch::Receiver<bool>,
     /// The viewer's place under `--max-viewers`, released when it leaves.
@@ -154,8 +156,12 @@ pub struct Session<S, R> {
     /// For a viewer that takes batches: no stream write before this.
     next_write: Instant,
     _counted: ViewerGauge,
+    /// The viewer takes updates' bodies as merge patches.
+    patched: bool,
     /// Keeps the hub compressing its stream while this viewer takes it so.
-    _compressed: Option<CompressedGauge>,
+    _compressed: Option<CountedWhileHeld>,
+    /// Keeps the hub making lean frames while this viewer takes them.
+    _patched: Option<CountedWhileHeld>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -172,10 +178,15 @@ where
         let counted = metrics.viewer_connected();
         // Counted before attaching: every frame after the cursor is compressed.
         let compressed = viewer.compress.then(|| metrics.viewer_compressed());
+        let patched = viewer.patched.then(|| metrics.viewer_patched());
         let attached = app.hub.attach(viewer.since, Bodies::Light);
         let mut opening = vec![control(attached.cursor, FrameBody::Hello(app.hello())).into()];
         match attached.join {
-            Join::Resume(frames) => opening.extend(frames.into_iter().map(Out::from)),
+            Join::Resume(frames) => opening.extend(
+                frames
+                    .into_iter()
+                    .map(|p| Out::published(p, viewer.patched)),
+            ),
             Join::Snapshot(snapshot) => {
                 if viewer.since.is_some() {
                     metrics.resynced(ResyncCause::Cursor);
@@ -208,7 +219,9 @@ where
             app,
             metrics,
             _counted: counted,
+            patched: viewer.patched,
             _compressed: compressed,
+            _patched: patched,
             _permit: viewer.permit,
         }
     }
@@ -355,7 +368,7 @@ where
                 Ok(p) => {
                     self.cursor = p.seq;
                     if wanted(&self.filter, &p) {
-                        texts.push(Out::from(p));
+                        texts.push(Out::published(p, self.patched));
                     }
                 }
                 Err(missed) => texts.extend(self.catch_up(missed)),
@@ -620,6 +633,7 @@ mod tests {
             foreign_cursor: false,
             batch,
             compress: false,
+            patched: false,
             shutdown: shutdown_rx,
             permit: Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap(),
         };
@@ -652,6 +666,7 @@ mod tests {
     #[test]
     fn frames_about_the_whole_source_pass_every_filter() {
         let frame = |resource: Option<&str>, namespace: Option<&str>| Published {
+            lean: None,
             deflated: None,
             seq: 1,
             text: "{}".into(),

@@ -301,6 +301,7 @@ mod tests {
             initial: false,
             coalesced: false,
             handled: Default::default(),
+            patch: None,
             server: None,
         };
         pipeline.deliver(event, object);

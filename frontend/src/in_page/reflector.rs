@@ -481,6 +481,7 @@ fn watch_event(
         initial: false,
         coalesced: false,
         handled: Default::default(),
+        patch: None,
         server: None,
     }
 }

@@ -125,7 +125,7 @@ impl Client {
             match message {
                 Some(Ok(Message::Text(text))) => {
                     self.wire_bytes += text.len();
-                    return Ok(text.to_string());
+                    self.pending.extend(split_batch(&text).map(str::to_string));
                 }
                 Some(Ok(Message::Binary(bytes))) => {
                     self.wire_bytes += bytes.len();

@@ -2,7 +2,7 @@
 //! changed from the one before. Its body is fetched when it is chosen, if a
 //! light snapshot left it out.
 
-use crate::history::{ObjectHistory, ObjectKey, Version, diff};
+use crate::history::{Change, ObjectHistory, ObjectKey, Version, diff, patch_changes};
 use crate::model::Model;
 use crate::view_state::ViewState;
 use leptos::prelude::*;
@@ -50,20 +50,24 @@ fn changes(
             vec!["deleted: removed from the Indexer".into()]
         }
         _ if v.resync => vec![RESYNC.into()],
+        // A patch the page could not apply: it is the change.
+        _ if let Some(patch) = &v.patch => described(patch_changes(&patch.parse())),
         None if v.initial => vec!["as listed".into()],
         None if v.event_type == EventType::Added && !dropped => vec!["created".into()],
         None => vec![FIRST_KEPT.into()],
         Some(p) => match (p, current) {
-            (Some(p), Some(now)) => {
-                let c: Vec<String> = diff(p, now).iter().map(|c| c.describe()).collect();
-                if c.is_empty() {
-                    vec!["no visible change".into()]
-                } else {
-                    c
-                }
-            }
+            (Some(p), Some(now)) => described(diff(p, now)),
             _ => vec![NOT_FETCHED.into()],
         },
+    }
+}
+
+/// Changes in words; saying so when there is none to see.
+fn described(changes: Vec<Change>) -> Vec<String> {
+    if changes.is_empty() {
+        vec!["no visible change".into()]
+    } else {
+        changes.iter().map(Change::describe).collect()
     }
 }
 
@@ -180,6 +184,7 @@ mod tests {
             resync: false,
             final_state_unknown: false,
             object: None,
+            patch: None,
         }
     }
 
