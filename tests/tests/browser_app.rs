@@ -252,8 +252,12 @@ async fn a_label_added_from_the_panel_travels_and_shows_in_the_history() {
 /// A light snapshot (`--snapshot-bodies-limit 0`) gives the page each
 /// object without its body: opening the object fetches it (`/objects`), and
 /// the next change shows the same diff as with a full snapshot.
-#[tokio::test]
-async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_before() {
+/// A bridge on the idle demo whose viewers get light snapshots (no bodies),
+/// a deployment `default/web` made with kubectl and left until its
+/// controllers are done with it, so that a page gets it in its snapshot and
+/// nothing but what the test does changes it afterwards; and a viewer of the
+/// stream, to send demo actions.
+async fn a_settled_deployment_in_a_light_snapshot() -> (Bridge, watchlife_tests::ws::Viewer) {
     use watchlife_protocol::{FrameBody, Source};
     let bridge = Bridge::start(&["--demo", "--demo-idle", "--snapshot-bodies-limit", "0"]).await;
     let mut viewer = watchlife_tests::ws::Viewer::connect(&bridge.ws_url()).await;
@@ -264,16 +268,12 @@ async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_bef
         },
         other => panic!("hello first, got {other:?}"),
     };
-    // A deployment, made with kubectl and left until its controllers are
-    // done with it, so that the page gets it in its snapshot and nothing
-    // but the label below changes it afterwards.
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = watchlife_tests::plain_kubeconfig(&dir.path().join("kubeconfig"), &api);
     watchlife_tests::kubectl(
         &kubeconfig,
         &["create", "deployment", "web", "--image=nginx"],
     );
-    let key = "default/web";
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut stable = None;
     loop {
@@ -298,16 +298,50 @@ async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_bef
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let browser = open(&bridge, "", 1440, 1000).await;
+    (bridge, viewer)
+}
+
+/// Labels the deployment `default/web` `tier=frontend` through `viewer`.
+async fn label_web(viewer: &mut watchlife_tests::ws::Viewer) {
+    viewer
+        .send(&watchlife_protocol::ClientMessage::Action {
+            action: watchlife_protocol::DemoAction::Label {
+                resource: "deployments.apps".into(),
+                namespace: "default".into(),
+                name: "web".into(),
+                key: "tier".into(),
+                value: "frontend".into(),
+            },
+        })
+        .await;
+}
+
+/// The page narrowed to the deployment `default/web`; its row's selector.
+async fn web_listed(browser: &Browser) -> String {
     // The table draws only the rows in view: narrow it to the deployment.
     browser.fill("#filter-search", "web").await;
-    let row = format!("tr.object-row[data-resource='deployments.apps'][data-key='{key}']");
+    let row = "tr.object-row[data-resource='deployments.apps'][data-key='default/web']".to_string();
     browser
         .wait_until(
             "the deployment is listed",
             &format!("document.querySelector(\"{row}\")"),
         )
         .await;
+    row
+}
+
+/// Whether some change in the history reads `words`.
+fn history_says(words: &str) -> String {
+    format!(
+        "[...document.querySelectorAll('#history .change')].some(c => c.textContent === '{words}')"
+    )
+}
+
+#[tokio::test]
+async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_before() {
+    let (bridge, mut viewer) = a_settled_deployment_in_a_light_snapshot().await;
+    let browser = open(&bridge, "", 1440, 1000).await;
+    let row = web_listed(&browser).await;
     assert_eq!(
         browser
             .eval("document.querySelectorAll('#history .version').length")
@@ -327,9 +361,7 @@ async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_bef
     browser
         .wait_until(
             "the body is fetched from /objects",
-            &format!(
-                "performance.getEntriesByType('resource').some(e => e.name.endsWith('/objects/deployments.apps/{key}'))"
-            ),
+            "performance.getEntriesByType('resource').some(e => e.name.endsWith('/objects/deployments.apps/default/web'))",
         )
         .await;
     browser
@@ -338,22 +370,37 @@ async fn an_object_from_a_light_snapshot_is_fetched_when_opened_and_diffs_as_bef
             "document.querySelector('#history .version[data-body=kept]')",
         )
         .await;
-    let (namespace, name) = key.split_once('/').expect("a namespaced deployment");
-    viewer
-        .send(&watchlife_protocol::ClientMessage::Action {
-            action: watchlife_protocol::DemoAction::Label {
-                resource: "deployments.apps".into(),
-                namespace: namespace.into(),
-                name: name.into(),
-                key: "tier".into(),
-                value: "frontend".into(),
-            },
-        })
-        .await;
+    // The update comes as a patch on the fetched body: the page rebuilds
+    // the body, and diffs it as if it had come whole.
+    label_web(&mut viewer).await;
     browser
         .wait_until(
             "the history shows the label added, diffed against the fetched body",
-            "[...document.querySelectorAll('#history .change')].some(c => c.textContent === 'label tier=frontend added')",
+            &history_says("label tier=frontend added"),
+        )
+        .await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn an_update_of_an_object_never_fetched_shows_its_patch_as_the_change() {
+    let (bridge, mut viewer) = a_settled_deployment_in_a_light_snapshot().await;
+    let browser = open(&bridge, "", 1440, 1000).await;
+    let row = web_listed(&browser).await;
+    // Changed before anyone opened it: the page holds no body to apply the
+    // patch to, and keeps the patch.
+    label_web(&mut viewer).await;
+    browser
+        .wait_until(
+            "the page has the label's event",
+            "document.querySelector(\"tr.event-row[data-type=MODIFIED][data-resource='deployments.apps']\")",
+        )
+        .await;
+    browser.click(&row).await;
+    browser
+        .wait_until(
+            "the history tells the patch's change, with no earlier body to diff against",
+            &history_says("label tier=frontend set"),
         )
         .await;
     browser.close().await;

@@ -23,13 +23,7 @@ pub fn lean_frame(
     if event.event_type != EventType::Modified || event.object.is_null() {
         return None;
     }
-    let (Ok(old), Ok(new)) = (
-        serde_json::from_str(previous.json().as_str()),
-        serde_json::from_str(event.object.as_str()),
-    ) else {
-        return None;
-    };
-    let merge = merge_patch(&old, &new)?;
+    let merge = merge_patch(previous.json().as_str(), event.object.as_str())?;
     event.object = ObjectJson::null();
     event.patch = Some(Box::new(BodyPatch {
         base: previous.resource_version().to_string(),
