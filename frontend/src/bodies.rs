@@ -22,8 +22,7 @@ pub fn fetch_if_missing(model: Model, key: ObjectKey, token: String) {
     }
     let missing = model.objects.with_untracked(|o| {
         o.get(&key)
-            .and_then(|h| h.versions.back())
-            .is_some_and(|v| v.object.is_none())
+            .is_some_and(|h| !h.versions.is_empty() && !h.has_body(h.versions.len() - 1))
     });
     if !missing {
         return;

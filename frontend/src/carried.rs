@@ -1,10 +1,10 @@
 //! What an event's frame carries of its object's body: the whole body, or,
 //! for an update on a stream that sends them so (`/ws?bodies=patch`), a
-//! merge patch against the object's previous version, which the page
-//! applies to the body it holds.
+//! merge patch against the object's previous version, which the page keeps
+//! beside that version and applies when the body is needed.
 
-use crate::history::Version;
-use watchlife_protocol::patch::{BodyPatch, apply_merge_patch};
+use crate::history::{KeptPatch, Version};
+use watchlife_protocol::patch::BodyPatch;
 use watchlife_protocol::{ObjectJson, WatchEvent};
 
 /// An event's body, taken out of the event (see [`crate::model`]'s rows).
@@ -29,26 +29,22 @@ impl Carried {
         }
     }
 
-    /// The body of the version this makes, and the patch to keep beside it
-    /// when the body could not be rebuilt: `latest` is the object's latest
-    /// version the page holds, whose body a patch applies to when it is
-    /// the patch's base.
-    pub fn resolve(self, latest: Option<&Version>) -> (Option<ObjectJson>, Option<ObjectJson>) {
+    /// The body of the version this makes, and its patch: `latest` is the
+    /// object's latest version the page holds. A patch is not applied here,
+    /// as it arrives (at a thousand events a second that would be most of
+    /// a phone's time), but kept, and the body rebuilt from the version
+    /// before it when someone needs it ([`crate::history::ObjectHistory::body`]).
+    pub fn into_body(self, latest: Option<&Version>) -> (Option<ObjectJson>, Option<KeptPatch>) {
         match self {
             Carried::Nothing => (None, None),
             Carried::Whole(body) => (Some(body), None),
             Carried::Patch(patch) => {
-                let base = latest
-                    .filter(|v| v.resource_version == patch.base)
-                    .and_then(|v| v.object.as_ref());
-                match base {
-                    Some(base) => {
-                        let mut body = base.parse();
-                        apply_merge_patch(&mut body, &patch.merge.parse());
-                        (Some(ObjectJson::from_value(&body)), None)
-                    }
-                    None => (None, Some(patch.merge)),
-                }
+                let on_previous = latest.is_some_and(|v| v.resource_version == patch.base);
+                let kept = KeptPatch {
+                    merge: patch.merge,
+                    on_previous,
+                };
+                (None, Some(kept))
             }
         }
     }
@@ -57,51 +53,105 @@ impl Carried {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::ObjectHistory;
     use serde_json::json;
-    use watchlife_protocol::EventType;
+    use watchlife_protocol::{EventType, ObjectRef};
 
-    fn version(rv: &str, object: Option<serde_json::Value>) -> Version {
+    fn version(rv: &str, body: (Option<ObjectJson>, Option<KeptPatch>)) -> Version {
         Version {
-            event_type: EventType::Added,
+            event_type: EventType::Modified,
             resource_version: rv.into(),
             initial: false,
             resync: false,
             final_state_unknown: false,
-            object: object.as_ref().map(ObjectJson::from_value),
-            patch: None,
+            object: body.0,
+            patch: body.1,
         }
     }
 
-    fn patch(base: &str) -> Carried {
+    fn patch(base: &str, rv: &str, mode: serde_json::Value) -> Carried {
         Carried::Patch(Box::new(BodyPatch {
             base: base.into(),
             merge: ObjectJson::from_value(
-                &json!({"metadata": {"resourceVersion": "9"}, "data": {"mode": null}}),
+                &json!({"metadata": {"resourceVersion": rv}, "data": {"mode": mode}}),
             ),
         }))
     }
 
-    #[test]
-    fn a_patch_on_its_base_rebuilds_the_body() {
-        let before = json!({"metadata": {"resourceVersion": "7"}, "data": {"mode": "a", "k": "v"}});
-        let latest = version("7", Some(before));
-        let (body, kept) = patch("7").resolve(Some(&latest));
-        assert_eq!(
-            body.unwrap().parse(),
-            json!({"metadata": {"resourceVersion": "9"}, "data": {"k": "v"}})
-        );
-        assert_eq!(kept, None);
+    fn history() -> ObjectHistory {
+        ObjectHistory::new(ObjectRef {
+            resource: "configmaps".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("default".into()),
+            name: "settings".into(),
+        })
+    }
+
+    /// Pushes `carried` as the next version `rv`, as the model does.
+    fn push(h: &mut ObjectHistory, rv: &str, carried: Carried) {
+        let body = carried.into_body(h.versions.back());
+        h.push(version(rv, body));
     }
 
     #[test]
-    fn a_patch_without_its_base_is_kept_as_the_change() {
-        let before = json!({"metadata": {"resourceVersion": "7"}});
-        // Another version than the base, a base without its body, no version at all.
-        for latest in [version("6", Some(before)), version("7", None)] {
-            let (body, kept) = patch("7").resolve(Some(&latest));
-            assert_eq!(body, None);
-            assert!(kept.is_some());
+    fn patches_on_their_base_rebuild_each_body_when_asked() {
+        let mut h = history();
+        let first = json!({"metadata": {"resourceVersion": "7"}, "data": {"mode": "a", "k": "v"}});
+        push(&mut h, "7", Carried::Whole(ObjectJson::from_value(&first)));
+        push(&mut h, "8", patch("7", "8", json!("b")));
+        push(&mut h, "9", patch("8", "9", json!(null)));
+        assert!(h.versions[2].object.is_none(), "not applied as it arrives");
+        assert!(h.has_body(2));
+        assert_eq!(
+            h.body(1).unwrap().parse(),
+            json!({"metadata": {"resourceVersion": "8"}, "data": {"mode": "b", "k": "v"}})
+        );
+        assert_eq!(
+            h.body(2).unwrap().parse(),
+            json!({"metadata": {"resourceVersion": "9"}, "data": {"k": "v"}})
+        );
+    }
+
+    #[test]
+    fn a_patch_without_its_base_only_tells_the_change() {
+        let mut h = history();
+        // A light snapshot's version: no body.
+        h.push(version("7", (None, None)));
+        push(&mut h, "8", patch("7", "8", json!("b")));
+        assert!(!h.has_body(1));
+        assert_eq!(h.body(1), None);
+        assert!(h.versions[1].patch.is_some(), "kept as the change");
+        // Another base than the latest version: not rebuilt either.
+        let first = json!({"metadata": {"resourceVersion": "5"}});
+        let mut h = history();
+        push(&mut h, "5", Carried::Whole(ObjectJson::from_value(&first)));
+        push(&mut h, "8", patch("7", "8", json!("b")));
+        assert_eq!(h.body(1), None);
+    }
+
+    #[test]
+    fn dropping_the_oldest_keeps_the_next_body_rebuildable() {
+        let mut h = history();
+        let first = json!({"metadata": {"resourceVersion": "100"}, "data": {"mode": "0"}});
+        push(
+            &mut h,
+            "100",
+            Carried::Whole(ObjectJson::from_value(&first)),
+        );
+        let kept = crate::history::VERSIONS_KEPT as u64;
+        for rv in 101..=100 + 2 * kept {
+            let mode = json!((rv - 100).to_string());
+            push(
+                &mut h,
+                &rv.to_string(),
+                patch(&(rv - 1).to_string(), &rv.to_string(), mode),
+            );
         }
-        assert_eq!(patch("7").resolve(None).0, None);
+        let last = h.versions.len() - 1;
+        assert_eq!(
+            h.body(last).unwrap().parse()["data"]["mode"],
+            json!((2 * kept).to_string())
+        );
+        assert!(h.has_body(0), "the oldest kept holds its body");
     }
 }

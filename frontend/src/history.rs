@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use std::collections::VecDeque;
+use watchlife_protocol::patch::apply_merge_patch;
 use watchlife_protocol::{EventType, ObjectJson, ObjectRef};
 
 /// An object's identity in the page: resource and `namespace/name`.
@@ -34,12 +35,21 @@ pub struct Version {
     /// is the Indexer's last copy, its final state unknown.
     pub final_state_unknown: bool,
     /// The object's JSON text; `None` when it came in a light snapshot and
-    /// has not been fetched (see [`crate::bodies`]), or when it came as a
-    /// patch whose base the page did not hold.
+    /// has not been fetched (see [`crate::bodies`]), and when it came as a
+    /// patch (see [`ObjectHistory::body`]).
     pub object: Option<ObjectJson>,
-    /// The change as a merge patch, kept when it came so and the body could
-    /// not be rebuilt (see [`crate::carried`]): the history tells it.
-    pub patch: Option<ObjectJson>,
+    /// The change as a merge patch, when it came so (see [`crate::carried`]).
+    pub patch: Option<KeptPatch>,
+}
+
+/// A version's body as the merge patch it came as.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptPatch {
+    pub merge: ObjectJson,
+    /// It applies to the body of the version kept before it, which rebuilds
+    /// this version's. Otherwise the page never held its base (a light
+    /// snapshot's object), and the patch only tells what changed.
+    pub on_previous: bool,
 }
 
 /// An object's recent history, oldest first.
@@ -66,14 +76,54 @@ impl ObjectHistory {
         }
     }
 
-    /// Appends a version, dropping the oldest beyond [`VERSIONS_KEPT`].
+    /// Appends a version, dropping the oldest beyond [`VERSIONS_KEPT`]. A
+    /// version that came as a patch on the one dropped gets its body first.
     pub fn push(&mut self, version: Version) {
         self.deleted = version.event_type == EventType::Deleted;
         if self.versions.len() == VERSIONS_KEPT {
+            if self.versions.get(1).is_some_and(|v| v.object.is_none()) {
+                let body = self.body_value(1).map(|b| ObjectJson::from_value(&b));
+                self.versions[1].object = body;
+            }
             self.versions.pop_front();
             self.dropped += 1;
         }
         self.versions.push_back(version);
+    }
+
+    /// The body of version `i` (oldest first): held, or rebuilt from the
+    /// versions before it where it came as a patch on its predecessor.
+    pub fn body(&self, i: usize) -> Option<ObjectJson> {
+        let v = self.versions.get(i)?;
+        match &v.object {
+            Some(body) => Some(body.clone()),
+            None => self.body_value(i).map(|b| ObjectJson::from_value(&b)),
+        }
+    }
+
+    /// Every version's body as a JSON value, oldest first, rebuilding each
+    /// patched one from the one before in a single pass.
+    pub fn bodies(&self) -> Vec<Option<Value>> {
+        let mut bodies: Vec<Option<Value>> = Vec::with_capacity(self.versions.len());
+        for v in &self.versions {
+            let previous = bodies.last().cloned().flatten();
+            bodies.push(rebuilt(v, || previous));
+        }
+        bodies
+    }
+
+    /// Whether version `i`'s body is held or can be rebuilt.
+    pub fn has_body(&self, i: usize) -> bool {
+        match self.versions.get(i) {
+            Some(v) if v.object.is_some() => true,
+            Some(Version { patch: Some(p), .. }) if p.on_previous => i > 0 && self.has_body(i - 1),
+            _ => false,
+        }
+    }
+
+    fn body_value(&self, i: usize) -> Option<Value> {
+        let v = self.versions.get(i)?;
+        rebuilt(v, || i.checked_sub(1).and_then(|p| self.body_value(p)))
     }
 
     /// The latest resourceVersion.
@@ -82,6 +132,19 @@ impl ObjectHistory {
             .back()
             .map(|v| v.resource_version.as_str())
             .unwrap_or("")
+    }
+}
+
+/// The body of `v`, given a way to the body of the version before it.
+fn rebuilt(v: &Version, previous: impl FnOnce() -> Option<Value>) -> Option<Value> {
+    match (&v.object, &v.patch) {
+        (Some(body), _) => Some(body.parse()),
+        (None, Some(patch)) if patch.on_previous => {
+            let mut body = previous()?;
+            apply_merge_patch(&mut body, &patch.merge.parse());
+            Some(body)
+        }
+        _ => None,
     }
 }
 

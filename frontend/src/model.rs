@@ -536,7 +536,7 @@ impl Model {
             let history = objects
                 .entry(key.clone())
                 .or_insert_with(|| ObjectHistory::new(e.target.clone()));
-            let (object, patch) = carried.resolve(history.versions.back());
+            let (object, patch) = carried.into_body(history.versions.back());
             let version = Version {
                 event_type: e.event_type,
                 resource_version: e.resource_version.clone(),

@@ -74,7 +74,8 @@ impl Tape {
                             target: h.target.clone(),
                             resource_version: v.resource_version.clone(),
                             summary: Default::default(),
-                            object: v.object.clone(),
+                            // Rebuilt where the latest came as a patch.
+                            object: h.body(h.versions.len() - 1),
                         })
                     })
                     .collect()

@@ -50,15 +50,13 @@ fn changes(
             vec!["deleted: removed from the Indexer".into()]
         }
         _ if v.resync => vec![RESYNC.into()],
-        // A patch the page could not apply: it is the change.
-        _ if let Some(patch) = &v.patch => described(patch_changes(&patch.parse())),
+        Some(Some(p)) if let Some(now) = current => described(diff(p, now)),
+        // A patch with no earlier body to diff against: it is the change.
+        _ if let Some(patch) = &v.patch => described(patch_changes(&patch.merge.parse())),
         None if v.initial => vec!["as listed".into()],
         None if v.event_type == EventType::Added && !dropped => vec!["created".into()],
         None => vec![FIRST_KEPT.into()],
-        Some(p) => match (p, current) {
-            (Some(p), Some(now)) => described(diff(p, now)),
-            _ => vec![NOT_FETCHED.into()],
-        },
+        Some(_) => vec![NOT_FETCHED.into()],
     }
 }
 
@@ -75,8 +73,7 @@ fn described(changes: Vec<Change>) -> Vec<String> {
 fn entries(h: &ObjectHistory) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut previous: Option<Option<serde_json::Value>> = None;
-    for v in &h.versions {
-        let current = v.object.as_ref().map(|o| o.parse());
+    for (v, current) in h.versions.iter().zip(h.bodies()) {
         let mark = if v.final_state_unknown {
             "dfsu"
         } else if v.resync {
