@@ -11,7 +11,8 @@
 
 use crate::app::App;
 use crate::cli::{Args, RecordArgs};
-use crate::downstream::hub::{Attached, Bodies, Hub, encode};
+use crate::downstream::frame_text::encode;
+use crate::downstream::hub::{Attached, Bodies, Hub};
 use crate::record_marks::{self, Marks};
 use crate::{RunError, shutdown_signal};
 use flate2::write::GzEncoder;

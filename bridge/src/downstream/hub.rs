@@ -20,6 +20,7 @@
 //! ([`crate::downstream::outbox::MAX_BATCH`]).
 
 use crate::downstream::deflate::{Deflated, SharedDeflate};
+use crate::downstream::frame_text::encode;
 use crate::downstream::metrics::Metrics;
 use crate::downstream::patched::lean_frame;
 use crate::downstream::tap_history::TapHistory;
@@ -604,13 +605,6 @@ fn summary(kind: &str, object: &Object) -> BTreeMap<String, String> {
             replicas: None,
         },
     )
-}
-
-/// Encodes a frame as one JSON text message.
-pub fn encode(frame: &ServerFrame) -> Utf8Bytes {
-    serde_json::to_string(frame)
-        .expect("frames are plain data and always serialize")
-        .into()
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! - [`hub`]: one ordered stream, encoded once, a window for resuming
 //!   viewers, and the current objects for a snapshot; [`deflate`], the
 //!   stream compressed once for the viewers who take it so; [`patched`],
-//!   updates' frames with their bodies as merge patches.
+//!   updates' frames with their bodies as merge patches; [`frame_text`],
+//!   a frame as the one text message every viewer is sent.
 //! - [`server`]: routes (`/ws`, `/metrics`, `/healthz`, `/readyz`,
 //!   `/version`, the app), the connection cap and graceful shutdown;
 //!   [`assets`], the embedded app, and [`csp`], its security policy;
@@ -25,6 +26,7 @@ pub mod assets;
 pub mod compressed;
 pub mod csp;
 pub mod deflate;
+pub mod frame_text;
 pub mod guard;
 pub mod hub;
 pub mod liveness;

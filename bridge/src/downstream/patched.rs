@@ -3,7 +3,7 @@
 //! replaced by what changed since the object's previous version in the
 //! stream (see [`watchlife_protocol::patch`]).
 
-use crate::downstream::hub::encode;
+use crate::downstream::frame_text::encode;
 use axum::extract::ws::Utf8Bytes;
 use watchlife_informer::Object;
 use watchlife_protocol::patch::{BodyPatch, merge_patch};

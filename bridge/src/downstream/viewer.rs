@@ -27,7 +27,8 @@
 
 use crate::app::App;
 use crate::downstream::compressed::Out;
-use crate::downstream::hub::{Bodies, Join, Published, encode};
+use crate::downstream::frame_text::encode;
+use crate::downstream::hub::{Bodies, Join, Published};
 use crate::downstream::metrics::{Closed, CountedWhileHeld, Metrics, ResyncCause, ViewerGauge};
 use crate::downstream::outbox::{MAX_BATCH, Outbox, PACED_BATCH};
 use crate::downstream::rate_limit::{Admit, MESSAGE_BURST, MESSAGES_PER_SECOND, RateLimiter};
