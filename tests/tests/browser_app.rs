@@ -98,6 +98,11 @@ async fn every_stage_is_drawn_and_unobserved_ones_say_so() {
         Some(1.0),
         "{metrics}"
     );
+    assert_eq!(
+        value("watchlife_viewers_patched"),
+        Some(1.0),
+        "the page takes updates as patches: {metrics}"
+    );
     browser.screenshot_for_docs("desktop.png").await;
     browser.close().await;
 

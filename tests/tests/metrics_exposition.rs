@@ -175,6 +175,7 @@ async fn the_bridge_and_the_demo_api_serve_openmetrics_that_the_reference_parser
     let expected = [
         ("watchlife_viewers", "gauge"),
         ("watchlife_viewers_compressed", "gauge"),
+        ("watchlife_viewers_patched", "gauge"),
         ("watchlife_viewers_connected", "counter"),
         ("watchlife_viewers_refused", "counter"),
         ("watchlife_viewers_closed", "counter"),
