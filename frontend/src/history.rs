@@ -106,8 +106,8 @@ impl ObjectHistory {
     pub fn bodies(&self) -> Vec<Option<Value>> {
         let mut bodies: Vec<Option<Value>> = Vec::with_capacity(self.versions.len());
         for v in &self.versions {
-            let previous = bodies.last().cloned().flatten();
-            bodies.push(rebuilt(v, || previous));
+            let body = rebuilt(v, || bodies.last().cloned().flatten());
+            bodies.push(body);
         }
         bodies
     }
