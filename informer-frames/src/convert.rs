@@ -2,103 +2,19 @@
 //! frame's bytes depend on nothing else.
 
 use watchlife_informer::informer::Options;
-use watchlife_informer::reflector::ReflectorState as State;
 use watchlife_informer::trace::{HandlerCall, Handling, Mark, Marks, ReconcileRun, Traced};
-use watchlife_informer::{EventType as Type, Object, handlers::Callback as Call};
+use watchlife_informer::{Object, handlers::Callback as Call};
 use watchlife_protocol::{
     Callback, EventType, FrameBody, Handled, ObjectRef, ReflectorState, ReflectorUpdate, Stage,
     StageMark, StageTimes, WatchEvent,
 };
 
 /// The Reflector state of `resource`'s Reflector, as a frame.
-pub fn reflector_update(resource: &str, state: State) -> FrameBody {
+pub fn reflector_update(resource: &str, state: ReflectorState) -> FrameBody {
     FrameBody::Reflector(ReflectorUpdate {
         resource: resource.to_string(),
-        state: reflector_state(state),
+        state,
     })
-}
-
-/// A Reflector state, as the wire names it.
-pub fn reflector_state(state: State) -> ReflectorState {
-    use ReflectorState as Wire;
-    match state {
-        State::ListStarted {
-            resource_version,
-            limit,
-        } => Wire::ListStarted {
-            resource_version,
-            limit,
-        },
-        State::ListProgress { bytes } => Wire::ListProgress { bytes },
-        State::ListFinished {
-            count,
-            resource_version,
-        } => Wire::ListFinished {
-            count,
-            resource_version,
-        },
-        State::WatchStarted {
-            resource_version,
-            timeout_seconds,
-        } => Wire::WatchStarted {
-            resource_version,
-            timeout_seconds,
-        },
-        State::StreamingListStarted {
-            resource_version,
-            timeout_seconds,
-        } => Wire::StreamingListStarted {
-            resource_version,
-            timeout_seconds,
-        },
-        State::InitialEventsEnd {
-            count,
-            resource_version,
-        } => Wire::InitialEventsEnd {
-            count,
-            resource_version,
-        },
-        State::StreamingListFailed { reason } => Wire::StreamingListFailed { reason },
-        State::Bookmark { resource_version } => Wire::Bookmark { resource_version },
-        State::WatchEnded {
-            resource_version,
-            reason,
-        } => Wire::WatchEnded {
-            resource_version,
-            reason,
-        },
-        State::Gone {
-            resource_version,
-            message,
-        } => Wire::Gone {
-            resource_version,
-            message,
-        },
-        State::Relist { reason } => Wire::Relist { reason },
-        State::Backoff { delay_ms, error } => Wire::Backoff { delay_ms, error },
-    }
-}
-
-/// A watch event's type, as the wire spells it.
-pub fn event_type(event_type: Type) -> EventType {
-    match event_type {
-        Type::Added => EventType::Added,
-        Type::Modified => EventType::Modified,
-        Type::Deleted => EventType::Deleted,
-        Type::Bookmark => EventType::Bookmark,
-        Type::Error => EventType::Error,
-    }
-}
-
-/// The informer's twin of a wire event type.
-pub fn informer_event_type(event_type: EventType) -> Type {
-    match event_type {
-        EventType::Added => Type::Added,
-        EventType::Modified => Type::Modified,
-        EventType::Deleted => Type::Deleted,
-        EventType::Bookmark => Type::Bookmark,
-        EventType::Error => Type::Error,
-    }
 }
 
 /// The event a trace finishes: the caller's own event (the Reflector's,
@@ -115,7 +31,7 @@ pub fn watch_event(options: &Options, traced: Traced<WatchEvent>) -> WatchEvent 
         carried,
     } = traced;
     let mut event = carried.unwrap_or_else(|| made_by_informer(options, &object));
-    event.event_type = event_type(informed);
+    event.event_type = informed;
     event.initial = listed;
     event.coalesced = coalesced;
     stamp(&mut event.stages, marks);

@@ -4,7 +4,7 @@
 //! event with every stage the informer stamped, and the frames queued to
 //! be told in stream order.
 
-use crate::convert::{informer_event_type, watch_event};
+use crate::convert::watch_event;
 use watchlife_informer::informer::{Options, Taken};
 use watchlife_informer::trace::Traced;
 use watchlife_informer::{Micros, Object};
@@ -81,10 +81,7 @@ impl Informer {
     pub fn enqueue(&mut self, event: WatchEvent, object: Object, now: Micros) {
         match event.event_type {
             EventType::Bookmark | EventType::Error => self.enqueue_note(FrameBody::Event(event)),
-            change => {
-                let event_type = informer_event_type(change);
-                self.inner.enqueue(event_type, object, event, now)
-            }
+            change => self.inner.enqueue(change, object, event, now),
         }
     }
 

@@ -21,7 +21,6 @@
 //! time, and decides which task drives which stage.
 
 pub mod drained;
-mod event_type;
 pub mod fifo;
 pub mod handlers;
 pub mod indexer;
@@ -35,11 +34,7 @@ pub mod shared_informer;
 pub mod trace;
 pub mod workqueue;
 
-pub use event_type::EventType;
 pub use informer::Informer;
 pub use object::{Meta, Object, ObjectJson};
 pub use profile::{Gate, Profile, Release};
-
-/// Microseconds since the Unix epoch: every time the informer is given or
-/// stamps. Microseconds, because a stage can take less than a millisecond.
-pub type Micros = u64;
+pub use watchlife_watch::{EventType, Micros};

@@ -3,31 +3,7 @@
 use crate::stage::StageTimes;
 use serde::{Deserialize, Serialize};
 
-/// The type of a watch event, spelled as the Kubernetes API spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum EventType {
-    Added,
-    Modified,
-    Deleted,
-    /// A progress notice: no object changed, the resourceVersion moved on.
-    Bookmark,
-    /// The server ended the watch with a Status (410 Gone among them).
-    Error,
-}
-
-impl EventType {
-    /// The Kubernetes spelling: `ADDED`, `MODIFIED`, ...
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-            EventType::Bookmark => "BOOKMARK",
-            EventType::Error => "ERROR",
-        }
-    }
-}
+pub use watchlife_watch::EventType;
 
 /// Which object an event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

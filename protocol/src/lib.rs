@@ -6,6 +6,8 @@
 //! - [`connection`]: the `/ws` query, and several frames to a message;
 //!   [`deflated`]: how a compressed connection's messages are framed.
 //! - [`client`]: what a viewer sends back (subscribe, demo actions).
+//! - [`watchlife_watch`]'s words, carried as they are: a watch event's
+//!   type, a Reflector's states, who answered its requests.
 //! - [`event`]: a Kubernetes watch event as relayed, with the measured [`stage`] times,
 //!   written lean ([`lean_stages`]).
 //! - [`object`]: an object as the text of its JSON, shared, never re-encoded;
@@ -51,9 +53,10 @@ pub use recording::{
     LineProblem, RECORDING_FORMAT, RecordedFrame, Recording, RecordingHeader, parse_recording,
 };
 pub use reflector::{ReflectorState, ReflectorUpdate};
-pub use server_path::{Origin, ServerAnswer, ServerPath};
+pub use server_path::{Origin, ServerPath};
 pub use stage::{Stage, StageMark, StageTimes};
 pub use watch_cache::{CacheState, ClosedWatcherState, WatchCacheReport, WatcherState};
+pub use watchlife_watch::{Micros, ServerAnswer};
 
 /// Version of this protocol. A viewer refuses a `hello` with a larger major
 /// version. 2: payloads nested under `data`, objects' references under
@@ -61,12 +64,6 @@ pub use watch_cache::{CacheState, ClosedWatcherState, WatchCacheReport, WatcherS
 /// stage times as one time and offsets ([`lean_stages`]); protocol 2's
 /// events read as they are.
 pub const PROTOCOL_VERSION: u32 = 3;
-
-/// Microseconds since the Unix epoch: the one time unit on the wire.
-///
-/// Microseconds because a stage can take less than a millisecond in-process; a
-/// `u64` of them stays exact in a JavaScript number until the year 2255.
-pub type Micros = u64;
 
 /// How often a Reflector reports the progress of a long LIST: often enough
 /// that a 150,000-object LIST visibly moves, rarely enough to cost nothing.

@@ -33,7 +33,6 @@ use watchlife_informer::list_watch::{
 use watchlife_informer::object::Stored;
 use watchlife_informer::reflector::{Config, Failure, INITIAL_EVENTS_END, ReflectorState};
 use watchlife_informer::{EventType, Micros, Object};
-use watchlife_informer_frames::convert;
 use watchlife_protocol::{
     self as wire, ObjectRef, ServerAnswer, ServerPath, Stage, StageMark, StageTimes, WatchEvent,
 };
@@ -347,7 +346,7 @@ pub(super) struct PageSink<'a> {
 
 impl Sink<Read> for PageSink<'_> {
     fn report(&mut self, state: ReflectorState) {
-        self.page.note(self.stages, convert::reflector_state(state));
+        self.page.note(self.stages, state);
     }
 
     /// The list's objects as ADDED events of the initial list, each stamped
@@ -381,7 +380,6 @@ impl Sink<Read> for PageSink<'_> {
     /// watch took it from the watcher's buffer, read by the Reflector at
     /// `at`: two reads of the clock, as the page has no wire between them.
     fn delta(&mut self, event_type: EventType, read: Read, at: Micros) {
-        let event_type = convert::event_type(event_type);
         let mut event = watch_event(self.stages.rt, event_type, &read.object, at);
         if let Some(delivery) = &read.carried {
             stamp_server_path(&mut event, delivery, read.written_at);

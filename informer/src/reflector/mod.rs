@@ -72,7 +72,6 @@
 pub mod backoff;
 mod failure;
 pub mod silence;
-mod state;
 
 use crate::Micros;
 use crate::profile::{Profile, Release};
@@ -81,7 +80,7 @@ use std::time::Duration;
 
 pub use failure::{Failure, WatchEnd};
 pub use silence::SilentWatch;
-pub use state::ReflectorState;
+pub use watchlife_watch::ReflectorState;
 
 /// Shortest server-side timeout asked for a watch: each watch asks for a
 /// random time between this and twice this (client-go's `minWatchTimeout`,

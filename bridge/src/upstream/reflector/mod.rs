@@ -325,8 +325,8 @@ impl WatchStream<Object> for KubeWatch<'_> {
 struct PipelineSink<'a>(&'a Reflector);
 
 impl Sink<Object> for PipelineSink<'_> {
-    fn report(&mut self, state: machine::ReflectorState) {
-        self.0.report(convert::reflector_state(state));
+    fn report(&mut self, state: ReflectorState) {
+        self.0.report(state);
     }
 
     /// Each object is stamped with the time the Reflector read it (its
@@ -344,23 +344,17 @@ impl Sink<Object> for PipelineSink<'_> {
         self.0.pipeline.replace(deltas);
     }
 
-    fn delta(&mut self, event_type: watchlife_informer::EventType, object: Object, at: Micros) {
+    fn delta(&mut self, event_type: EventType, object: Object, at: Micros) {
         let stages = StageTimes::from([(Stage::Reflector, StageMark::at(at))]);
-        let event_type = convert::event_type(event_type);
         let event = self.0.event(event_type, &object, stages, false);
         self.0.pipeline.deliver(event, object);
     }
 
     /// A BOOKMARK or ERROR: it stops at the Reflector, but viewers see it
     /// pass, in stream order.
-    fn marker(
-        &mut self,
-        event_type: watchlife_informer::EventType,
-        resource_version: &str,
-        at: Micros,
-    ) {
+    fn marker(&mut self, event_type: EventType, resource_version: &str, at: Micros) {
         let mut event = self.0.event(
-            convert::event_type(event_type),
+            event_type,
             &Object::from_json(ObjectJson::null()),
             StageTimes::from([(Stage::Reflector, StageMark::at(at))]),
             false,
