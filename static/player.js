@@ -34,6 +34,8 @@
 //
 // A fenced ```watchlife block that a Markdown renderer left as it is (MkDocs'
 // superfences, any renderer's `language-watchlife` code) becomes a player too.
+// Required in Node, the script gives its block parser alone ({OPTIONS,
+// attributesOf}): the Docusaurus plugin reads blocks with it at build time.
 //
 // Each player is a frame of this folder's embed.html that sizes itself to
 // its content; it is made only when scrolled near, and players on one page
@@ -41,6 +43,34 @@
 // poster image linking to the replay, say) are shown where scripts do not run.
 (() => {
   "use strict";
+  const OPTIONS = ["scenario", "src", "demo", "autoplay", "loop", "speed", "animation", "start-at", "poster",
+    "controls", "theme", "captions", "markers", "markers-src", "pause-at-markers", "title"];
+
+  // A block's text as a player's attributes: one option per line, "name:
+  // value" or a bare "name"; a first bare word that is no option names the
+  // scenario. Throws on a line that is no option, naming it.
+  const attributesOf = (text) => {
+    const attributes = [];
+    for (const raw of text.split("\n")) {
+      const line = raw.trim();
+      if (!line || line.startsWith("#")) continue;
+      const colon = line.indexOf(":");
+      const name = (colon < 0 ? line : line.slice(0, colon)).trim();
+      const value = colon < 0 ? "" : line.slice(colon + 1).trim();
+      if (OPTIONS.includes(name)) attributes.push([name, value]);
+      else if (!attributes.length && colon < 0 && !/\s/.test(name)) attributes.push(["scenario", name]);
+      else throw new Error(`unknown watchlife option "${name}"; the options are: ${OPTIONS.join(", ")}`);
+    }
+    return attributes;
+  };
+
+  // Required by Node (a docs generator's plugin, at build time): the block
+  // parser alone, so that a wrong option fails the site's build.
+  if (typeof module === "object" && module.exports) {
+    module.exports = { OPTIONS, attributesOf };
+    return;
+  }
+
   if (customElements.get("watchlife-player")) return;
 
   const script = document.currentScript;
@@ -58,9 +88,6 @@
   // player that is not running after TURN_MS lets the next one go anyway.
   let turn = Promise.resolve();
   const TURN_MS = 15000;
-
-  const OPTIONS = ["scenario", "src", "demo", "autoplay", "loop", "speed", "animation", "start-at", "poster",
-    "controls", "theme", "captions", "markers", "markers-src", "pause-at-markers", "title"];
 
   // The page's animation speeds, slowest first (its `speed=` index).
   const ANIMATION = ["slow-motion", "slower", "normal", "fast", "live"];
@@ -253,24 +280,6 @@
   }
 
   customElements.define("watchlife-player", WatchlifePlayer);
-
-  // A block's text as a player's attributes: one option per line, "name:
-  // value" or a bare "name"; a first bare word that is no option names the
-  // scenario. Throws on a line that is no option, naming it.
-  const attributesOf = (text) => {
-    const attributes = [];
-    for (const raw of text.split("\n")) {
-      const line = raw.trim();
-      if (!line || line.startsWith("#")) continue;
-      const colon = line.indexOf(":");
-      const name = (colon < 0 ? line : line.slice(0, colon)).trim();
-      const value = colon < 0 ? "" : line.slice(colon + 1).trim();
-      if (OPTIONS.includes(name)) attributes.push([name, value]);
-      else if (!attributes.length && colon < 0 && !/\s/.test(name)) attributes.push(["scenario", name]);
-      else throw new Error(`unknown watchlife option "${name}"; the options are: ${OPTIONS.join(", ")}`);
-    }
-    return attributes;
-  };
 
   // Fenced ```watchlife blocks as Markdown renderers leave them (a div or
   // pre of class "watchlife", as MkDocs' superfences writes; a code of class

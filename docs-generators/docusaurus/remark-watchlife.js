@@ -1,50 +1,52 @@
 // remark-watchlife: in a Docusaurus site (MDX), a ```watchlife fenced block
-// becomes a <watchlife-player> element. One option per line, "name: value"
-// or a bare "name"; a first bare word that is no option names the scenario;
-// any other line fails the build, naming it. Licensed under Apache-2.0.
+// becomes a <watchlife-player> element. The block is read by the player's own
+// parser (player.js, required from the site's copy): one option per line,
+// "name: value" or a bare "name"; a first bare word that is no option names
+// the scenario; any other line fails the build, naming the page and line.
+// Licensed under Apache-2.0.
 //
 // docusaurus.config.js:
 //   scripts: [{ src: "/watchlife/player.js", async: true }],  // static/watchlife/ is `make embed`'s folder
 //   presets: [["classic", { docs: { remarkPlugins: [require("./remark-watchlife")] } }]],
+//
+// The plugin finds player.js at static/watchlife/player.js under the folder
+// the build runs in; `[require("./remark-watchlife"), { player: "PATH" }]`
+// names another place.
 
-const OPTIONS = ["scenario", "src", "demo", "autoplay", "loop", "speed", "animation", "start-at", "poster",
-  "controls", "theme", "captions", "markers", "markers-src", "pause-at-markers", "title"];
+const path = require("path");
 
-function attributesOf(text, where) {
-  const attributes = [];
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (!line || line.startsWith("#")) continue;
-    const colon = line.indexOf(":");
-    const name = (colon < 0 ? line : line.slice(0, colon)).trim();
-    // A bare option is an empty string: React then writes it as a present attribute.
-    const value = colon < 0 ? "" : line.slice(colon + 1).trim();
-    if (OPTIONS.includes(name)) attributes.push({ type: "mdxJsxAttribute", name, value });
-    else if (!attributes.length && colon < 0 && !/\s/.test(name)) {
-      attributes.push({ type: "mdxJsxAttribute", name: "scenario", value: name });
-    } else {
-      throw new Error(`${where}: unknown watchlife option "${name}"; the options are: ${OPTIONS.join(", ")}`);
-    }
+const DEFAULT_PLAYER = path.join("static", "watchlife", "player.js");
+
+// The block's options as MDX attributes; a wrong one is an error naming `where`.
+function attributesOf(parse, text, where) {
+  let pairs;
+  try {
+    pairs = parse(text);
+  } catch (error) {
+    throw new Error(`${where}: ${error.message}`);
   }
-  return attributes;
+  // A bare option is an empty string: React then writes it as a present attribute.
+  return pairs.map(([name, value]) => ({ type: "mdxJsxAttribute", name, value }));
 }
 
-function visit(node, file) {
+function visit(parse, node, file) {
   for (const [index, child] of (node.children || []).entries()) {
     if (child.type === "code" && child.lang === "watchlife") {
       const line = child.position ? child.position.start.line : "?";
       node.children[index] = {
         type: "mdxJsxFlowElement",
         name: "watchlife-player",
-        attributes: attributesOf(child.value, `${file.path || "a page"}:${line}`),
+        attributes: attributesOf(parse, child.value, `${file.path || "a page"}:${line}`),
         children: [],
       };
     } else {
-      visit(child, file);
+      visit(parse, child, file);
     }
   }
 }
 
-module.exports = function remarkWatchlife() {
-  return (tree, file) => visit(tree, file);
+module.exports = function remarkWatchlife(options = {}) {
+  const player = path.resolve(options.player || DEFAULT_PLAYER);
+  const { attributesOf: parse } = require(player);
+  return (tree, file) => visit(parse, tree, file);
 };

@@ -176,12 +176,20 @@ async fn an_mkdocs_site_plays_fenced_blocks_through_superfences() {
 }
 
 /// Docusaurus itself is not installed here; its remark plugin is run by
-/// Node on the tree MDX gives it: a block becomes the element, a wrong
-/// option is an error naming the page and line.
+/// Node on the tree MDX gives it, in a site folder that holds `make embed`'s
+/// `player.js` where the README puts it: a block becomes the element, a
+/// wrong option is an error naming the page and line.
 #[test]
 fn the_docusaurus_remark_plugin_turns_a_block_into_the_element() {
-    let plugin =
-        watchlife_tests::workspace().join("docs-generators/docusaurus/remark-watchlife.js");
+    let workspace = watchlife_tests::workspace();
+    let plugin = workspace.join("docs-generators/docusaurus/remark-watchlife.js");
+    let site = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(site.path().join("static/watchlife")).unwrap();
+    std::fs::copy(
+        workspace.join("static/player.js"),
+        site.path().join("static/watchlife/player.js"),
+    )
+    .unwrap();
     let script = format!(
         "const plugin = require({plugin:?})();
          const block = (value) => ({{ type: 'root', children: [{{ type: 'code', lang: 'watchlife', value,
@@ -194,7 +202,10 @@ fn the_docusaurus_remark_plugin_turns_a_block_into_the_element() {
         plugin = plugin.display().to_string(),
         first = first_player().join("\n"),
     );
-    let output = run(Command::new("node").arg("-e").arg(script));
+    let output = run(Command::new("node")
+        .arg("-e")
+        .arg(script)
+        .current_dir(site.path()));
     let mut lines = output.lines();
     let children: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
     assert_eq!(children[0]["name"], "watchlife-player");
