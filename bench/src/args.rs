@@ -45,6 +45,11 @@ pub struct Args {
     /// with --quick).
     #[arg(long)]
     pub first_sync_objects: Option<usize>,
+    /// How long the phone section keeps the page open at the busier rate
+    /// while it reads the tab's memory (by default 10 minutes, or 2 with
+    /// --quick); longer shows whether growth levels off.
+    #[arg(long)]
+    pub soak_minutes: Option<u64>,
     /// Only these measurements (comma separated: controlplane,
     /// server-stages, apiserver, latency, etcd, upstream, fanout, pipeline,
     /// informer, scale, page, browser, big-cluster, first-sync, tap). The

@@ -253,7 +253,9 @@ fn soak_table(samples: &[Sample]) -> Table {
 }
 
 /// Growth over the second half of the soak beside the first half's: a page
-/// whose memory is bounded stops growing once its logs are full.
+/// whose memory is bounded stops growing once its logs are full. Each half's
+/// growth is also given as the slope of a least-squares line through its
+/// readings, which one noisy reading at either end does not decide.
 fn soak_note(samples: &[Sample]) -> Option<String> {
     let (first, last) = (samples.first()?, samples.last()?);
     let middle = samples.get(samples.len() / 2)?;
@@ -264,10 +266,17 @@ fn soak_note(samples: &[Sample]) -> Option<String> {
             signed_bytes(read(last) - read(middle))
         )
     };
+    let half = samples.len() / 2;
+    let slopes = format!(
+        "{} then {}",
+        per_minute(slope(&samples[..=half], |s| s.anon)),
+        per_minute(slope(&samples[half..], |s| s.anon))
+    );
     Some(format!(
         "Over the soak the tab's anonymous memory went from {} (minute {}) to {} (minute {}) \
          through {} (minute {}). Growth in the first half, then in the second: the tab's \
-         anonymous memory {}; the wasm memory {}; the live JS heap {}.",
+         anonymous memory {}; the wasm memory {}; the live JS heap {}. The tab's anonymous \
+         memory fitted with a line, first half then second: {}.",
         bytes(first.anon),
         num(first.minute),
         bytes(last.anon),
@@ -277,7 +286,32 @@ fn soak_note(samples: &[Sample]) -> Option<String> {
         halves(|s| s.anon),
         halves(|s| s.wasm),
         halves(|s| s.heap),
+        slopes,
     ))
+}
+
+/// The slope, per minute, of the least-squares line through `read` of
+/// `samples` against their minute; `None` under two samples.
+fn slope(samples: &[Sample], read: fn(&Sample) -> f64) -> Option<f64> {
+    let n = samples.len() as f64;
+    if samples.len() < 2 {
+        return None;
+    }
+    let mean_x = samples.iter().map(|s| s.minute).sum::<f64>() / n;
+    let mean_y = samples.iter().map(read).sum::<f64>() / n;
+    let (mut xy, mut xx) = (0.0, 0.0);
+    for s in samples {
+        xy += (s.minute - mean_x) * (read(s) - mean_y);
+        xx += (s.minute - mean_x).powi(2);
+    }
+    (xx > 0.0).then(|| xy / xx)
+}
+
+fn per_minute(slope: Option<f64>) -> String {
+    match slope {
+        Some(b) => format!("{} a minute", signed_bytes(b)),
+        None => "too few readings".into(),
+    }
 }
 
 fn signed_bytes(b: f64) -> String {
@@ -388,5 +422,39 @@ impl Phone {
         let _ = self.client.close().await;
         drop(self.driver);
         drop(self.bridge);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Sample, slope};
+
+    fn at(minute: f64, anon: f64) -> Sample {
+        Sample {
+            minute,
+            anon,
+            heap: 0.0,
+            wasm: 0.0,
+            rows: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_slope_follows_the_readings_not_their_ends() {
+        let rising: Vec<_> = (1..=5)
+            .map(|m| at(m as f64, 100.0 + 3.0 * m as f64))
+            .collect();
+        assert_eq!(slope(&rising, |s| s.anon), Some(3.0));
+        // Flat but for one low reading in the middle: the ends say nothing
+        // grew, and so does the line.
+        let flat = [
+            at(1.0, 10.0),
+            at(2.0, 10.0),
+            at(3.0, 4.0),
+            at(4.0, 10.0),
+            at(5.0, 10.0),
+        ];
+        assert_eq!(slope(&flat, |s| s.anon), Some(0.0));
+        assert_eq!(slope(&flat[..1], |s| s.anon), None);
     }
 }

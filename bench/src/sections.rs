@@ -285,7 +285,9 @@ fn run_phone(args: &Args, report: &mut Report) {
         watchlife: args.watchlife.clone(),
         targets: vec![100, 1000],
         // Ten minutes, as a talk's busy stretch lasts; two in a quick run.
-        soak: std::time::Duration::from_secs(args.sized(2, 10) * 60),
+        soak: std::time::Duration::from_secs(
+            args.soak_minutes.unwrap_or_else(|| args.sized(2, 10)) * 60,
+        ),
     };
     scenario::run(&config, report);
 }
