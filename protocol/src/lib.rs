@@ -16,7 +16,7 @@
 //! - [`recording`]: a frame stream saved as JSON Lines, to replay with no bridge;
 //!   [`v1`]: protocol-1 frames, as older recordings hold them.
 //! - [`stage`]: the stages of an event's life, from etcd to reconcile;
-//!   [`server_path`]: the demo apiserver's hops of one event, and its answers.
+//!   [`server_path`]: the demo apiserver's hops of one event.
 //! - [`watch_cache`]: the demo's watch caches — their rings and their fan-out.
 //!
 //! Every type here is plain data with serde derives: no IO, so the crate builds for

@@ -1,7 +1,7 @@
 //! The server side of one event as the demo's apiserver measured it, hop by
-//! hop, and how it answered a Reflector's requests. A real cluster's
-//! apiserver does not report these: its events carry none, and the page
-//! says so.
+//! hop. A real cluster's apiserver does not report these: its events carry
+//! none, and the page says so. How a server answered a Reflector's requests
+//! is `watchlife_watch::ServerAnswer`, shared with the informer.
 
 use crate::{Micros, StageMark};
 use serde::{Deserialize, Serialize};
