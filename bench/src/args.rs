@@ -52,8 +52,9 @@ pub struct Args {
     pub soak_minutes: Option<u64>,
     /// Only these measurements (comma separated: controlplane,
     /// server-stages, apiserver, latency, etcd, upstream, fanout, pipeline,
-    /// informer, scale, page, browser, big-cluster, first-sync, tap). The
-    /// report then keeps what the file at --out holds of the others.
+    /// informer, scale, page, browser, phone, big-cluster, first-sync, wire,
+    /// tap). The report then keeps what the file at --out holds of the
+    /// others.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// The command to name in the report.

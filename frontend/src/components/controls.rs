@@ -155,12 +155,16 @@ fn FilterSelect(
             {name}
             <select id=id on:change=move |ev| chosen.set(event_target_value(&ev))>
                 <option value="" selected=move || chosen.get().is_empty()>"all"</option>
+                // The options are made again whenever `offered` changes, so
+                // each one's `selected` is a value of this closure, not a
+                // closure of its own (see `crate::components`).
                 {move || {
+                    let now = chosen.get();
                     offered()
                         .into_iter()
                         .map(|v| {
-                            let v2 = v.clone();
-                            view! { <option value=v.clone() selected=move || chosen.get() == v2>{v.clone()}</option> }
+                            let selected = v == now;
+                            view! { <option value=v.clone() selected=selected>{v.clone()}</option> }
                         })
                         .collect_view()
                 }}

@@ -17,9 +17,10 @@ pub type Chosen = Option<(Arc<WatchEvent>, String)>;
 /// there are.
 #[component]
 pub fn EventDetail(detail: RwSignal<Chosen>) -> impl IntoView {
+    let event = Signal::derive(move || detail.with(|d| d.as_ref().map(|(e, _)| e.clone())));
     view! {
         <div class="event-detail-box">
-            {move || detail.with(|d| d.as_ref().map(|(e, _)| view! { <Waterfall e=e.clone()/> }))}
+            <Waterfall e=event/>
             <p class="event-detail" id="event-detail" aria-live="polite">
                 {move || detail.with(|d| d.as_ref().map(|(_, text)| text.clone()))}
             </p>

@@ -25,31 +25,35 @@ pub fn SidePanel() -> impl IntoView {
             .with_value(|s| s.narrated().map(|t| (t.row.seq, t.row.event.clone())))
     });
     let seq = Memo::new(move |_| narrated.with(|n| n.as_ref().map(|n| n.0)));
-    let detail = move || {
+    let heading = move || {
         let _ = seq.get();
-        match narrated.get_untracked() {
-            Some((seq, e)) => {
-                let heading = format!(
+        narrated.with_untracked(|n| {
+            n.as_ref().map(|(seq, e)| {
+                format!(
                     "Event {seq}: {} {} {} · RV {}",
                     e.event_type.as_str(),
                     e.target.kind,
                     e.target.key(),
                     e.resource_version
-                );
-                Either::Left(view! {
-                    <h2 class="side-event">{heading}</h2>
-                    <Waterfall e/>
-                })
-            }
-            None => Either::Right(view! { <p class="hint">"Waiting for an event…"</p> }),
-        }
+                )
+            })
+        })
     };
+    let detail = move || match heading() {
+        Some(heading) => Either::Left(view! { <h2 class="side-event">{heading}</h2> }),
+        None => Either::Right(view! { <p class="hint">"Waiting for an event…"</p> }),
+    };
+    // Made once, fed the followed event (see `Waterfall`).
+    let followed = Signal::derive(move || {
+        let _ = seq.get();
+        narrated.with_untracked(|n| n.as_ref().map(|(_, e)| e.clone()))
+    });
     view! {
         <Show when=presenter>
             <aside class="side-panel" aria-label="The event followed, and the demo's actions">
                 <PausedBadge/>
                 <Captions/>
-                <div class="side-detail" id="side-detail">{detail}</div>
+                <div class="side-detail" id="side-detail">{detail}<Waterfall e=followed/></div>
                 <Actions/>
                 <p class="presenter-hint">"presenter mode: P or Esc to leave, ? for shortcuts"</p>
             </aside>

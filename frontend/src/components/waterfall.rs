@@ -8,28 +8,36 @@ use crate::micros::format_micros;
 use crate::model::Model;
 use crate::waterfall_spans::{Span, controller_spans, spans};
 use leptos::prelude::*;
+use std::sync::Arc;
 use watchlife_protocol::WatchEvent;
 
 /// Narrowest bar drawn (% of the track), so that a 1 µs hop is still seen.
 const MIN_BAR_PCT: f64 = 0.6;
 
-/// The hops of `e` as a list of rows: label, bar, duration.
+/// The hops of `e` as a list of rows: label, bar, duration; hidden while
+/// there is no event.
+///
+/// Made once and fed the event, not made again for each one: its memo of
+/// the controllers' hops reads the taps, which live as long as the page,
+/// and a memo dropped with a view would stay among their subscribers (see
+/// [`crate::components`]).
 #[component]
-pub fn Waterfall(e: std::sync::Arc<WatchEvent>) -> impl IntoView {
+pub fn Waterfall(e: Signal<Option<Arc<WatchEvent>>>) -> impl IntoView {
     // Redrawn when a controller's hops with this event change, not on
     // every tap frame.
     let taps = use_context::<Model>().map(|m| m.taps);
-    let target = e.clone();
     let controllers = Memo::new(move |_| {
-        let t = &target.target;
+        let Some(event) = e.get() else {
+            return Vec::new();
+        };
+        let t = &event.target;
         taps.map(|taps| {
-            taps.with(|taps| {
-                taps.hops_of(t.namespace.as_deref(), &t.name, &target.resource_version)
-            })
+            taps.with(|taps| taps.hops_of(t.namespace.as_deref(), &t.name, &event.resource_version))
         })
         .unwrap_or_default()
     });
     let rows = move || {
+        let e = e.get()?;
         let bridge = spans(&e);
         let theirs: Vec<_> = controllers.with(|c| {
             c.iter()
@@ -53,10 +61,14 @@ pub fn Waterfall(e: std::sync::Arc<WatchEvent>) -> impl IntoView {
                 }
             })
             .collect_view();
-        (ours, theirs)
+        Some((ours, theirs))
     };
     view! {
-        <ol class="hop-waterfall" aria-label="Every hop of this event, with its measured time">
+        <ol
+            class="hop-waterfall"
+            aria-label="Every hop of this event, with its measured time"
+            hidden=move || e.with(Option::is_none)
+        >
             {rows}
         </ol>
     }

@@ -62,13 +62,18 @@ fn lanes(cache: &CacheState, top: f64) -> Vec<Lane> {
         .collect()
 }
 
-/// One cache: its ring, its lanes, and the copies of events on them.
+/// The heights of the lanes of `cache` drawn from `top`, for the copies.
+pub fn lane_ys(cache: &CacheState, top: f64) -> Vec<f64> {
+    lanes(cache, top).iter().map(|l| l.y).collect()
+}
+
+/// One cache: its ring and its lanes (the copies of events on them are
+/// [`Copies`], drawn over it).
 #[component]
 pub fn CacheBlock(cache: CacheState, top: f64) -> impl IntoView {
     let cy = ring_y(top);
     let n = cache.watchers.len();
     let lanes = lanes(&cache, top);
-    let lane_ys: Vec<f64> = lanes.iter().map(|l| l.y).collect();
     let more = unlaned(&cache);
     let last_lane = lane_y(top, n.clamp(1, MAX_LANES) - 1, n);
     let closed_y = last_lane + LANE_H * if more > 0 { 2.0 } else { 1.0 } + 4.0;
@@ -98,7 +103,6 @@ pub fn CacheBlock(cache: CacheState, top: f64) -> impl IntoView {
             {closed.map(|text| view! {
                 <text class="closed-slow" x=LANE_X y=closed_y>{text}</text>
             })}
-            <g class="copies" aria-hidden="true"><Copies resource=cache.resource.clone() cy lane_ys/></g>
         </g>
     }
 }
@@ -167,15 +171,23 @@ fn WatcherLane(lane: Lane, cy: f64) -> impl IntoView {
     }
 }
 
-/// A copy of every token of `resource` now between the watch cache and the
-/// Reflector on each lane, as far along as the token is: one cached watch,
-/// many watchers.
+/// A copy of every token of the shown cache's `resource` now between the
+/// watch cache and the Reflector on each of its lanes (at `lane_ys`, from a
+/// ring at `cy`), as far along as the token is: one cached watch, many
+/// watchers.
+///
+/// Made once, beside the block rather than in it: the block is drawn anew
+/// for each report of the cache, and a closure made with it would stay
+/// behind in the player's tick for good (see [`crate::components`]).
 #[component]
-fn Copies(resource: String, cy: f64, lane_ys: Vec<f64>) -> impl IntoView {
+pub fn Copies(resource: Signal<Option<String>>, cy: f64, lane_ys: Memo<Vec<f64>>) -> impl IntoView {
     let player = expect_context::<Player>();
     let copies = move || {
         player.tick.track();
         let step = player.reduced_motion.get();
+        let Some(resource) = resource.get() else {
+            return Vec::new();
+        };
         let from = index(Stage::WatchCache);
         let to = index(Stage::Reflector);
         player.state.with_value(|s| {
@@ -196,12 +208,12 @@ fn Copies(resource: String, cy: f64, lane_ys: Vec<f64>) -> impl IntoView {
         })
     };
     move || {
+        let ys = lane_ys.get();
         copies()
             .into_iter()
             .flat_map(|(id, class, f)| {
                 let class = format!("copy {class}");
-                lane_ys
-                    .iter()
+                ys.iter()
                     .map(|ly| {
                         let (x, y) = along(f, cy, *ly);
                         view! { <circle class=class.clone() cx=format!("{x:.1}") cy=format!("{y:.1}") r=5 data-copy=id/> }

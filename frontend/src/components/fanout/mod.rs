@@ -12,8 +12,8 @@ pub mod layout;
 
 use crate::model::Model;
 use crate::view_state::ViewState;
-use cache_block::CacheBlock;
-use layout::{BLOCK_MIN_H, WIDTH, block_h};
+use cache_block::{CacheBlock, Copies, lane_ys};
+use layout::{BLOCK_MIN_H, WIDTH, block_h, ring_y};
 use leptos::prelude::*;
 use watchlife_protocol::CacheState;
 
@@ -88,6 +88,9 @@ pub fn Fanout() -> impl IntoView {
         chosen(&split(model).0, wanted)
     });
     let current = Signal::derive(move || selected.with(|c| c.as_ref().map(|c| c.resource.clone())));
+    let lane_ys = Memo::new(move |_| {
+        selected.with(|c| c.as_ref().map(|c| lane_ys(c, 0.0)).unwrap_or_default())
+    });
     view! {
         <Show when=move || model.watch_caches.with(Option::is_some)>
             <section class="fanout panel" aria-label="The watch cache's fan-out">
@@ -103,6 +106,9 @@ pub fn Fanout() -> impl IntoView {
                     aria-label="The watch cache's ring of recent events, and one lane per watcher it copies each event to"
                 >
                     {move || selected.get().map(|cache| view! { <CacheBlock cache top=0.0/> })}
+                    <g class="copies" aria-hidden="true">
+                        <Copies resource=current cy=ring_y(0.0) lane_ys/>
+                    </g>
                 </svg>
                 <p class="hint fanout-others">{move || others_text(split(model).1)}</p>
             </section>
@@ -120,17 +126,20 @@ fn CacheTabs(
 ) -> impl IntoView {
     view! {
         <div class="tabs" role="group" aria-label="Watch cache of">
+            // `aria-pressed` is a value of the closure that makes the tabs,
+            // not a closure in each (see `crate::components`).
             {move || {
+                let now = current.get();
                 tabs.get()
                     .into_iter()
                     .map(|(resource, n)| {
                         let r = resource.clone();
-                        let r2 = resource.clone();
+                        let pressed = (now.as_deref() == Some(resource.as_str())).to_string();
                         view! {
                             <button
                                 class="tab"
                                 data-resource=resource.clone()
-                                aria-pressed=move || (current.get().as_deref() == Some(r2.as_str())).to_string()
+                                aria-pressed=pressed
                                 on:click=move |_| picked.set(Some(r.clone()))
                             >
                                 {resource.clone()}
