@@ -163,18 +163,15 @@ fn LogHeading(
                     0 => String::new(),
                     n => format!(" · {n} older events dropped"),
                 }}
+                // The count is a value of this closure, not a closure in the
+                // note (see `crate::components`).
                 {move || {
-                    shown
-                        .with(|w| w.newer)
-                        .ne(&0)
-                        .then(|| view! {
-                            <span class="held-note">
-                                {move || format!(
-                                    " · held while a row has the focus: {} newer above",
-                                    shown.with(|w| w.newer),
-                                )}
-                            </span>
-                        })
+                    let newer = shown.with(|w| w.newer);
+                    (newer != 0).then(|| view! {
+                        <span class="held-note">
+                            {format!(" · held while a row has the focus: {newer} newer above")}
+                        </span>
+                    })
                 }}
                 " · click one to follow its token and read its detail"
             </small>
