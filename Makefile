@@ -29,7 +29,7 @@ build: frontend
 # and the protocol crate only (the in-page demo's crates are `make embed`'s).
 # static/head.html is the start of every page's head (index, embed, demo),
 # which Trunk pastes in where a page says <link data-trunk rel="inline">.
-FRONTEND_INPUTS := $(shell find frontend protocol watch -type f -not -name '*~' 2>/dev/null) \
+FRONTEND_INPUTS := $(shell find frontend protocol watch live-heap -type f -not -name '*~' 2>/dev/null) \
 	static/index.html static/head.html static/style.css static/favicon.svg Cargo.toml Cargo.lock Trunk.toml
 # The stamp and Trunk's staging folder are this checkout's own, even when
 # several checkouts share one target directory.

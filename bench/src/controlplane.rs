@@ -17,7 +17,6 @@
 //! The reference: the same 1,000 watchers each encoding the object itself,
 //! as a cache without shared encoding would make every watcher do.
 
-use crate::alloc::live_bytes;
 use crate::machine::now_micros;
 use crate::objects::{pod, pod_name};
 use crate::report::{Report, Section, Table};
@@ -30,6 +29,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use watchlife_controlplane::resource::PODS;
 use watchlife_controlplane::{Clock, ControlPlane, Delivery};
+use watchlife_live_heap::live_bytes;
 
 /// Writes sent before every watcher must have them. Below the watchers'
 /// buffer of 100, so that a batch never closes a watcher for being slow.

@@ -43,7 +43,6 @@ macro_rules! progress {
     };
 }
 
-mod alloc;
 mod apiserver;
 mod args;
 mod big_cluster;
@@ -89,7 +88,7 @@ fn started() -> Instant {
 }
 
 #[global_allocator]
-static ALLOCATOR: alloc::Counting = alloc::Counting;
+static ALLOCATOR: watchlife_live_heap::Counting = watchlife_live_heap::Counting;
 
 fn main() {
     let args = Args::parse();

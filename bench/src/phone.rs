@@ -34,10 +34,11 @@ const CPU_SLOWDOWN: u32 = 4;
 /// rate, and first paint.
 const FPS_GOAL: f64 = 60.0;
 const FIRST_PAINT_GOAL: Duration = Duration::from_millis(1_500);
-/// Keeps the app's wasm memory where the bench can read its size: the page's
-/// loader announces the started app with its exports.
-const KEEP_WASM_MEMORY: &str = "addEventListener('TrunkApplicationStarted', \
-    e => { window.__wasmMemory = e.detail.wasm.memory; });";
+/// Keeps the app's wasm exports where the bench can read them (the wasm
+/// memory's size, and `heap_live_bytes`, the live bytes of the app's Rust
+/// heap): the page's loader announces the started app with its exports.
+const KEEP_WASM_EXPORTS: &str = "addEventListener('TrunkApplicationStarted', \
+    e => { window.__wasmExports = e.detail.wasm; });";
 /// How often memory is read during the soak.
 const SAMPLE_EVERY: Duration = Duration::from_secs(60);
 /// How long after a forced garbage collection memory is read: the
@@ -66,6 +67,9 @@ struct Sample {
     heap: f64,
     /// The app's wasm linear memory (it grows, never shrinks).
     wasm: f64,
+    /// The bytes the app's Rust heap holds: what the page keeps, whatever
+    /// its wasm memory once grew to.
+    rust_heap: f64,
     /// The events the page holds in its log (bounded by the page).
     rows: f64,
 }
@@ -215,8 +219,9 @@ impl Config {
              {} s after a full garbage collection forced through DevTools \
              (`HeapProfiler.collectGarbage`), so that what is read is what the page holds: \
              the tab renderer's `RssAnon` (where wasm memory, the JS heap and the DOM live), \
-             the app's wasm memory, the JS heap in use (`performance.memory`), and the rows \
-             of its event log. {} runs.",
+             the app's wasm memory, the bytes its Rust heap holds (counted by the app's own \
+             allocator, `heap_live_bytes`), the JS heap in use (`performance.memory`), and \
+             the rows of its event log. {} runs.",
             WINDOW.0,
             WINDOW.1,
             SCREEN.0,
@@ -236,6 +241,7 @@ fn soak_table(samples: &[Sample]) -> Table {
             "minute",
             "renderer RssAnon",
             "wasm memory",
+            "Rust heap live",
             "JS heap live (after a full GC)",
             "event log rows",
         ],
@@ -245,6 +251,7 @@ fn soak_table(samples: &[Sample]) -> Table {
             num(s.minute),
             bytes(s.anon),
             bytes(s.wasm),
+            bytes(s.rust_heap),
             bytes(s.heap),
             num(s.rows),
         ]);
@@ -267,16 +274,19 @@ fn soak_note(samples: &[Sample]) -> Option<String> {
         )
     };
     let half = samples.len() / 2;
-    let slopes = format!(
-        "{} then {}",
-        per_minute(slope(&samples[..=half], |s| s.anon)),
-        per_minute(slope(&samples[half..], |s| s.anon))
-    );
+    let slopes = |read: fn(&Sample) -> f64| {
+        format!(
+            "{} then {}",
+            per_minute(slope(&samples[..=half], read)),
+            per_minute(slope(&samples[half..], read))
+        )
+    };
     Some(format!(
         "Over the soak the tab's anonymous memory went from {} (minute {}) to {} (minute {}) \
          through {} (minute {}). Growth in the first half, then in the second: the tab's \
-         anonymous memory {}; the wasm memory {}; the live JS heap {}. The tab's anonymous \
-         memory fitted with a line, first half then second: {}.",
+         anonymous memory {}; the wasm memory {}; the Rust heap {}; the live JS heap {}. \
+         Fitted with a line, first half then second: the tab's anonymous memory {}; the \
+         Rust heap {}.",
         bytes(first.anon),
         num(first.minute),
         bytes(last.anon),
@@ -285,8 +295,10 @@ fn soak_note(samples: &[Sample]) -> Option<String> {
         num(middle.minute),
         halves(|s| s.anon),
         halves(|s| s.wasm),
+        halves(|s| s.rust_heap),
         halves(|s| s.heap),
-        slopes,
+        slopes(|s| s.anon),
+        slopes(|s| s.rust_heap),
     ))
 }
 
@@ -341,11 +353,11 @@ impl Phone {
         cdp(&client, "Emulation.setDeviceMetricsOverride", device).await?;
         let slow = serde_json::json!({ "rate": CPU_SLOWDOWN });
         cdp(&client, "Emulation.setCPUThrottlingRate", slow).await?;
-        let keep_memory = serde_json::json!({ "source": KEEP_WASM_MEMORY });
+        let keep_exports = serde_json::json!({ "source": KEEP_WASM_EXPORTS });
         cdp(
             &client,
             "Page.addScriptToEvaluateOnNewDocument",
-            keep_memory,
+            keep_exports,
         )
         .await?;
         Ok(Phone {
@@ -387,9 +399,11 @@ impl Phone {
             tokio::time::sleep(AFTER_GC).await;
             let page = self
                 .eval(
-                    "return [performance.memory ? performance.memory.usedJSHeapSize : null, \
+                    "const w = window.__wasmExports; \
+                     return [performance.memory ? performance.memory.usedJSHeapSize : null, \
                      document.querySelectorAll('tr.event-row').length, \
-                     window.__wasmMemory ? window.__wasmMemory.buffer.byteLength : null];",
+                     w ? w.memory.buffer.byteLength : null, \
+                     w && w.heap_live_bytes ? w.heap_live_bytes() : null];",
                 )
                 .await?;
             let v = |i: usize| page.get(i).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
@@ -399,12 +413,14 @@ impl Phone {
                 heap: v(0),
                 rows: v(1),
                 wasm: v(2),
+                rust_heap: v(3),
             };
             progress!(
-                "phone: minute {}, the tab's anonymous memory {}, JS heap {}",
+                "phone: minute {}, the tab's anonymous memory {}, JS heap {}, Rust heap {}",
                 num(sample.minute),
                 bytes(sample.anon),
-                bytes(sample.heap)
+                bytes(sample.heap),
+                bytes(sample.rust_heap)
             );
             samples.push(sample);
         }
@@ -435,6 +451,7 @@ mod tests {
             anon,
             heap: 0.0,
             wasm: 0.0,
+            rust_heap: 0.0,
             rows: 0.0,
         }
     }

@@ -9,7 +9,6 @@
 //! its Reflector reports the LIST finished, the time until every listed
 //! object has come out of the informer, and its resident memory per object.
 
-use crate::alloc::live_bytes;
 use crate::objects::{configmap, pod, pod_event, pod_name};
 use crate::process::{Watchlife, get, metric};
 use crate::report::{Report, Section, Table};
@@ -24,6 +23,7 @@ use watchlife_controlplane::resource::CONFIGMAPS;
 use watchlife_controlplane::{Clock, ControlPlane};
 use watchlife_informer::Object;
 use watchlife_informer_frames::Informer;
+use watchlife_live_heap::live_bytes;
 use watchlife_protocol::EventType;
 
 /// How long one listing may take before the bench gives up on it.

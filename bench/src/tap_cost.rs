@@ -24,7 +24,6 @@
 //! seen, over that time. Then the controller stops and the bench deletes its
 //! Deployments and ConfigMaps.
 
-use crate::alloc::live_bytes;
 use crate::machine::{thread_cpu_time, thread_id};
 use crate::process::{self, Watchlife};
 use crate::report::{Report, Section, Table};
@@ -45,6 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, oneshot};
 use tracing_subscriber::prelude::*;
+use watchlife_live_heap::live_bytes;
 use watchlife_tap::{Tap, TapConfig};
 
 /// Deployments each variant scales at once: enough that a round keeps the

@@ -1,5 +1,16 @@
 //! A global allocator that counts live heap bytes, for memory figures that do
 //! not depend on how the allocator happens to return pages to the system.
+//!
+//! The bench installs it for the figures it measures in its own process; the
+//! browser app installs it too, so that the phone bench can read what the
+//! page's Rust heap holds, not only how far its wasm memory ever grew (wasm
+//! memory never shrinks, so a leak and a busy minute long ago look alike
+//! there). Its cost is two relaxed additions per allocation.
+//!
+//! ```ignore
+//! #[global_allocator]
+//! static ALLOCATOR: watchlife_live_heap::Counting = watchlife_live_heap::Counting;
+//! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,7 +58,8 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-/// Heap bytes allocated and not yet freed, by the whole process.
+/// Heap bytes allocated and not yet freed, by the whole program; 0 where
+/// [`Counting`] is not the global allocator.
 pub fn live_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
