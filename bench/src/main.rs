@@ -10,7 +10,7 @@
 //!   slow handler's cost to the other listeners; LISTs per fault beside client-go.
 //! - [`scale`]: memory per cached object, and the initial LIST of 150k objects.
 //! - [`page`]: the browser app's weight, gzipped; [`browser`]: its frame rate under load;
-//!   [`phone`]: the page on an emulated phone, its CPU slowed 4×;
+//!   [`phone`]: the page on an emulated phone, a quarter of a desktop's CPU;
 //!   [`wire`]: bytes per frame on the wire, compressed beside uncompressed.
 //! - [`apiserver`]: the demo API beside kube-apiserver + etcd, with 1, 100, 1,000 watchers.
 //! - [`kubectl_latency`]: on kube-apiserver, the same writes seen by `kubectl get -w`,

@@ -77,10 +77,7 @@ impl Scenario for Config {
 
     fn measure(&self) -> Gathered {
         let stream = watch_stream(self.events, KEYS);
-        let lines: Vec<&[u8]> = stream
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .collect();
+        let lines = lines_of(&stream);
         let mut gathered = Gathered {
             events: lines.len(),
             mean_line: stream.len() as f64 / lines.len() as f64,
@@ -224,6 +221,28 @@ fn notes(g: &Gathered) -> Vec<String> {
         notes.push(format!("kube-rs's watcher did not finish every run: {e}."));
     }
     notes
+}
+
+/// Events a second of the reference path that parses each watch line into
+/// a tree, on this machine: the median of `runs` passes over `events`
+/// generated events. One thread, no I/O: a reading of this machine's
+/// single-core speed, which the phone section scales its phone by.
+pub fn parse_per_second(events: usize, runs: usize) -> f64 {
+    let stream = watch_stream(events, KEYS);
+    let lines = lines_of(&stream);
+    let mut rates = Spread::default();
+    for _ in 0..runs {
+        rates.push(events_per_second(&lines, Path::ParseOnly));
+    }
+    rates.median()
+}
+
+/// The lines of a generated watch stream.
+fn lines_of(stream: &[u8]) -> Vec<&[u8]> {
+    stream
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 fn events_per_second(lines: &[&[u8]], path: Path) -> f64 {

@@ -99,7 +99,7 @@ pub const SECTIONS: &[Section] = &[
     Section {
         name: "phone",
         left_out: Some(
-            "the page on a phone: 360×800, the CPU slowed 4×, 10 minutes of memory (left out of this run with --only)",
+            "the page on a phone: 360×800, a quarter of a desktop's CPU (and this machine ÷4), 10 minutes of memory (left out of this run with --only)",
         ),
         run: run_phone,
     },

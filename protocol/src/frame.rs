@@ -9,6 +9,7 @@ use crate::watch_cache::WatchCacheReport;
 
 pub use crate::snapshot::{Snapshot, SnapshotObject};
 use crate::{Micros, client::DemoAction};
+use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
@@ -70,16 +71,19 @@ impl FrameBody {
     }
 }
 
-/// A frame as it is read: `data` kept as text until `type` says what it is.
+/// A frame's keys; others are skipped, as a newer bridge may add some.
 #[derive(Deserialize)]
-struct WireFrame {
-    seq: u64,
-    #[serde(rename = "type")]
-    kind: FrameType,
-    data: Box<RawValue>,
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Field {
+    Seq,
+    Type,
+    Data,
+    #[serde(other)]
+    Other,
 }
 
-/// A frame's `type`.
+/// A frame's `type`: read as a seed, it reads `data` as the payload of
+/// this type.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum FrameType {
@@ -95,36 +99,83 @@ enum FrameType {
     Tap,
 }
 
-impl FrameType {
-    /// Reads `data` as the payload of this type.
-    fn read(self, data: &str) -> serde_json::Result<FrameBody> {
-        use serde_json::from_str;
+impl<'de> DeserializeSeed<'de> for FrameType {
+    type Value = FrameBody;
+
+    fn deserialize<D: Deserializer<'de>>(self, data: D) -> Result<FrameBody, D::Error> {
         Ok(match self {
-            FrameType::Hello => FrameBody::Hello(from_str(data)?),
-            FrameType::Event => FrameBody::Event(from_str(data)?),
-            FrameType::Reflector => FrameBody::Reflector(from_str(data)?),
-            FrameType::WatchCache => FrameBody::WatchCache(from_str(data)?),
-            FrameType::Heartbeat => FrameBody::Heartbeat(from_str(data)?),
-            FrameType::Resync => FrameBody::Resync(from_str(data)?),
-            FrameType::Snapshot => FrameBody::Snapshot(from_str(data)?),
-            FrameType::Error => FrameBody::Error(from_str(data)?),
-            FrameType::ActionResult => FrameBody::ActionResult(from_str(data)?),
-            FrameType::Tap => FrameBody::Tap(from_str(data)?),
+            FrameType::Hello => FrameBody::Hello(Deserialize::deserialize(data)?),
+            FrameType::Event => FrameBody::Event(Deserialize::deserialize(data)?),
+            FrameType::Reflector => FrameBody::Reflector(Deserialize::deserialize(data)?),
+            FrameType::WatchCache => FrameBody::WatchCache(Deserialize::deserialize(data)?),
+            FrameType::Heartbeat => FrameBody::Heartbeat(Deserialize::deserialize(data)?),
+            FrameType::Resync => FrameBody::Resync(Deserialize::deserialize(data)?),
+            FrameType::Snapshot => FrameBody::Snapshot(Deserialize::deserialize(data)?),
+            FrameType::Error => FrameBody::Error(Deserialize::deserialize(data)?),
+            FrameType::ActionResult => FrameBody::ActionResult(Deserialize::deserialize(data)?),
+            FrameType::Tap => FrameBody::Tap(Deserialize::deserialize(data)?),
         })
+    }
+}
+
+impl FrameType {
+    /// `data`, met before `type` and kept as text, read as this type's payload.
+    fn read(self, data: &str) -> serde_json::Result<FrameBody> {
+        let mut text = serde_json::Deserializer::from_str(data);
+        let body = self.deserialize(&mut text)?;
+        text.end()?;
+        Ok(body)
+    }
+
+    /// `e`, said of a frame of this type.
+    fn error<E: serde::de::Error>(self, e: impl std::fmt::Display) -> E {
+        E::custom(format!("{self:?} frame: {e}"))
+    }
+}
+
+/// Reads a frame in one pass: the bridge writes `type` before `data`, so
+/// `data` is read straight into its type. A `data` met before its `type`
+/// (another writer's key order) is kept as text until `type` says what it is.
+struct FrameVisitor;
+
+impl<'de> Visitor<'de> for FrameVisitor {
+    type Value = ServerFrame;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a frame: an object with `seq`, `type` and `data`")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ServerFrame, A::Error> {
+        let (mut seq, mut kind, mut body, mut early) = (None, None, None, None::<Box<RawValue>>);
+        while let Some(field) = map.next_key::<Field>()? {
+            match field {
+                Field::Seq => seq = Some(map.next_value::<u64>()?),
+                Field::Type => kind = Some(map.next_value::<FrameType>()?),
+                Field::Data => match kind {
+                    Some(kind) => {
+                        body = Some(map.next_value_seed(kind).map_err(|e| kind.error(e))?)
+                    }
+                    None => early = Some(map.next_value()?),
+                },
+                Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let seq = seq.ok_or_else(|| A::Error::missing_field("seq"))?;
+        let kind = kind.ok_or_else(|| A::Error::missing_field("type"))?;
+        let body = match (body, early) {
+            (Some(body), _) => body,
+            (None, Some(data)) => kind.read(data.get()).map_err(|e| kind.error(e))?,
+            (None, None) => return Err(A::Error::missing_field("data")),
+        };
+        Ok(ServerFrame { seq, body })
     }
 }
 
 impl<'de> Deserialize<'de> for ServerFrame {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let wire = WireFrame::deserialize(deserializer)?;
-        let body = wire
-            .kind
-            .read(wire.data.get())
-            .map_err(|e| serde::de::Error::custom(format!("{:?} frame: {e}", wire.kind)))?;
-        Ok(ServerFrame {
-            seq: wire.seq,
-            body,
-        })
+        deserializer.deserialize_map(FrameVisitor)
     }
 }
 
@@ -287,6 +338,33 @@ mod tests {
                 watches_open: None
             })
         );
+    }
+
+    #[test]
+    fn unknown_keys_are_skipped_and_missing_ones_named() {
+        let text = r#"{"seq":2,"newer":[1,{"x":2}],"type":"heartbeat","data":{"at":4}}"#;
+        let frame: ServerFrame = serde_json::from_str(text).unwrap();
+        assert_eq!(frame.seq, 2);
+        for (text, missing) in [
+            (r#"{"type":"heartbeat","data":{"at":4}}"#, "`seq`"),
+            (r#"{"seq":1,"data":{"at":4}}"#, "`type`"),
+            (r#"{"seq":1,"type":"heartbeat"}"#, "`data`"),
+        ] {
+            let error = serde_json::from_str::<ServerFrame>(text).unwrap_err();
+            assert!(error.to_string().contains(missing), "{text}: {error}");
+        }
+        // A payload that does not fit its type says which type, whichever
+        // key came first.
+        for text in [
+            r#"{"seq":1,"type":"heartbeat","data":{"at":"soon"}}"#,
+            r#"{"seq":1,"data":{"at":"soon"},"type":"heartbeat"}"#,
+        ] {
+            let error = serde_json::from_str::<ServerFrame>(text).unwrap_err();
+            assert!(
+                error.to_string().starts_with("Heartbeat frame: "),
+                "{error}"
+            );
+        }
     }
 
     #[test]
