@@ -576,7 +576,23 @@ impl Phone {
 
 #[cfg(test)]
 mod tests {
-    use super::{Sample, slope};
+    use super::{CPU_SLOWDOWN, Cpu, DESKTOP_PARSE_PER_SECOND, Sample, slope};
+
+    #[test]
+    fn the_fixed_phone_is_a_quarter_of_the_desktop_whatever_the_machine() {
+        let on = |speed: f64| Cpu::fixed(speed * DESKTOP_PARSE_PER_SECOND).rate;
+        // On the desktop itself, DevTools' ÷4; on a machine half as fast, ÷2.
+        assert_eq!(on(1.0), CPU_SLOWDOWN);
+        assert_eq!(on(0.5), CPU_SLOWDOWN / 2.0);
+        assert_eq!(on(2.0), CPU_SLOWDOWN * 2.0);
+        // Slower than the phone: no throttling (a rate under 1 would speed
+        // the page up), whatever the reading.
+        assert_eq!(on(0.1), 1.0);
+        assert_eq!(Cpu::fixed(0.0).rate, 1.0);
+        // No reading: DevTools' ÷4, as before there was one.
+        assert_eq!(Cpu::fixed(f64::NAN).rate, CPU_SLOWDOWN);
+        assert!(Cpu::fixed(f64::NAN).fixed && !Cpu::this_machine().fixed);
+    }
 
     fn at(minute: f64, anon: f64) -> Sample {
         Sample {
