@@ -148,6 +148,17 @@ impl<'de> Visitor<'de> for FrameVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ServerFrame, A::Error> {
         let (mut seq, mut kind, mut body, mut early) = (None, None, None, None::<Box<RawValue>>);
         while let Some(field) = map.next_key::<Field>()? {
+            // A key twice is an error, as serde's derived readers make it:
+            // which of the two would be meant cannot be told.
+            let twice = match field {
+                Field::Seq => seq.is_some().then_some("seq"),
+                Field::Type => kind.is_some().then_some("type"),
+                Field::Data => (body.is_some() || early.is_some()).then_some("data"),
+                Field::Other => None,
+            };
+            if let Some(name) = twice {
+                return Err(A::Error::duplicate_field(name));
+            }
             match field {
                 Field::Seq => seq = Some(map.next_value::<u64>()?),
                 Field::Type => kind = Some(map.next_value::<FrameType>()?),
@@ -341,7 +352,7 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_are_skipped_and_missing_ones_named() {
+    fn unknown_keys_are_skipped_and_missing_or_repeated_ones_named() {
         let text = r#"{"seq":2,"newer":[1,{"x":2}],"type":"heartbeat","data":{"at":4}}"#;
         let frame: ServerFrame = serde_json::from_str(text).unwrap();
         assert_eq!(frame.seq, 2);
@@ -352,6 +363,32 @@ mod tests {
         ] {
             let error = serde_json::from_str::<ServerFrame>(text).unwrap_err();
             assert!(error.to_string().contains(missing), "{text}: {error}");
+        }
+        for (text, twice) in [
+            (
+                r#"{"seq":1,"seq":2,"type":"heartbeat","data":{"at":4}}"#,
+                "`seq`",
+            ),
+            (
+                r#"{"seq":1,"type":"heartbeat","data":{"at":4},"type":"resync"}"#,
+                "`type`",
+            ),
+            (
+                r#"{"seq":1,"type":"heartbeat","data":{"at":4},"data":{"at":5}}"#,
+                "`data`",
+            ),
+            (
+                r#"{"seq":1,"data":{"at":4},"data":{"at":5},"type":"heartbeat"}"#,
+                "`data`",
+            ),
+        ] {
+            let error = serde_json::from_str::<ServerFrame>(text).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .contains(&format!("duplicate field {twice}")),
+                "{text}: {error}"
+            );
         }
         // A payload that does not fit its type says which type, whichever
         // key came first.
