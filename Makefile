@@ -62,15 +62,13 @@ setup:
 test-setup: setup
 	@scripts/setup-test.sh
 
-## test: formatting, lints and every test (unit, integration, browser)
+## test: formatting, lints and every test (unit, integration, browser); the steps are
+##       scripts/test.sh's (the tests' set-up runs in the background, beside the builds)
 # Every process the tests start carries WATCHLIFE_TEST_RUN; when they are
 # done, any still running was left behind by a test, and fails the run.
-test: test-setup build embed lint image test-break
-	@mark=watchlife-test-$$$$-$$(date +%s); status=0; \
-	WATCHLIFE_TEST_RUN=$$mark WATCHLIFE_BIN=$(WATCHLIFE) WATCHLIFE_TEST_BIN=$(WATCHLIFE_TEST_BIN) \
-		WATCHLIFE_IMAGE=$(IMAGE) $(CARGO) test --workspace --no-fail-fast || status=$$?; \
-	WATCHLIFE_TEST_RUN=$$mark scripts/check-leftovers.sh $$mark || status=1; \
-	exit $$status
+test:
+	@MAKE="$(MAKE)" CARGO=$(CARGO) TARGET_DIR=$(TARGET_DIR) WATCHLIFE=$(WATCHLIFE) \
+		WATCHLIFE_TEST_BIN=$(WATCHLIFE_TEST_BIN) IMAGE=$(IMAGE) scripts/test.sh
 
 ## test-break: a debug `watchlife` with the test-only faults of bridge/src/test_break.rs, for the
 ##             chaos tests that prove their invariants can fail; copied aside, as `cargo test`
