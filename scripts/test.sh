@@ -2,12 +2,11 @@
 # `make test`, step by step:
 #   1. the tests' own tools (scripts/setup-test.sh: Chromium, a real etcd, two
 #      apiservers and two client-go informers compiled with Go...) are set up in
-#      the background, their output kept in $TARGET_DIR/test-setup.log. On a
-#      fresh machine that is about a quarter of the run, and the Rust builds
-#      leave one of two cores idle for minutes (linking, the page's one-unit
-#      LTO), which the Go builds take;
-#   2. meanwhile, every build the tests use (`make build embed lint image
-#      test-break`) and the tests themselves (`cargo test --no-run`);
+#      the background, their output kept in $TARGET_DIR/test-setup.log, while
+#   2. the builds run: formatting and code written twice first (`make
+#      lint-source`), then `make build embed image test-break`, then the tests'
+#      own build with clippy as its compiler (below): `make lint`'s clippy
+#      without a second, check-only build of every dependency;
 #   3. once both are done, the tests, every process they start marked with
 #      WATCHLIFE_TEST_RUN: with cargo-nextest (each test its own process,
 #      several at a time; .config/nextest.toml) where it is installed, else
@@ -20,7 +19,27 @@
 set -uo pipefail
 
 : "${MAKE:=make}" "${CARGO:=cargo}" "${TARGET_DIR:?}" "${WATCHLIFE:?}" "${WATCHLIFE_TEST_BIN:?}" "${IMAGE:?}"
+here=$(dirname "$0")
 say() { echo "[test] $*"; }
+
+# --- clippy as the compiler ----------------------------------------------------
+# Clippy's driver compiles the workspace's own crates (cargo's
+# build.rustc-workspace-wrapper; dependencies are compiled by rustc, as with
+# `cargo clippy`), with `make lint`'s `-D warnings`: `cargo build
+# --all-targets` then lints what `make lint`'s `cargo clippy --all-targets`
+# does, and builds the tests on the way. The page's other two builds (the
+# replay page's and the in-page demo's features) are linted the same way, as
+# features of the whole workspace, so that only the page's crate is compiled
+# again. Every cargo command below that builds the tests passes the wrapper,
+# or cargo would build them again without it. It is not in the tests'
+# environment: a test that runs `make build` must build what a shell's `make
+# build` builds.
+clippy_driver=$(command -v clippy-driver) || {
+    say "clippy-driver is not installed: rustup component add clippy"
+    exit 1
+}
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+linted=(--config "build.rustc-workspace-wrapper=\"$clippy_driver\"")
 
 # --- 1. the tests' tools, in the background ---------------------------------
 mkdir -p "$TARGET_DIR"
@@ -28,7 +47,7 @@ setup_log=$TARGET_DIR/test-setup.log
 # Its own process group (job control on for this one job), so that a failed
 # build or ^C ends the Go builds it runs too.
 set -m
-"$(dirname "$0")/setup-test.sh" >"$setup_log" 2>&1 &
+"$here/setup-test.sh" >"$setup_log" 2>&1 &
 setup_pid=$!
 set +m
 stop_setup() { kill -- "-$setup_pid" 2>/dev/null; }
@@ -36,10 +55,18 @@ trap 'stop_setup; exit 130' INT TERM
 say "setting up the tests' tools in the background (its log: $setup_log)"
 
 # --- 2. the builds -------------------------------------------------------------
-if ! "$MAKE" --no-print-directory setup build embed lint image test-break \
-    || ! "$CARGO" test --workspace --no-run --quiet; then
+built() {
+    "$MAKE" --no-print-directory lint-source setup build embed image test-break || return
+    say "the tests' build, clippy compiling the workspace (its lints are errors)"
+    "$CARGO" build "${linted[@]}" --workspace --all-targets || return
+    local page_build
+    for page_build in replay in-page; do
+        "$CARGO" build "${linted[@]}" --workspace --all-targets --features "watchlife-frontend/$page_build" || return
+    done
+}
+if ! built; then
     stop_setup
-    say "a build failed: see above"
+    say "a build or a lint failed: see above"
     exit 1
 fi
 
@@ -59,13 +86,13 @@ mark=watchlife-test-$$-$(date +%s)
 export WATCHLIFE_TEST_RUN=$mark WATCHLIFE_BIN=$WATCHLIFE WATCHLIFE_TEST_BIN WATCHLIFE_IMAGE=$IMAGE
 status=0
 if "$CARGO" nextest --version >/dev/null 2>&1; then
-    "$CARGO" nextest run --workspace || status=$?
-    "$CARGO" test --workspace --doc || status=$?
+    "$CARGO" nextest run "${linted[@]}" --workspace || status=$?
+    "$CARGO" test "${linted[@]}" --workspace --doc || status=$?
 else
     say "cargo-nextest is not installed: running one test binary at a time (about twice as long; 'cargo install cargo-nextest --locked' makes them parallel)"
-    "$CARGO" test --workspace --no-fail-fast || status=$?
+    "$CARGO" test "${linted[@]}" --workspace --no-fail-fast || status=$?
 fi
 
 # --- 4. nothing left behind -----------------------------------------------------
-"$(dirname "$0")/check-leftovers.sh" "$mark" || status=1
+"$here/check-leftovers.sh" "$mark" || status=1
 exit "$status"
