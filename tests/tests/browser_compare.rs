@@ -138,8 +138,13 @@ async fn both_profiles_play_on_one_clock_and_the_strip_shows_how_each_lists() {
         "both get 410 Gone"
     );
 
-    // One clock: slowed down, both sides move; paused, neither does.
+    // One clock: slowed down, both sides move; paused, neither does. From
+    // the start, so that the pause lands well before either recording's end
+    // however long the checks above took (at a quarter speed, the shorter
+    // recording's 5.5 s last 22 s): at its end a side stops while the clock
+    // goes on, and the two offsets differ.
     browser.fill("#compare-rate", "0").await;
+    browser.fill("#compare-timeline", "0").await;
     browser
         .wait_until(
             "both sides move",
