@@ -9,9 +9,9 @@
 #      without a second, check-only build of every dependency;
 #   3. once both are done, the tests, every process they start marked with
 #      WATCHLIFE_TEST_RUN: with cargo-nextest (each test its own process,
-#      several at a time; .config/nextest.toml) where it is installed, else
-#      with `cargo test`, one test binary at a time (about twice as long);
-#      then the doc tests;
+#      two at a time across all the binaries; .config/nextest.toml) where it
+#      is installed, else with `cargo test`, one test binary at a time (25
+#      minutes here against 17); then the doc tests;
 #   4. scripts/check-leftovers.sh: a process a test left running fails the run.
 #
 # Environment (the Makefile sets it): MAKE, CARGO, TARGET_DIR, WATCHLIFE,
@@ -89,7 +89,7 @@ if "$CARGO" nextest --version >/dev/null 2>&1; then
     "$CARGO" nextest run "${linted[@]}" --workspace || status=$?
     "$CARGO" test "${linted[@]}" --workspace --doc || status=$?
 else
-    say "cargo-nextest is not installed: running one test binary at a time (about twice as long; 'cargo install cargo-nextest --locked' makes them parallel)"
+    say "cargo-nextest is not installed: running one test binary at a time (about half as long again; 'cargo install cargo-nextest --locked' runs them across binaries)"
     "$CARGO" test "${linted[@]}" --workspace --no-fail-fast || status=$?
 fi
 
