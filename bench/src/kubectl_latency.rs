@@ -244,7 +244,7 @@ fn notes(gathered: &Gathered) -> Vec<String> {
          Reflector decodes it too (the Reflector row is kubectl's work, in Rust), then the \
          event goes through the informer's FIFO, Indexer, handlers and workqueue, is encoded \
          once for every viewer, and crosses one more WebSocket hop (the page takes frames in \
-         batches: while frames keep coming, one write every 8 ms at most; compressed, and \
+         batches: while frames keep coming, one write every 16 ms at most; compressed, and \
          decompressed by the browser's own stream). At live speed the page draws the event's \
          first change in the first animation frame after the frame is read: its token enters \
          the pipeline, or, with no lane free, the line under the lanes names it (the event log, \

@@ -147,11 +147,9 @@ async fn a_coalesced_event_merges_into_its_queued_key() {
     browser.close().await;
 }
 
-#[tokio::test]
-async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
-    let bridge =
-        ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[("web-1", 10)])]).await;
-    let browser = open(&bridge, "?speed=0").await;
+/// The watch caches of pods (three watchers, one closed as too slow) and of
+/// nodes (one watcher), as the bridge reports them.
+fn pods_and_nodes_caches() -> ServerFrame {
     let watcher = |id, name: &str, buffered| WatcherState {
         id,
         name: name.into(),
@@ -159,7 +157,7 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
         capacity: 100,
         blocking: false,
     };
-    bridge.send(&ServerFrame {
+    ServerFrame {
         seq: 1,
         body: FrameBody::WatchCache(WatchCacheReport {
             caches: vec![
@@ -197,7 +195,26 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
                 },
             ],
         }),
-    });
+    }
+}
+
+/// An event passing the watch cache for 400 ms.
+fn passing_the_watch_cache() -> ServerFrame {
+    event(
+        2,
+        EventType::Modified,
+        scripted_pod("web-1"),
+        706,
+        stages(T0, &[10, 400_000, 300_000, 10, 10, 10, 10, 10]),
+    )
+}
+
+#[tokio::test]
+async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
+    let bridge =
+        ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[("web-1", 10)])]).await;
+    let browser = open(&bridge, "?speed=0").await;
+    bridge.send(&pods_and_nodes_caches());
     browser
         .wait_for("#fanout g.cache[data-resource=pods]")
         .await;
@@ -221,16 +238,45 @@ async fn the_fanout_draws_the_ring_the_lanes_and_the_copies() {
     assert!(others.contains("nodes (1 watcher)"), "{others}");
 
     // An event passing the watch cache runs down every lane at once.
-    bridge.send(&event(
-        2,
-        EventType::Modified,
-        scripted_pod("web-1"),
-        706,
-        stages(T0, &[10, 400_000, 300_000, 10, 10, 10, 10, 10]),
-    ));
+    bridge.send(&passing_the_watch_cache());
     browser
         .wait_until(
             "a copy of the event is on each of the three lanes",
+            "document.querySelectorAll('#fanout circle.copy').length === 3",
+        )
+        .await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn the_fanout_off_screen_moves_no_copies_until_it_is_scrolled_to() {
+    let bridge =
+        ScriptedBridge::start(hello(PROTOCOL_VERSION), vec![snapshot_of(&[("web-1", 10)])]).await;
+    // A phone: the pipeline fills the screen, the fan-out is far below.
+    let browser = Browser::start_phone(375, 800).await;
+    browser.goto(&format!("{}/?speed=0", bridge.url())).await;
+    browser.wait_connected().await;
+    bridge.send(&pods_and_nodes_caches());
+    browser
+        .wait_for("#fanout g.cache[data-resource=pods]")
+        .await;
+    bridge.send(&passing_the_watch_cache());
+    browser
+        .wait_until(
+            "the token is between the watch cache and the Reflector",
+            "document.querySelector('#pipeline .token[data-at=watch_cache]')",
+        )
+        .await;
+    let copies = browser
+        .eval("document.querySelectorAll('#fanout circle.copy').length")
+        .await;
+    assert_eq!(copies, json!(0), "no copies are moved off screen");
+    browser
+        .eval("document.querySelector('#fanout').scrollIntoView() || true")
+        .await;
+    browser
+        .wait_until(
+            "a copy of the event is on each of the three lanes once the fan-out is seen",
             "document.querySelectorAll('#fanout circle.copy').length === 3",
         )
         .await;

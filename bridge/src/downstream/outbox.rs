@@ -21,10 +21,14 @@ pub const MAX_BATCH: usize = 64;
 
 /// Shortest time between two writes to a viewer that takes batches, while
 /// frames keep coming: frames that arrive meanwhile wait and go together. A
-/// frame after a quiet spell goes at once. Half a frame at 60 Hz: the page
-/// draws what arrived in time, and a message costs it the same whether it
-/// holds one frame or fifty.
-pub const BATCH_INTERVAL: Duration = Duration::from_millis(8);
+/// frame after a quiet spell goes at once. One frame at 60 Hz: a page draws
+/// at most once a frame, so more messages than frames show it nothing
+/// sooner, and each message is a task of its own (the event, the
+/// decompression's promises) whether it holds one frame or fifty. On a
+/// phone a quarter of a desktop one cost about 3 ms; at 1,000 events/s,
+/// 16 ms instead of 8 halved the messages and gave the page about 8 % more
+/// frames (BENCHMARKS.md, the phone section).
+pub const BATCH_INTERVAL: Duration = Duration::from_millis(16);
 
 /// WebSocket writes a second the bridge aims to stay under, all viewers
 /// together, by pacing the writes of each viewer that takes batches (see

@@ -179,10 +179,22 @@ fn WatcherLane(lane: Lane, cy: f64) -> impl IntoView {
 /// Made once, beside the block rather than in it: the block is drawn anew
 /// for each report of the cache, and a closure made with it would stay
 /// behind in the player's tick for good (see [`crate::components`]).
+///
+/// Drawn only while the panel is `visible`: off screen (a phone shows the
+/// pipeline, not this panel) the copies would be moved every animation
+/// frame for no one, and nothing follows the tick until the panel is back.
 #[component]
-pub fn Copies(resource: Signal<Option<String>>, cy: f64, lane_ys: Memo<Vec<f64>>) -> impl IntoView {
+pub fn Copies(
+    resource: Signal<Option<String>>,
+    cy: f64,
+    lane_ys: Memo<Vec<f64>>,
+    visible: ReadSignal<bool>,
+) -> impl IntoView {
     let player = expect_context::<Player>();
     let copies = move || {
+        if !visible.get() {
+            return Vec::new();
+        }
         player.tick.track();
         let step = player.reduced_motion.get();
         let Some(resource) = resource.get() else {

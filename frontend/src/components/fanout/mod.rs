@@ -11,6 +11,7 @@ pub mod cache_block;
 pub mod layout;
 
 use crate::model::Model;
+use crate::on_screen::on_screen;
 use crate::view_state::ViewState;
 use cache_block::{CacheBlock, Copies, lane_ys};
 use layout::{BLOCK_MIN_H, WIDTH, block_h, ring_y};
@@ -91,9 +92,11 @@ pub fn Fanout() -> impl IntoView {
     let lane_ys = Memo::new(move |_| {
         selected.with(|c| c.as_ref().map(|c| lane_ys(c, 0.0)).unwrap_or_default())
     });
+    let section = NodeRef::<leptos::html::Section>::new();
+    let visible = on_screen(section);
     view! {
         <Show when=move || model.watch_caches.with(Option::is_some)>
-            <section class="fanout panel" aria-label="The watch cache's fan-out">
+            <section node_ref=section class="fanout panel" aria-label="The watch cache's fan-out">
                 <h2>
                     "Fan-out "
                     <small>"one watch cache, many watchers"</small>
@@ -107,7 +110,7 @@ pub fn Fanout() -> impl IntoView {
                 >
                     {move || selected.get().map(|cache| view! { <CacheBlock cache top=0.0/> })}
                     <g class="copies" aria-hidden="true">
-                        <Copies resource=current cy=ring_y(0.0) lane_ys/>
+                        <Copies resource=current cy=ring_y(0.0) lane_ys visible/>
                     </g>
                 </svg>
                 <p class="hint fanout-others">{move || others_text(split(model).1)}</p>
