@@ -39,7 +39,7 @@
 //!   matched with the bridge's events by resourceVersion; [`tap_words`]:
 //!   their reconciles in words.
 //! - [`throttle`]: costly panels redrawn a few times a second, not per frame,
-//!   and once a second while [`on_screen`] says nobody can see them.
+//!   and not at all while [`on_screen`] says nobody can see them.
 //! - [`media`]: signals that follow a media query (a phone's width, less motion).
 //! - [`components`]: what is drawn.
 

@@ -1,19 +1,24 @@
-//! Whether a panel is on screen. A phone shows the pipeline and little
-//! else: the event log and the object table below it are off screen, and
-//! redrawing them at full pace costs its frames for nothing (see
-//! [`crate::throttle::throttled_on_screen`]).
+//! Whether a panel is on screen, or about to be. A phone shows the pipeline
+//! and little else: the event log, the object table and the demo actions
+//! below it are off screen, and redrawing them costs its frames for nothing
+//! (see [`crate::throttle::throttled_on_screen`]).
 
 use leptos::html::Section;
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
-use web_sys::{IntersectionObserver, IntersectionObserverEntry};
+use web_sys::{IntersectionObserver, IntersectionObserverEntry, IntersectionObserverInit};
+
+/// How far beyond the viewport a panel counts as on screen: a screen's
+/// height above and below. A panel is then drawn while it is scrolled
+/// towards, before it shows, rather than for the frame after it shows.
+const AHEAD: &str = "100% 0px";
 
 /// The observer and the callback it calls, kept for as long as the panel.
 type Watching = (IntersectionObserver, Closure<dyn FnMut(js_sys::Array)>);
 
-/// True while some of the section `node` holds is in the viewport, as the
-/// browser's `IntersectionObserver` reports it; true until its first
-/// report, so that a panel draws at once.
+/// True while some of the section `node` holds is in the viewport or within
+/// [`AHEAD`] of it, as the browser's `IntersectionObserver` reports it; true
+/// until its first report, so that a panel draws at once.
 pub fn on_screen(node: NodeRef<Section>) -> ReadSignal<bool> {
     let (visible, set_visible) = signal(true);
     let watching = StoredValue::new_local(None::<Watching>);
@@ -28,7 +33,11 @@ pub fn on_screen(node: NodeRef<Section>) -> ReadSignal<bool> {
                 set_visible.set(entry.is_intersecting());
             }
         });
-        let Ok(observer) = IntersectionObserver::new(callback.as_ref().unchecked_ref()) else {
+        let options = IntersectionObserverInit::new();
+        options.set_root_margin(AHEAD);
+        let Ok(observer) =
+            IntersectionObserver::new_with_options(callback.as_ref().unchecked_ref(), &options)
+        else {
             return;
         };
         observer.observe(&element);

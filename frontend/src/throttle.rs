@@ -15,28 +15,23 @@ use crate::model::{Model, now_ms};
 use leptos::prelude::*;
 use std::time::Duration;
 
-/// How often a panel off screen is redrawn: what one scrolls to is at most
-/// this old for the frame it takes the browser to say it came on screen.
-pub const OFF_SCREEN_MS: f64 = 1_000.0;
-
 /// A counter bumped after `source` (a closure that tracks signals) changes,
 /// at most once per `period_ms` of page time.
 pub fn throttled(period_ms: f64, source: impl Fn() + 'static) -> ReadSignal<u64> {
-    paced(move || period_ms, source).0
+    paced(move || Some(period_ms), source).0
 }
 
 /// As [`throttled`], for a panel that can be off screen: at most once per
-/// `period_ms` while `on_screen`, once per [`OFF_SCREEN_MS`] while not,
-/// and at once when it comes on screen.
+/// `period_ms` while `on_screen`, not at all while not, and at once when it
+/// comes on screen. A phone shows the pipeline; the panels below it would
+/// otherwise be redrawn for no one ([`crate::on_screen`] counts a panel as on
+/// screen a screen's height ahead, so it is drawn before it is seen).
 pub fn throttled_on_screen(
     period_ms: f64,
     on_screen: ReadSignal<bool>,
     source: impl Fn() + 'static,
 ) -> ReadSignal<u64> {
-    let period = move || match on_screen.get_untracked() {
-        true => period_ms,
-        false => OFF_SCREEN_MS,
-    };
+    let period = move || on_screen.get_untracked().then_some(period_ms);
     let (bumps, bump) = paced(period, source);
     Effect::new(move |was: Option<bool>| {
         let now = on_screen.get();
@@ -49,9 +44,10 @@ pub fn throttled_on_screen(
 }
 
 /// The counter of [`throttled`] with the period `period` gives at each
-/// change, and the bump that moves it at once.
+/// change (`None`: no redraw for now, the change waits for a bump), and the
+/// bump that moves it at once.
 fn paced(
-    period: impl Fn() -> f64 + 'static,
+    period: impl Fn() -> Option<f64> + Copy + 'static,
     source: impl Fn() + 'static,
 ) -> (ReadSignal<u64>, impl Fn() + Copy + 'static) {
     let (bumps, set_bumps) = signal(0_u64);
@@ -66,7 +62,10 @@ fn paced(
         if pending.get_value() {
             return;
         }
-        let wait = last.get_value() + period() - now_ms();
+        let Some(period_ms) = period() else {
+            return;
+        };
+        let wait = last.get_value() + period_ms - now_ms();
         if wait <= 0.0 {
             bump();
             return;
@@ -75,7 +74,9 @@ fn paced(
         set_timeout(
             move || {
                 pending.try_set_value(false);
-                bump();
+                if period().is_some() {
+                    bump();
+                }
             },
             Duration::from_millis(wait.ceil() as u64),
         );
@@ -83,7 +84,9 @@ fn paced(
     if let Some(model) = use_context::<Model>() {
         Effect::new(move |_| {
             model.settled.track();
-            bump();
+            if period().is_some() {
+                bump();
+            }
         });
     }
     (bumps, bump)

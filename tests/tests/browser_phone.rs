@@ -102,37 +102,56 @@ fn count_log_redraws(ms: u32) -> String {
 const COUNT_MS: u32 = 4_000;
 
 #[tokio::test]
-async fn a_phone_redraws_the_event_log_below_the_screen_once_a_second_and_at_once_in_view() {
+async fn a_phone_leaves_the_event_log_below_the_screen_alone_and_redraws_it_in_view() {
     let bridge = Bridge::start(&["--demo", "--demo-rate", "200"]).await;
     let phone = Browser::start_phone(PHONE.0, PHONE.1).await;
     phone.goto(&format!("{}/", bridge.url())).await;
-    phone.wait_for("#events tr.event-row").await;
-    let below = phone
-        .eval("document.querySelector('.event-log').getBoundingClientRect().top > innerHeight")
+    // Events flow: their tokens cross the pipeline.
+    phone.wait_for("#pipeline [data-token]").await;
+    let far_below = phone
+        .eval("document.querySelector('.event-log').getBoundingClientRect().top > 2 * innerHeight")
         .await;
     assert_eq!(
-        below,
+        far_below,
         json!(true),
-        "the event log starts below a phone's screen"
+        "the event log starts more than a screen below a phone's screen"
     );
 
     let off = phone.eval_async(&count_log_redraws(COUNT_MS)).await;
-    let off = off.as_u64().unwrap_or(u64::MAX);
-    // Once a second, and one more where a count starts or ends mid-period.
-    let most = u64::from(COUNT_MS / 1_000) + 2;
-    assert!(
-        off <= most,
-        "off screen the log was redrawn {off} times in {COUNT_MS} ms"
+    assert_eq!(
+        off,
+        json!(0),
+        "far off screen the log was redrawn {off} times in {COUNT_MS} ms"
     );
 
+    // Scrolled to a screen above it: the log is drawn before it shows.
     phone
-        .eval("document.querySelector('.event-log').scrollIntoView()")
+        .eval(
+            "window.scrollTo(0, scrollY + document.querySelector('.event-log').getBoundingClientRect().top - 1.5 * innerHeight) || true",
+        )
+        .await;
+    let near = phone.eval_async(&count_log_redraws(COUNT_MS)).await;
+    let near = near.as_u64().unwrap_or(0);
+    // Ten times a second where it can be seen: more than twice what even a
+    // once-a-second pace would give, with room for a loaded machine.
+    let once_a_second = u64::from(COUNT_MS / 1_000);
+    assert!(
+        near > 2 * once_a_second,
+        "a screen before it shows, the log was redrawn {near} times in {COUNT_MS} ms"
+    );
+
+    let rows = phone
+        .eval("document.querySelectorAll('#events tr.event-row').length")
+        .await;
+    assert!(rows.as_u64().unwrap_or(0) > 0, "the log holds rows: {rows}");
+    phone
+        .eval("document.querySelector('.event-log').scrollIntoView() || true")
         .await;
     let on = phone.eval_async(&count_log_redraws(COUNT_MS)).await;
     let on = on.as_u64().unwrap_or(0);
     assert!(
-        on > 2 * most,
-        "in view the log was redrawn {on} times in {COUNT_MS} ms (off screen {off})"
+        on > 2 * once_a_second,
+        "in view the log was redrawn {on} times in {COUNT_MS} ms"
     );
     phone.close().await;
 }

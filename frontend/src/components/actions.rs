@@ -7,8 +7,9 @@
 //! picture shows, not an event queued behind everything that had arrived.
 
 use crate::model::Model;
+use crate::on_screen::on_screen;
 use crate::player::Player;
-use crate::throttle::throttled;
+use crate::throttle::throttled_on_screen;
 use leptos::prelude::*;
 use watchlife_protocol::{ClientMessage, DemoAction};
 
@@ -46,13 +47,17 @@ type Select = NodeRef<leptos::html::Select>;
 #[component]
 fn ActionPanel() -> impl IntoView {
     let model = expect_context::<Model>();
-    // The lists follow which objects exist, not their every change.
-    let redraw = throttled(LISTS_REDRAW_MS, move || model.roster.track());
+    // The lists follow which objects exist, not their every change, and
+    // only while the panel is on screen.
+    let section = NodeRef::<leptos::html::Section>::new();
+    let redraw = throttled_on_screen(LISTS_REDRAW_MS, on_screen(section), move || {
+        model.roster.track()
+    });
     let labellable = labellable(model, redraw);
     let pods = names_of(model, redraw, "Pod");
     let deployments = names_of(model, redraw, "Deployment");
     view! {
-        <section class="actions panel" aria-label="Demo actions">
+        <section node_ref=section class="actions panel" aria-label="Demo actions">
             <h2>"Demo actions " <small>"change the demo cluster and watch the events travel"</small></h2>
             <LabelRow labellable/>
             <PodRow pods/>
