@@ -96,9 +96,37 @@ fn paced(
 /// long as the component that calls this lives: what a panel of rates or
 /// ages tracks, so that it is redrawn at that pace even with no event.
 pub fn clock_every(model: Model, period_ms: u64) -> RwSignal<f64> {
+    clock(model, period_ms, || true)
+}
+
+/// As [`clock_every`], for a panel that can be off screen: the clock stands
+/// still while the panel is not `on_screen`, and is read at once when it
+/// comes back.
+pub fn clock_every_on_screen(
+    model: Model,
+    period_ms: u64,
+    on_screen: ReadSignal<bool>,
+) -> RwSignal<f64> {
+    let now = clock(model, period_ms, move || on_screen.get_untracked());
+    Effect::new(move |was: Option<bool>| {
+        let visible = on_screen.get();
+        if visible && was == Some(false) {
+            now.set(model.now());
+        }
+        visible
+    });
+    now
+}
+
+/// The clock of [`clock_every`], read at each period while `running`.
+fn clock(model: Model, period_ms: u64, running: impl Fn() -> bool + 'static) -> RwSignal<f64> {
     let now = RwSignal::new(model.now());
     let handle = set_interval_with_handle(
-        move || now.set(model.now()),
+        move || {
+            if running() {
+                now.set(model.now());
+            }
+        },
         Duration::from_millis(period_ms),
     );
     on_cleanup(move || {

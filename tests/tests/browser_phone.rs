@@ -85,17 +85,22 @@ async fn a_phone_shows_the_pipeline_two_stages_to_a_row_at_their_own_size() {
     presenting.close().await;
 }
 
-/// A script for `eval_async`: how many times the event log's rows changed
-/// within `ms` milliseconds (a redraw changes them in one task, which one
+/// A script for `eval_async`: how many times what `selector` holds changed
+/// within `ms` milliseconds (a redraw changes it in one task, which one
 /// MutationObserver call reports).
-fn count_log_redraws(ms: u32) -> String {
+fn count_redraws(selector: &str, ms: u32) -> String {
     format!(
         "const done = arguments[arguments.length - 1]; \
-         const rows = document.getElementById('events'); let redraws = 0; \
+         const rows = document.querySelector('{selector}'); let redraws = 0; \
          const seen = new MutationObserver(() => {{ redraws++; }}); \
          seen.observe(rows, {{ subtree: true, childList: true, attributes: true, characterData: true }}); \
          setTimeout(() => {{ seen.disconnect(); done(redraws); }}, {ms});"
     )
+}
+
+/// [`count_redraws`] of the event log's rows.
+fn count_log_redraws(ms: u32) -> String {
+    count_redraws("#events", ms)
 }
 
 /// How long redraws are counted, on screen and off.
@@ -152,6 +157,40 @@ async fn a_phone_leaves_the_event_log_below_the_screen_alone_and_redraws_it_in_v
     assert!(
         on > 2 * once_a_second,
         "in view the log was redrawn {on} times in {COUNT_MS} ms"
+    );
+    phone.close().await;
+}
+
+#[tokio::test]
+async fn a_phone_leaves_the_plots_below_the_screen_still_until_they_come_near() {
+    let bridge = Bridge::start(&["--demo", "--demo-rate", "200"]).await;
+    let phone = Browser::start_phone(PHONE.0, PHONE.1).await;
+    phone.goto(&format!("{}/", bridge.url())).await;
+    phone.wait_for("#pipeline [data-token]").await;
+    let far_below = phone
+        .eval("document.querySelector('.plots').getBoundingClientRect().top > 2 * innerHeight")
+        .await;
+    assert_eq!(
+        far_below,
+        json!(true),
+        "the plots start far below the screen"
+    );
+    let off = phone.eval_async(&count_redraws(".plots", COUNT_MS)).await;
+    assert_eq!(
+        off,
+        json!(0),
+        "far off screen the plots were redrawn {off} times"
+    );
+
+    phone
+        .eval("document.querySelector('.plots').scrollIntoView() || true")
+        .await;
+    // Once a second in view.
+    let on = phone.eval_async(&count_redraws(".plots", COUNT_MS)).await;
+    let on = on.as_u64().unwrap_or(0);
+    assert!(
+        on >= u64::from(COUNT_MS / 1_000) - 1,
+        "in view the plots were redrawn {on} times in {COUNT_MS} ms"
     );
     phone.close().await;
 }

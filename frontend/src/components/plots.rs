@@ -8,8 +8,9 @@
 use super::pipeline::stage_id;
 use crate::micros::format_micros;
 use crate::model::Model;
+use crate::on_screen::on_screen;
 use crate::stats::{LATENCY_BINS, SERIES_SECONDS, StageStats, histogram};
-use crate::throttle::clock_every;
+use crate::throttle::clock_every_on_screen;
 use leptos::prelude::*;
 use watchlife_protocol::Stage;
 
@@ -61,10 +62,12 @@ fn nice_max(n: u32) -> u32 {
 #[component]
 pub fn Plots() -> impl IntoView {
     let model = expect_context::<Model>();
-    let now = clock_every(model, REDRAW_MS);
+    // Redrawn once a second, and not at all while off screen.
+    let section = NodeRef::<leptos::html::Section>::new();
+    let now = clock_every_on_screen(model, REDRAW_MS, on_screen(section));
     view! {
         // Side by side when the panel is wide (no fan-out beside it), else stacked.
-        <section class="plots panel" aria-label="Plots">
+        <section node_ref=section class="plots panel" aria-label="Plots">
             <div class="plot-grid">
                 <div class="plot-block">
                     <h2>"Events per second " <small>"received, last minute, by type"</small></h2>
