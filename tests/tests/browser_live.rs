@@ -49,6 +49,11 @@ async fn the_page_shows_live_watch_events() {
 async fn the_page_reconnects_when_the_bridge_comes_back() {
     let mut bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
     let browser = Browser::open_connected(1024, 700, &bridge.url()).await;
+    // The count read below is the event log's, redrawn only where it can
+    // be seen.
+    browser
+        .eval("document.querySelector('.event-log').scrollIntoView() || true")
+        .await;
     let addr = bridge.addr;
     bridge.kill();
     browser

@@ -125,6 +125,11 @@ async fn a_scenario_plays_from_a_static_folder_with_the_embed_options() {
             "document.querySelector('#link[data-link=replay]')",
         )
         .await;
+    // The log is below the fold of a 700-pixel frame, and a panel that
+    // cannot be seen is not redrawn: scrolled to, it is.
+    browser
+        .eval("document.querySelector('.event-log').scrollIntoView() || true")
+        .await;
     browser
         .wait_until(
             "events are listed",
