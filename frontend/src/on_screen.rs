@@ -1,7 +1,9 @@
 //! Whether a panel is on screen, or about to be. A phone shows the pipeline
-//! and little else: the event log, the object table and the demo actions
-//! below it are off screen, and redrawing them costs its frames for nothing
-//! (see [`crate::throttle::throttled_on_screen`]).
+//! and little else: the event log, the object table, the demo actions and the
+//! plots below it are off screen, and so are the fan-out's copies once it is
+//! scrolled past. Redrawing them costs the phone its frames for nothing (see
+//! [`crate::throttle::throttled_on_screen`] and
+//! [`crate::throttle::clock_every_on_screen`]).
 
 use leptos::html::Section;
 use leptos::prelude::*;
@@ -41,7 +43,13 @@ pub fn on_screen(node: NodeRef<Section>) -> ReadSignal<bool> {
             return;
         };
         observer.observe(&element);
-        watching.set_value(Some((observer, callback)));
+        // A section mounted again (inside a `<Show>`) gets a new observer: the
+        // old one must stop before its callback is dropped with it.
+        watching.update_value(|w| {
+            if let Some((old, _)) = w.replace((observer, callback)) {
+                old.disconnect();
+            }
+        });
     });
     on_cleanup(move || {
         watching.with_value(|w| {
