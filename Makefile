@@ -46,10 +46,11 @@ $(FRONTEND_STAMP): $(FRONTEND_INPUTS) scripts/sync-dist.sh dist/index.html | set
 # A dist/ without the app (a fresh clone, `make clean`) is out of date.
 dist/index.html: ;
 
-## image: the OCI image, a static binary on an empty base (buildah, no daemon); prints its tag
+## image: the OCI image, the release binary and the libraries it links on an empty base
+##        (buildah, no daemon); prints its tag
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n1)
 IMAGE ?= localhost/watchlife:$(VERSION)
-image: frontend deploy-token
+image: build deploy-token
 	@IMAGE=$(IMAGE) TARGET_DIR=$(TARGET_DIR) scripts/build-image.sh
 
 ## deploy-token: deploy/token.env, the viewers' token of `kubectl apply -k deploy/` (once)
@@ -68,7 +69,7 @@ test-setup: setup
 # done, any still running was left behind by a test, and fails the run.
 test:
 	@MAKE="$(MAKE)" CARGO=$(CARGO) TARGET_DIR=$(TARGET_DIR) WATCHLIFE=$(WATCHLIFE) \
-		WATCHLIFE_TEST_BIN=$(WATCHLIFE_TEST_BIN) IMAGE=$(IMAGE) scripts/test.sh
+		IMAGE=$(IMAGE) scripts/test.sh
 
 ## test-break: a debug `watchlife` with the test-only faults of bridge/src/test_break.rs, for the
 ##             chaos tests that prove their invariants can fail; copied aside, as `cargo test`

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the watchlife OCI image with buildah (no daemon), as `make image` does:
-#   1. the static binary: `cargo build --release --target x86_64-unknown-linux-musl`
-#      (rustls only, so no OpenSSL; ring's C parts compiled by musl-gcc), with
-#      the browser app already in dist/ (make image builds it first);
-#   2. deploy/Containerfile over an empty base: the binary and Debian's CA bundle;
+#   1. the release binary `make build` built (rustls only, so no OpenSSL; the
+#      browser app embedded; mimalloc as its allocator), the very binary that
+#      BENCHMARKS.md measures;
+#   2. deploy/Containerfile over an empty base: the binary, the dynamic loader
+#      and the few libraries it links (`ldd`: libc, libm, libgcc_s), copied
+#      from the machine that built it, and Debian's CA bundle;
 #   3. the tag printed on the last line, the one deploy/kustomization.yaml names.
 #
 # Installs what is missing once per machine (needs root or sudo): Debian's
-# buildah, musl-tools and ca-certificates, and the rustup target.
+# buildah and ca-certificates.
 #
 # Environment: IMAGE (default localhost/watchlife:<workspace version>),
 # TARGET_DIR (cargo's target directory), BUILDAH_STORAGE_DRIVER (default vfs:
@@ -20,7 +22,6 @@ say() { echo "[image] $*" >&2; }
 . "$ROOT/scripts/lib/ensure.sh"
 log_as image
 
-MUSL_TARGET=x86_64-unknown-linux-musl
 VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
 IMAGE=${IMAGE:-localhost/watchlife:$VERSION}
 TARGET_DIR=${TARGET_DIR:-$ROOT/target}
@@ -29,7 +30,6 @@ DRIVER=${BUILDAH_STORAGE_DRIVER:-vfs}
 # --- tools ------------------------------------------------------------------
 missing=()
 command -v buildah >/dev/null || missing+=(buildah)
-command -v musl-gcc >/dev/null || missing+=(musl-tools)
 CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 [ -s "$CA_BUNDLE" ] || missing+=(ca-certificates)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -42,35 +42,43 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt_get install -y -qq "${missing[@]}" >/dev/null \
         || { say "could not install ${missing[*]}: see above"; exit 1; }
 fi
-if ! rustup target list --installed 2>/dev/null | grep -qx "$MUSL_TARGET"; then
-    say "adding the $MUSL_TARGET target (a few seconds)"
-    rustup target add "$MUSL_TARGET"
-fi
 
-# --- the static binary ------------------------------------------------------
-[ -f dist/index.html ] || { say "dist/ has no browser app: run 'make image', which builds it first"; exit 1; }
-say "the static binary (cargo build --release --target $MUSL_TARGET; about 10 minutes the first time)"
-CC_x86_64_unknown_linux_musl=musl-gcc \
-    cargo build --release --target "$MUSL_TARGET" -p watchlife
-BIN="$TARGET_DIR/$MUSL_TARGET/release/watchlife"
-# Static means no program interpreter: the empty base has no ld.so to offer.
-if LC_ALL=C readelf -lW "$BIN" | grep -q 'program interpreter'; then
-    say "$BIN asks for a dynamic loader; the image has none"
-    exit 1
-fi
-# rustls only: an OpenSSL in the graph would need a libc and a CA bundle.
-if cargo tree -p watchlife --target "$MUSL_TARGET" -e normal -i openssl-sys >/dev/null 2>&1; then
+# --- the binary and what it links ----------------------------------------------
+BIN="$TARGET_DIR/release/watchlife"
+[ -x "$BIN" ] || { say "$BIN is not built: run 'make image', which builds it first"; exit 1; }
+# rustls only: an OpenSSL in the graph would be one more library to carry,
+# and a second TLS stack to keep patched.
+if cargo tree -p watchlife -e normal -i openssl-sys >/dev/null 2>&1; then
     say "openssl-sys is in the binary's dependencies: only rustls may be"
     exit 1
 fi
 
-# --- the image --------------------------------------------------------------
 CONTEXT="$TARGET_DIR/image-context"
+ROOTFS="$CONTEXT/rootfs"
+# The last build's folders are read-only (below): writable again to go.
+[ -d "$CONTEXT" ] && chmod -R u+w "$CONTEXT"
 rm -rf "$CONTEXT"
-mkdir -p "$CONTEXT"
+mkdir -p "$ROOTFS/etc/ssl/certs"
 # Symbols are for debuggers, which the image does not carry.
-strip -o "$CONTEXT/watchlife" "$BIN"
-cp "$CA_BUNDLE" "$CONTEXT/ca-certificates.crt"
+strip -o "$ROOTFS/watchlife" "$BIN"
+cp "$CA_BUNDLE" "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
+# The loader and every library, at the path the binary asks for them by:
+# `ldd` prints "name => /path (address)" for a library and "/path (address)"
+# for the loader. The virtual vDSO has no file and is skipped.
+libraries=$(LC_ALL=C ldd "$BIN" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
+[ -n "$libraries" ] || { say "ldd names no library for $BIN: is it a dynamic ELF binary of this machine?"; exit 1; }
+for library in $libraries; do
+    mkdir -p "$ROOTFS$(dirname "$library")"
+    cp -L "$library" "$ROOTFS$library"
+done
+# Owned by root (the Containerfile's --chown) and writable by nobody: the
+# image's user cannot change a byte of it, whatever the mount says.
+find "$ROOTFS" -type d -exec chmod 0555 {} +
+find "$ROOTFS" -type f -exec chmod 0444 {} +
+chmod 0555 "$ROOTFS/watchlife"
+for library in $libraries; do chmod 0555 "$ROOTFS$library"; done
+
+# --- the image --------------------------------------------------------------
 REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain 2>/dev/null | head -n1)" ]; then REVISION="$REVISION-dirty"; fi
 SOURCE=$(sed -n 's/^repository = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
@@ -92,7 +100,7 @@ if [ -n "$old" ] && [ "$old" != "$new" ]; then
 fi
 
 size=$(buildah --storage-driver "$DRIVER" images --noheading --format '{{.Size}}' "$IMAGE")
-say "built $IMAGE ($size; the binary alone: $(($(stat -c %s "$BIN") / 1024 / 1024)) MiB)"
+say "built $IMAGE ($size; the binary alone: $(($(stat -c %s "$ROOTFS/watchlife") / 1024 / 1024)) MiB, stripped)"
 say "deploy/kustomization.yaml runs it; to run it elsewhere, push it, e.g.:"
 say "  buildah --storage-driver $DRIVER push $IMAGE docker://REGISTRY/watchlife:$VERSION"
 if ! grep -q "newTag: \"\?$VERSION\"\?$" deploy/kustomization.yaml; then

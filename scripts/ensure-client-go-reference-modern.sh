@@ -115,7 +115,7 @@ mkdir -p "$OWN_GOPATH/src/$PKG"
 cp "$SRC" "$OWN_GOPATH/src/$PKG/main.go"
 PARTIAL=$DEST/.partial-$$
 trap 'rm -f "$PARTIAL"' EXIT
-(cd "$OWN_GOPATH/src/$PKG" && "${MODERN[MODERN_GO]}" build -o "$PARTIAL" "$PKG") \
+(cd "$OWN_GOPATH/src/$PKG" && "${MODERN[MODERN_GO]}" build -ldflags "-s -w" -o "$PARTIAL" "$PKG") \
   || die "go build $PKG failed"
 
 # Same file system, so the rename is atomic: readers see no binary or all of it.

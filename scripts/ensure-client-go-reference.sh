@@ -110,7 +110,7 @@ mkdir -p "$KTREE/$PKG_DIR"
 cp "$SRC" "$KTREE/$PKG_DIR/main.go"
 PARTIAL=$DEST/.partial-$$
 trap 'rm -f "$PARTIAL"' EXIT
-(cd "$KTREE" && "$GO" build -tags selinux,notest -o "$PARTIAL" "k8s.io/kubernetes/$PKG_DIR") \
+(cd "$KTREE" && "$GO" build -tags selinux,notest -ldflags "-s -w" -o "$PARTIAL" "k8s.io/kubernetes/$PKG_DIR") \
   || die "go build k8s.io/kubernetes/$PKG_DIR failed"
 
 # Same file system, so the rename is atomic: readers see no binary or all of it.

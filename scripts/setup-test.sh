@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond the build tools, once per machine:
-# Debian's chromium and chromium-driver for the browser tests, buildah and
-# musl-tools for the image, Python's prometheus_client (from PyPI) to parse
+# Debian's chromium and chromium-driver for the browser tests, buildah for
+# the image, Python's prometheus_client (from PyPI) to parse
 # /metrics, and a real etcd and kube-apiserver for the cluster tests. Skipped
 # when they are present. Needs root (or sudo) to install; elsewhere it says
 # what to install and stops.
@@ -13,10 +13,8 @@ log_as setup
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
-# The image test: buildah builds the image (`make image`), musl-gcc compiles
-# ring's C parts for the static binary.
+# The image test: buildah builds the image (`make image`).
 command -v buildah >/dev/null || missing+=(buildah)
-command -v musl-gcc >/dev/null || missing+=(musl-tools)
 # The docs generators' test builds a Hugo site with Debian's hugo.
 command -v hugo >/dev/null || missing+=(hugo)
 

@@ -4,9 +4,10 @@
 #      apiservers and two client-go informers compiled with Go...) are set up in
 #      the background, their output kept in $TARGET_DIR/test-setup.log, while
 #   2. the builds run: formatting and code written twice first (`make
-#      lint-source`), then `make build embed image test-break`, then the tests'
-#      own build with clippy as its compiler (below): `make lint`'s clippy
-#      without a second, check-only build of every dependency;
+#      lint-source`), then `make build embed image`, then the tests' own
+#      build with clippy as its compiler (below): `make lint`'s clippy
+#      without a second, check-only build of every dependency. That build
+#      also makes the chaos tests' bridge with its test-only faults;
 #   3. once both are done, the tests, every process they start marked with
 #      WATCHLIFE_TEST_RUN: with cargo-nextest (each test its own process,
 #      two at a time across all the binaries; .config/nextest.toml) where it
@@ -15,10 +16,10 @@
 #   4. scripts/check-leftovers.sh: a process a test left running fails the run.
 #
 # Environment (the Makefile sets it): MAKE, CARGO, TARGET_DIR, WATCHLIFE,
-# WATCHLIFE_TEST_BIN, IMAGE.
+# IMAGE.
 set -uo pipefail
 
-: "${MAKE:=make}" "${CARGO:=cargo}" "${TARGET_DIR:?}" "${WATCHLIFE:?}" "${WATCHLIFE_TEST_BIN:?}" "${IMAGE:?}"
+: "${MAKE:=make}" "${CARGO:=cargo}" "${TARGET_DIR:?}" "${WATCHLIFE:?}" "${IMAGE:?}"
 here=$(dirname "$0")
 say() { echo "[test] $*"; }
 
@@ -39,7 +40,14 @@ clippy_driver=$(command -v clippy-driver) || {
     exit 1
 }
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-linted=(--config "build.rustc-workspace-wrapper=\"$clippy_driver\"")
+# The tests' build turns on the bridge's `test-break` feature, so that its
+# debug `watchlife` is the chaos tests' broken bridge (`make test-break`'s,
+# without a build of its own: that one unifies features for the bridge alone
+# and so compiles a second set of debug dependencies). The faults stay off
+# unless WATCHLIFE_TEST_BREAK names one, and the release binary the other
+# tests run has none.
+linted=(--config "build.rustc-workspace-wrapper=\"$clippy_driver\"" --features watchlife/test-break)
+WATCHLIFE_TEST_BIN=$TARGET_DIR/debug/watchlife
 
 # --- 1. the tests' tools, in the background ---------------------------------
 mkdir -p "$TARGET_DIR"
@@ -56,13 +64,19 @@ say "setting up the tests' tools in the background (its log: $setup_log)"
 
 # --- 2. the builds -------------------------------------------------------------
 built() {
-    "$MAKE" --no-print-directory lint-source setup build embed image test-break || return
+    "$MAKE" --no-print-directory lint-source setup build embed image || return
     say "the tests' build, clippy compiling the workspace (its lints are errors)"
     "$CARGO" build "${linted[@]}" --workspace --all-targets || return
     local page_build
     for page_build in replay in-page; do
         "$CARGO" build "${linted[@]}" --workspace --all-targets --features "watchlife-frontend/$page_build" || return
     done
+    # Every build above had the feature, so the debug `watchlife` left is
+    # the broken bridge: it names the variable it reads.
+    grep -qa WATCHLIFE_TEST_BREAK "$WATCHLIFE_TEST_BIN" || {
+        say "$WATCHLIFE_TEST_BIN was built without the test-break feature"
+        return 1
+    }
 }
 if ! built; then
     stop_setup

@@ -18,7 +18,8 @@ pub fn binary() -> PathBuf {
 pub const TEST_BREAK: &str = "WATCHLIFE_TEST_BREAK";
 
 /// The `watchlife` binary with the test-only faults (the release build has
-/// none): `$WATCHLIFE_TEST_BIN`, or the debug build `make test-break` makes.
+/// none): `$WATCHLIFE_TEST_BIN` (`make test` sets it to its own debug build,
+/// which has the faults), or the debug build `make test-break` makes.
 pub fn test_break_binary() -> PathBuf {
     built(
         "WATCHLIFE_TEST_BIN",

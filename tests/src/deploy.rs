@@ -337,18 +337,25 @@ pub fn uids(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// Whether an ELF file asks for a program interpreter (a dynamic loader):
-/// a `PT_INTERP` entry in its program headers. A static binary has none.
-pub fn elf_has_interpreter(path: &Path) -> bool {
+/// The program interpreter (dynamic loader) an ELF file asks for: its
+/// `PT_INTERP` entry, or `None` for a static binary.
+pub fn elf_interpreter(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).unwrap();
     assert_eq!(&bytes[..4], b"\x7fELF", "{} is an ELF file", path.display());
     assert_eq!(bytes[4], 2, "64-bit");
     let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
-    let phoff = u64::from_le_bytes(bytes[0x20..0x28].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap()) as usize;
+    let phoff = u64_at(0x20);
     let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
     const PT_INTERP: u32 = 3;
-    (0..phnum).any(|i| {
+    (0..phnum).find_map(|i| {
         let at = phoff + i * phentsize;
-        u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) == PT_INTERP
+        if u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) != PT_INTERP {
+            return None;
+        }
+        // p_offset and p_filesz; the path ends with a NUL.
+        let (offset, size) = (u64_at(at + 8), u64_at(at + 32));
+        let path = &bytes[offset..offset + size];
+        Some(String::from_utf8_lossy(path.strip_suffix(&[0]).unwrap_or(path)).into_owned())
     })
 }
