@@ -67,7 +67,9 @@ if [ "$(trunk --version 2>/dev/null || true)" != "trunk $TRUNK_VERSION" ]; then
     # stylesheet) takes well under a second either way. It builds in about
     # 2.8 minutes instead of 5 (optimised without LTO; its own release profile
     # asks for fat LTO, longer still), and writes byte-identical files.
-    cargo install trunk --version "$TRUNK_VERSION" --locked --debug
+    # Without its default features: no TLS stack (rustls, ring) and no check
+    # for a newer Trunk, as it builds offline and never downloads.
+    cargo install trunk --version "$TRUNK_VERSION" --locked --debug --no-default-features
 fi
 
 bindgen_version="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' "$ROOT/Cargo.lock")"
@@ -83,7 +85,9 @@ fi
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $bindgen_version" ]; then
     # Not --locked: its lock file pins a webpki-roots the registry here lacks.
     say "installing wasm-bindgen-cli $bindgen_version, the version in Cargo.lock (once: about 3 minutes)"
-    cargo install wasm-bindgen-cli --version "$bindgen_version" --force --bin wasm-bindgen
+    # Without its default features: their TLS stack serves only the test
+    # runner's downloads, which this build never makes.
+    cargo install wasm-bindgen-cli --version "$bindgen_version" --force --bin wasm-bindgen --no-default-features
 fi
 
 WASM_OPT_DIR="$CACHE/binaryen-$BINARYEN_VERSION"
