@@ -10,8 +10,9 @@
 #      also makes the chaos tests' bridge with its test-only faults;
 #   3. once both are done, the tests, every process they start marked with
 #      WATCHLIFE_TEST_RUN: with cargo-nextest (each test its own process,
-#      two at a time across all the binaries; .config/nextest.toml) where it
-#      is installed, else with `cargo test`, one test binary at a time (25
+#      three at a time across all the binaries, those that time the
+#      machine beside one other at most; .config/nextest.toml) where it is
+#      installed, else with `cargo test`, one test binary at a time (25
 #      minutes here against 17); then the doc tests;
 #   4. scripts/check-leftovers.sh: a process a test left running fails the run.
 #
