@@ -72,8 +72,9 @@ test:
 		IMAGE=$(IMAGE) scripts/test.sh
 
 ## test-break: a debug `watchlife` with the test-only faults of bridge/src/test_break.rs, for the
-##             chaos tests that prove their invariants can fail; copied aside, as `cargo test`
-##             builds the debug `watchlife` again without them
+##             chaos tests that prove their invariants can fail, run by hand (`cargo test`);
+##             copied aside, as `cargo test` builds the debug `watchlife` again without them.
+##             `make test` needs none: its own debug build has the faults (scripts/test.sh)
 test-break: setup
 	$(CARGO) build -p watchlife --features test-break
 	cp $(TARGET_DIR)/debug/watchlife $(WATCHLIFE_TEST_BIN)
