@@ -20,7 +20,8 @@
 //! apiserver by design. It is logged at WARN when set.
 //!
 //! Only a binary built with the `test-break` feature reads the variable
-//! (`make test-break`, for the chaos tests); the one that ships does not,
+//! (`make test`'s debug build, or `make test-break`, for the chaos tests);
+//! the one that ships does not,
 //! and holds neither the variable's name nor the faults' (a test of the
 //! release binary checks). Without the feature [`is`] is always `false`, so
 //! the compiler drops every fault.
