@@ -21,10 +21,9 @@
 //!
 //! Only a binary built with the `test-break` feature reads the variable
 //! (`make test`'s debug build, or `make test-break`, for the chaos tests);
-//! the one that ships does not,
-//! and holds neither the variable's name nor the faults' (a test of the
-//! release binary checks). Without the feature [`is`] is always `false`, so
-//! the compiler drops every fault.
+//! the one that ships does not, and holds neither the variable's name nor
+//! the faults' (a test of the release binary checks). Without the feature
+//! [`is`] is always `false`, so the compiler drops every fault.
 
 /// One test-only fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
