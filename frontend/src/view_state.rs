@@ -120,7 +120,12 @@ impl ViewState {
 
     /// Journey length of the current speed (ms), or `None` for live (not tracked).
     pub fn journey_ms_untracked(&self) -> Option<f64> {
-        SPEEDS[self.speed.get_untracked().min(SPEEDS.len() - 1)].1
+        untrack(|| self.journey_ms())
+    }
+
+    /// Journey length of the current speed (ms), or `None` for live (tracked).
+    pub fn journey_ms(&self) -> Option<f64> {
+        SPEEDS[self.speed.get().min(SPEEDS.len() - 1)].1
     }
 }
 

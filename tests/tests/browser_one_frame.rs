@@ -152,7 +152,7 @@ async fn live_each_event_is_drawn_in_the_first_frame_after_it_arrives() {
     assert!(late.is_empty(), "{} of {count} late: {late:?}", late.len());
 
     // The bursts found the lanes taken: the line under them says so.
-    let line = browser.text("#pipeline .untokened").await;
+    let line = browser.text(".pipeline .untokened").await;
     assert!(line.contains("shown without a token"), "{line}");
 
     // The log draws its rows in place: the element that shows the newest

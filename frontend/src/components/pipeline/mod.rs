@@ -77,8 +77,8 @@ pub fn Pipeline() -> impl IntoView {
             >
                 {move || drawing(geometry.get(), now, toggle)}
                 <Tokens geometry/>
-                <Untokened geometry/>
             </svg>
+            <Untokened geometry/>
         </section>
     }
 }
