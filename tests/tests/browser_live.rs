@@ -9,19 +9,23 @@ async fn the_page_shows_live_watch_events() {
     let bridge = Bridge::start(&["--demo", "--demo-rate", "4"]).await;
     let browser = Browser::open_connected(1280, 800, &bridge.url()).await;
     assert_eq!(browser.text("#source").await, "embedded demo control plane");
-    // Live watch events (not the initial list) arrive and are drawn.
+    // Live watch events about objects (not the initial list, and not a
+    // BOOKMARK or an ERROR, which name no object) arrive and are drawn.
+    let live = "tr.event-row[data-initial=false]:is([data-type=ADDED],[data-type=MODIFIED],[data-type=DELETED])";
     browser
         .wait_until(
             "three live events are listed",
-            "document.querySelectorAll('tr.event-row[data-initial=false]').length >= 3",
+            &format!("document.querySelectorAll('{live}').length >= 3"),
         )
         .await;
     // One read of the whole row: the log redraws its rows as events arrive,
     // so an element found earlier may be gone by the next question.
     let row = browser
         .eval(
-            "(r => ({kind: r.querySelector('.kind').textContent, name: r.querySelector('.name').textContent, \
-             rv: r.dataset.rv, type: r.dataset.type}))(document.querySelector('tr.event-row[data-initial=false]'))",
+            &format!(
+                "(r => ({{kind: r.querySelector('.kind').textContent, name: r.querySelector('.name').textContent, \
+                 rv: r.dataset.rv, type: r.dataset.type}}))(document.querySelector('{live}'))"
+            ),
         )
         .await;
     let field = |key: &str| row[key].as_str().unwrap_or_default().to_string();
