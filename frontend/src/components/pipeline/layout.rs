@@ -52,7 +52,8 @@ pub struct Dims {
     pub label_y: f64,
     /// Room above a row of nodes (the side's label).
     pub head: f64,
-    /// Room under a row's lanes (the count of events not animated).
+    /// Room under a row's lanes: under the last row, the line of events shown
+    /// without a token lies over it (see `untokened.rs`).
     pub foot: f64,
     /// Tokens show the object's name rather than its resourceVersion.
     pub names_on_tokens: bool,
@@ -246,11 +247,6 @@ impl Geometry {
     pub fn lane_y(&self, row: usize, lane: usize) -> f64 {
         let d = self.dims;
         row as f64 * self.row_h() + d.head + d.node_h + d.lanes_gap + lane as f64 * d.lane_h
-    }
-
-    /// Baseline of the line under row `row`'s lanes.
-    pub fn foot_y(&self, row: usize) -> f64 {
-        (row + 1) as f64 * self.row_h() - 8.0
     }
 }
 
